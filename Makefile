@@ -1,0 +1,49 @@
+# The two commands a newcomer needs: `make demo` and `make test`. `make help` lists the rest.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := help
+
+.PHONY: help demo test up protos lint typecheck bench clean
+
+help: ## List the targets
+	@grep -E '^[a-z][a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | \
+		awk 'BEGIN {FS = ":.*## "}; {printf "  make %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP) ## Create .venv, install, run the demo on the embedded mesh
+	$(BIN)/mesh demo
+
+test: $(STAMP) ## Create .venv if needed and run the whole suite
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+up: $(STAMP) ## Run the mesh in the foreground (Ctrl-C stops it)
+	$(BIN)/mesh up
+
+protos: $(STAMP) ## Regenerate services/mesh/v1 from protos/
+	$(BIN)/python -m mesh.codegen --write
+
+lint: $(STAMP) ## ruff check + format check
+	$(BIN)/ruff check services chaos tests
+	$(BIN)/ruff format --check services chaos tests
+
+typecheck: $(STAMP) ## mypy --strict on the packages
+	$(BIN)/mypy
+
+bench: $(STAMP) ## Pipeline and proxy overhead benchmarks
+	$(BIN)/mesh bench overhead
+	$(BIN)/mesh bench proxy
+
+clean: ## Remove state written by runs (var/, reports/)
+	rm -rf var reports

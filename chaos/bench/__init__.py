@@ -1,0 +1,1 @@
+"""Benchmarks for the chaos tooling (run them, they are not tests)."""

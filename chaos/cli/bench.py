@@ -1,0 +1,66 @@
+"""`mesh bench`: measured costs, in ratios from one interleaved run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(help="Benchmarks: ratios measured in one run.", no_args_is_help=True)
+console = Console()
+
+JsonOpt = Annotated[Path | None, typer.Option("--json", help="Write the figures to FILE.")]
+CallsOpt = Annotated[int, typer.Option(help="Calls per variant per round.")]
+ConcOpt = Annotated[int, typer.Option(help="Calls in flight.")]
+RoundsOpt = Annotated[int, typer.Option(help="Interleaved rounds.")]
+
+
+def print_result(title: str, result: dict[str, Any]) -> None:
+    table = Table(title=title, title_justify="left")
+    table.add_column("variant")
+    table.add_column("p50 ms", justify="right")
+    table.add_column("p99 ms", justify="right")
+    table.add_column("calls/s", justify="right")
+    table.add_column("p50 ratio", justify="right")
+    table.add_column("throughput ratio", justify="right")
+    for name, row in result["variants"].items():
+        table.add_row(name, f"{row['p50_ms']:.2f}", f"{row['p99_ms']:.2f}",
+                      f"{row['throughput']:.0f}", f"{row.get('p50_ratio', 1.0):.2f}",
+                      f"{row.get('throughput_ratio', 1.0):.2f}")
+    console.print(table)
+
+
+def _finish(title: str, result: dict[str, Any], json_path: Path | None) -> None:
+    print_result(title, result)
+    if json_path is not None:
+        json_path.write_text(json.dumps(result, indent=2))
+        console.print(f"wrote {json_path}")
+
+
+@app.command()
+def overhead(
+    calls: CallsOpt = 3000, concurrency: ConcOpt = 64, rounds: RoundsOpt = 3,
+    json_path: JsonOpt = None,
+) -> None:
+    """Raw grpc.aio vs the full resilience pipeline (no faults, tracing off)."""
+    from chaos.bench.overhead import run_overhead_bench
+
+    result = asyncio.run(run_overhead_bench(calls=calls, concurrency=concurrency, rounds=rounds))
+    _finish("resilience pipeline overhead", result, json_path)
+
+
+@app.command()
+def proxy(
+    calls: CallsOpt = 3000, concurrency: ConcOpt = 64, rounds: RoundsOpt = 3,
+    json_path: JsonOpt = None,
+) -> None:
+    """A unary gRPC call direct vs through an embedded Toxiproxy proxy with no toxics."""
+    from chaos.bench.proxy import run_proxy_bench
+
+    result = asyncio.run(run_proxy_bench(calls=calls, concurrency=concurrency, rounds=rounds))
+    _finish("embedded Toxiproxy overhead", result, json_path)

@@ -1,0 +1,131 @@
+"""`mesh chaos list|run`: the experiment catalogue and its runner."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from chaos.experiment import ExperimentError, catalogue, load_experiment
+from chaos.launcher import LaunchError, Mesh, Ports
+from chaos.report import print_result, to_json, write_report
+from chaos.runner import ExperimentResult, Runner, Target
+from mesh.resilience.policy import PolicyError
+
+app = typer.Typer(help="Chaos experiments: steady state, faults, load, verdict.",
+                  no_args_is_help=True)
+console = Console()
+
+
+@app.command("list")
+def list_() -> None:
+    """Every experiment in the catalogue with its hypothesis."""
+    table = Table("name", "variants", "hypothesis", show_lines=True)
+    try:
+        entries = catalogue()
+    except ExperimentError as err:
+        console.print(f"[red]{err}[/red]")
+        raise typer.Exit(2) from None
+    for path, exp in entries:
+        table.add_row(path.stem, ", ".join(v.name for v in exp.variants), exp.hypothesis)
+    console.print(table)
+
+
+def verdict_table(results: list[ExperimentResult]) -> Table:
+    table = Table("experiment", "hypothesis", "verdict", "failed expectations",
+                  title="verdict", title_justify="left")
+    for r in results:
+        failed = [f"{v.variant}/{v.phase} {v.metric}={'n/a' if v.measured is None else f'{v.measured:.4g}'}"
+                  f" (want {v.bound})" for v in r.verdicts if not v.passed]
+        if r.aborted:
+            failed.insert(0, r.aborted)
+        table.add_row(r.name, r.experiment.hypothesis,
+                      "[green]held[/green]" if r.held else "[red]did not hold[/red]",
+                      "\n".join(failed) or "-")
+    return table
+
+
+async def _run_all(runner: Runner, experiments: list[tuple[str, Path]],
+                   progress: Progress) -> list[ExperimentResult]:
+    results = []
+    for name, path in experiments:
+        _, exp = load_experiment(str(path))
+        progress.console.rule(f"{name}")
+        result = await runner.run(name, path, exp)
+        print_result(progress.console, result)
+        results.append(result)
+    return results
+
+
+@app.command()
+def run(
+    experiments: Annotated[list[str] | None, typer.Argument(
+        help="Names from `mesh chaos list`, or paths to YAML files.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Run the whole catalogue.")] = False,
+    target: Annotated[str | None, typer.Option(
+        help="Run against a running mesh instead of starting one: "
+        "toxiproxy=URL,gateway=HOST:PORT[,admin.SERVICE=ADDR][,metrics.SERVICE=URL]")] = None,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write all numbers here.")]
+    = None,
+    reports: Annotated[Path, typer.Option(help="Folder for report.md and plots.")]
+    = Path("reports"),
+    state_dir: Annotated[Path, typer.Option(help="State of the embedded mesh.")]
+    = Path("var/chaos"),
+) -> None:
+    """Run experiments; exit 1 when a hypothesis does not hold, 2 on bad input."""
+    names = list(experiments or [])
+    try:
+        if all_:
+            names = [p.stem for p, _ in catalogue()]
+        if not names:
+            raise ExperimentError("name at least one experiment, or --all")
+        resolved = [(Path(n).stem, load_experiment(n)[0]) for n in names]
+        remote = Target.parse(target) if target else None
+    except (ExperimentError, ValueError) as err:
+        console.print(f"[red]error:[/red] {err}")
+        raise typer.Exit(2) from None
+
+    mesh = None if remote else Mesh(state_dir=state_dir, ports=Ports.auto())
+    started = time.monotonic()
+    results: list[ExperimentResult] = []
+    try:
+        if mesh is not None:
+            with console.status("starting the embedded mesh..."):
+                mesh.start()
+        tgt = remote or Target.from_mesh(mesh)  # type: ignore[arg-type]
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=console, transient=True) as progress:
+            bar = progress.add_task("starting", total=1)
+
+            def tick(label: str, done: int, total: int) -> None:
+                progress.update(bar, description=label, completed=done, total=total)
+
+            results = asyncio.run(_run_all(Runner(tgt, tick), resolved, progress))
+    except LaunchError as err:
+        console.print(f"[red]could not start the mesh:[/red] {err}")
+        raise typer.Exit(1) from None
+    except PolicyError as err:
+        console.print(f"[red]error:[/red] {err}")
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted: every fault was removed[/yellow]")
+        raise typer.Exit(130) from None
+    finally:
+        if mesh is not None:
+            mesh.stop()
+    for r in results:
+        write_report(r, reports / r.name)
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps([to_json(r) for r in results], indent=1))
+    console.print(verdict_table(results))
+    console.print(f"reports in {reports}/ ({time.monotonic() - started:.0f} s in all)")
+    if not all(r.held for r in results):
+        raise typer.Exit(1)

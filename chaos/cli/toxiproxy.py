@@ -1,0 +1,26 @@
+"""`mesh toxiproxy`: the embedded Toxiproxy-compatible server on its own."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def toxiproxy(
+    host: Annotated[str, typer.Option(help="Admin API address; keep it on loopback.")]
+    = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Admin API port.")] = 8474,
+    config: Annotated[
+        Path | None, typer.Option(help="JSON list of proxies to create at start (like -config).")
+    ] = None,
+) -> None:
+    """Run the embedded Toxiproxy server (same HTTP API as Toxiproxy 2.12) until Ctrl-C."""
+    from chaos.toxiproxy.server import serve_forever
+
+    if config is not None and not config.is_file():
+        typer.echo(f"error: --config {config}: no such file", err=True)
+        raise typer.Exit(2)
+    asyncio.run(serve_forever(host, port, str(config) if config else None))

@@ -1,0 +1,67 @@
+"""The services' Prometheus counters, scraped before and after a run and subtracted.
+
+Experiments read the same numbers a user sees on /metrics: calls that reached a service,
+retries, breaker and bulkhead rejections, fallbacks, shed calls.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from prometheus_client.parser import text_string_to_metric_families
+
+Key = tuple[str, str, frozenset[tuple[str, str]]]
+"""(service, sample name, labels)."""
+
+
+@dataclass
+class Snapshot:
+    """Every sample of every service at one moment; missing services are listed, not fatal."""
+
+    values: dict[Key, float] = field(default_factory=dict)
+    unreachable: list[str] = field(default_factory=list)
+
+    def __sub__(self, earlier: Snapshot) -> Snapshot:
+        diff = {k: v - earlier.values.get(k, 0.0) for k, v in self.values.items()}
+        return Snapshot(diff, sorted(set(self.unreachable) | set(earlier.unreachable)))
+
+    def total(self, name: str, service: str | None = None, **labels: str) -> float:
+        """Sum of `name` over samples matching `service` and every given label ('*' = any)."""
+        wanted = {k: v for k, v in labels.items() if v != "*"}
+        out = 0.0
+        for (svc, sample, lbls), value in self.values.items():
+            if sample != name or (service is not None and svc != service):
+                continue
+            d = dict(lbls)
+            if all(d.get(k) == v for k, v in wanted.items()):
+                out += value
+        return out
+
+    def gauge(self, name: str, service: str, **labels: str) -> dict[str, float]:
+        """Current values of a gauge by its `method` label (e.g. breaker state)."""
+        found = {}
+        for (svc, sample, lbls), value in self.values.items():
+            d = dict(lbls)
+            if svc == service and sample == name and all(d.get(k) == v for k, v in labels.items()):
+                found[d.get("method", "")] = value
+        return found
+
+
+def scrape(metrics_urls: Mapping[str, str], timeout_s: float = 2.0) -> Snapshot:
+    snap = Snapshot()
+    for service, url in metrics_urls.items():
+        try:
+            with urllib.request.urlopen(url, timeout=timeout_s) as response:
+                text = response.read().decode()
+        except OSError:
+            snap.unreachable.append(service)
+            continue
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name.endswith("_created"):
+                    continue
+                key = (service, sample.name, frozenset(sample.labels.items()))
+                snap.values[key] = float(sample.value)
+    return snap

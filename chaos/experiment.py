@@ -1,0 +1,277 @@
+"""The experiment file format: a YAML document validated into typed models.
+
+An experiment says what "normal" looks like (steady state), what we believe (hypothesis),
+what we break (faults), how we load the system (load), which policies we compare
+(variants), and which numbers decide the verdict (expectations). Unknown keys and bad values
+are rejected with the file, the key and the reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from mesh.runtime import topology
+
+EXPERIMENTS_DIR = Path(__file__).parent / "experiments"
+STATUS_CODES = (
+    "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+    "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+    "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+    "UNAUTHENTICATED",
+)
+TOXIC_TYPES = ("latency", "bandwidth", "slow_close", "timeout", "reset_peer", "slicer",
+               "limit_data")
+
+
+class ExperimentError(ValueError):
+    """An experiment file is missing or invalid; the message names the file, key and reason."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LoadSpec(_Model):
+    """Bounded load through the gateway: `requests` calls, closed loop or at a fixed rate."""
+
+    rpc: list[Literal["home", "checkout"]] = Field(default=["home"], min_length=1)
+    requests: int = Field(default=100, ge=1, le=20_000)
+    concurrency: int = Field(default=10, ge=1, le=512)
+    think_s: float = Field(default=0.0, ge=0, le=10)
+    rate_per_s: float | None = Field(
+        default=None, gt=0, le=5000, description="open loop: start calls at this rate"
+    )
+    deadline_s: float = Field(default=2.0, gt=0, le=60)
+    max_duration_s: float = Field(default=60.0, gt=0, le=600)
+    repeat: int = Field(default=1, ge=1, le=10, description="run the load N times (waves)")
+    rate_x_capacity: float | None = Field(
+        default=None, gt=0, le=20,
+        description="open loop at this multiple of the capacity measured first",
+    )
+    capacity_concurrency: int = Field(default=16, ge=1, le=512)
+    capacity_requests: int = Field(default=1000, ge=10, le=20_000)
+
+
+class Probe(_Model):
+    """A steady-state tolerance: `metric` of the probe load must stay within max/min."""
+
+    metric: Literal["ok_rate", "error_rate", "degraded_rate", "p50_ms", "p95_ms", "p99_ms"]
+    max: float | None = None
+    min: float | None = None
+
+
+class SteadyState(_Model):
+    """Checked before the faults and after they are removed."""
+
+    load: LoadSpec = Field(default_factory=lambda: LoadSpec(requests=30, concurrency=3))
+    probes: list[Probe] = Field(default_factory=lambda: [Probe(metric="error_rate", max=0.0)])
+
+
+class _Timed(_Model):
+    start_s: float = Field(default=0.0, ge=0, description="after the load starts")
+    stop_s: float | None = Field(default=None, gt=0, description="null: when the load ends")
+
+
+def _edge_name(value: str) -> str:
+    names = [e.proxy_name for e in topology.EDGES]
+    if value not in names:
+        raise ValueError(f"unknown edge {value!r}; known: {', '.join(names)}")
+    return value
+
+
+class ToxicFault(_Timed):
+    """A Toxiproxy toxic on one edge's proxy."""
+
+    type: Literal["toxic"]
+    edge: str
+    toxic: Literal["latency", "bandwidth", "slow_close", "timeout", "reset_peer", "slicer",
+                   "limit_data"]
+    stream: Literal["upstream", "downstream"] = "downstream"
+    toxicity: float = Field(default=1.0, ge=0, le=1)
+    attributes: dict[str, int] = {}
+
+    @model_validator(mode="after")
+    def _check(self) -> ToxicFault:
+        _edge_name(self.edge)
+        for key, value in self.attributes.items():
+            if value < 0:
+                raise ValueError(f"attributes.{key}: must be >= 0")
+        return self
+
+
+class ProxyDownFault(_Timed):
+    """An edge's proxy disabled (connections refused), optionally flapping down/up."""
+
+    type: Literal["proxy_down"]
+    edge: str
+    down_s: float | None = Field(default=None, gt=0, description="flap: time down per cycle")
+    up_s: float | None = Field(default=None, gt=0, description="flap: time up per cycle")
+
+    @model_validator(mode="after")
+    def _check(self) -> ProxyDownFault:
+        _edge_name(self.edge)
+        if (self.down_s is None) != (self.up_s is None):
+            raise ValueError("down_s and up_s go together (a flapping proxy)")
+        return self
+
+
+class AppFault(_Timed):
+    """Application-level gRPC errors at a rate, injected by a service's fault interceptor."""
+
+    type: Literal["app_fault"]
+    service: Literal["gateway", "profile", "recommendation", "payment"]
+    method: str = Field(description="e.g. Recommend, or a full /mesh.v1.X/Y name, or *")
+    error_rate: float = Field(default=1.0, ge=0, le=1)
+    code: str = "UNAVAILABLE"
+    delay_s: float = Field(default=0.0, ge=0, le=60)
+    pushback_ms: int = Field(default=-1, ge=-1)
+
+    @model_validator(mode="after")
+    def _check(self) -> AppFault:
+        if self.code not in STATUS_CODES:
+            raise ValueError(f"code {self.code!r} is not a gRPC status code name")
+        return self
+
+    @property
+    def full_method(self) -> str:
+        if self.method == "*" or self.method.startswith("/"):
+            return self.method
+        service = {"gateway": "Gateway", "profile": "ProfileService",
+                   "recommendation": "RecommendationService",
+                   "payment": "PaymentService"}[self.service]
+        return f"/mesh.v1.{service}/{self.method}"
+
+
+Fault = Annotated[ToxicFault | ProxyDownFault | AppFault, Field(discriminator="type")]
+
+
+class Variant(_Model):
+    """One policy to compare: a preset (or a YAML file) plus overrides merged over it."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    policy: str = "full"
+    overrides: dict[str, Any] = {}
+    load: dict[str, Any] = Field(default={}, description="fields of `load` to change")
+    description: str = ""
+
+
+class Expectation(_Model):
+    """A number of one variant's report that decides the verdict."""
+
+    variant: str
+    metric: str
+    phase: Literal["fault", "recovery"] = "fault"
+    max: float | None = None
+    min: float | None = None
+    why: str = ""
+
+    @model_validator(mode="after")
+    def _bounded(self) -> Expectation:
+        if self.max is None and self.min is None:
+            raise ValueError("give max, min or both")
+        return self
+
+
+class Abort(_Model):
+    """Kill switch: stop the load and remove every fault when error_rate stays above a bound."""
+
+    error_rate_above: float = Field(default=1.0, ge=0, le=1)
+    for_s: float = Field(default=30.0, gt=0)
+
+
+class Recovery(_Model):
+    """After the faults are removed: wait, then run this load and measure again."""
+
+    wait_s: float = Field(default=0.0, ge=0, le=60)
+    load: LoadSpec | None = None
+
+
+class ReferenceRow(_Model):
+    """A row of the seed's measurements shown beside ours (free-form columns)."""
+
+    variant: str
+    phase: Literal["fault", "recovery"] = "fault"
+    values: dict[str, str | int | float]
+
+
+class Experiment(_Model):
+    """One experiment file."""
+
+    title: str = Field(min_length=1)
+    hypothesis: str = Field(min_length=1)
+    lesson: str = Field(default="", description="which seed lesson this checks")
+    steady_state: SteadyState = Field(default_factory=SteadyState)
+    faults: list[Fault] = []
+    load: LoadSpec = Field(default_factory=LoadSpec)
+    recovery: Recovery | None = None
+    variants: list[Variant] = Field(min_length=1)
+    expectations: list[Expectation] = []
+    abort: Abort = Field(default_factory=Abort)
+    reference: list[ReferenceRow] = []
+    dependency: str = Field(
+        default="recommendation", description="whose received calls the table counts"
+    )
+    dependency_method: str = Field(default="*", description="method name, or * for all")
+    checks: list[str] = Field(default=[], description="named checks from chaos/checks.py")
+
+    @model_validator(mode="after")
+    def _names(self) -> Experiment:
+        names = [v.name for v in self.variants]
+        if len(set(names)) != len(names):
+            raise ValueError(f"variants: duplicate names in {names}")
+        for exp in self.expectations:
+            if exp.variant not in names:
+                raise ValueError(f"expectations: unknown variant {exp.variant!r}; have {names}")
+        from chaos.checks import CHECKS
+
+        for check in self.checks:
+            if check not in CHECKS:
+                raise ValueError(f"checks: unknown check {check!r}; known: {sorted(CHECKS)}")
+        for v in self.variants:
+            try:
+                self.load_for(v)
+            except ValidationError as err:
+                raise ValueError(f"variants.{v.name}.load: {err.errors()[0]['msg']}") from None
+        return self
+
+    def load_for(self, variant: Variant) -> LoadSpec:
+        return LoadSpec.model_validate({**self.load.model_dump(), **variant.load})
+
+
+def resolve(name_or_path: str) -> Path:
+    """An experiment by catalogue name (`provider-outage`) or by path to a YAML file."""
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        if not path.is_file():
+            raise ExperimentError(f"{name_or_path}: no such file")
+        return path
+    candidate = EXPERIMENTS_DIR / f"{name_or_path}.yaml"
+    if not candidate.is_file():
+        known = ", ".join(sorted(p.stem for p in EXPERIMENTS_DIR.glob("*.yaml")))
+        raise ExperimentError(f"{name_or_path}: no such experiment; known: {known}")
+    return candidate
+
+
+def load_experiment(name_or_path: str) -> tuple[Path, Experiment]:
+    path = resolve(name_or_path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise ExperimentError(f"{path}: not valid YAML: {err}") from None
+    if not isinstance(raw, dict):
+        raise ExperimentError(f"{path}: the top level must be a mapping")
+    try:
+        return path, Experiment.model_validate(raw)
+    except ValidationError as err:
+        reasons = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '<top>'}: {e['msg']}" for e in err.errors()
+        )
+        raise ExperimentError(f"{path}: {reasons}") from None
+
+
+def catalogue() -> list[tuple[Path, Experiment]]:
+    return [load_experiment(str(p)) for p in sorted(EXPERIMENTS_DIR.glob("*.yaml"))]

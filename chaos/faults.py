@@ -1,0 +1,166 @@
+"""Injecting an experiment's faults on schedule, and removing every one of them on any exit.
+
+Toxics and proxy outages go through the Toxiproxy API (ours or Shopify's), application
+faults through each service's loopback FaultAdmin. `reset_all()` is the kill switch: it is
+safe to call at any time, any number of times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import grpc
+
+from chaos.experiment import AppFault, Fault, ProxyDownFault, ToxicFault
+from chaos.toxiproxy.client import ToxiproxyClient, ToxiproxyError
+from mesh.v1 import admin_pb2, admin_pb2_grpc
+
+log = logging.getLogger("chaos.faults")
+
+
+@dataclass
+class FaultEvent:
+    """When (seconds after the load started) a fault went on or off."""
+
+    at_s: float
+    what: str
+    on: bool
+
+
+@dataclass
+class Injector:
+    """Applies faults to one running mesh: its Toxiproxy API and its services' admin ports."""
+
+    toxiproxy: ToxiproxyClient | None
+    admin: Mapping[str, str]
+    timeline: list[FaultEvent] = field(default_factory=list)
+    _t0: float = 0.0
+
+    def _mark(self, what: str, on: bool) -> None:
+        self.timeline.append(FaultEvent(round(time.monotonic() - self._t0, 3), what, on))
+
+    def _need_toxiproxy(self) -> ToxiproxyClient:
+        if self.toxiproxy is None:
+            raise RuntimeError("this fault needs Toxiproxy, and the mesh runs --direct")
+        return self.toxiproxy
+
+    async def _app(self, fault: AppFault, on: bool) -> None:
+        addr = self.admin.get(fault.service)
+        if addr is None:
+            raise RuntimeError(f"no admin address for {fault.service}: cannot inject app faults")
+        async with grpc.aio.insecure_channel(addr) as channel:
+            stub = admin_pb2_grpc.FaultAdminStub(channel)
+            if on:
+                await stub.SetFault(admin_pb2.SetFaultRequest(fault=admin_pb2.Fault(
+                    method=fault.full_method, error_rate=fault.error_rate, code=fault.code,
+                    delay_s=fault.delay_s, pushback_ms=fault.pushback_ms,
+                )), timeout=2)
+            else:
+                await stub.ClearFaults(
+                    admin_pb2.ClearFaultsRequest(method=fault.full_method), timeout=2
+                )
+
+    async def set(self, index: int, fault: Fault, on: bool) -> None:
+        label = describe(fault)
+        if isinstance(fault, ToxicFault):
+            client = self._need_toxiproxy()
+            name = f"exp{index}_{fault.toxic}_{fault.stream}"
+            if on:
+                await asyncio.to_thread(
+                    client.add_toxic, fault.edge, fault.toxic, stream=fault.stream,
+                    toxicity=fault.toxicity, attributes=dict(fault.attributes), name=name,
+                )
+            else:
+                await asyncio.to_thread(_ignore_missing, client.remove_toxic, fault.edge, name)
+        elif isinstance(fault, ProxyDownFault):
+            client = self._need_toxiproxy()
+            await asyncio.to_thread(client.update_proxy, fault.edge, enabled=not on)
+        else:
+            await self._app(fault, on)
+        self._mark(label, on)
+
+    async def run_schedule(self, faults: list[Fault], stop: asyncio.Event) -> None:
+        """Turn each fault on at start_s and off at stop_s (or when `stop` is set)."""
+        self._t0 = time.monotonic()
+        tasks = [asyncio.create_task(self._one(i, f, stop)) for i, f in enumerate(faults)]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+
+    async def _one(self, index: int, fault: Fault, stop: asyncio.Event) -> None:
+        if await _wait_or_stop(stop, fault.start_s):
+            return
+        end = None if fault.stop_s is None else self._t0 + fault.stop_s
+        if isinstance(fault, ProxyDownFault) and fault.down_s and fault.up_s:
+            while not _past(end):
+                await self.set(index, fault, True)
+                stopped = await _wait_or_stop(stop, _until(end, fault.down_s))
+                await self.set(index, fault, False)
+                if stopped or _past(end) or await _wait_or_stop(stop, _until(end, fault.up_s)):
+                    return
+            return
+        await self.set(index, fault, True)
+        await _wait_or_stop(stop, None if end is None else max(0.0, end - time.monotonic()))
+        await self.set(index, fault, False)
+
+    async def reset_all(self) -> None:
+        """Remove every toxic, enable every proxy, clear every app fault. Never raises."""
+        if self.toxiproxy is not None:
+            try:
+                await asyncio.to_thread(self.toxiproxy.reset)
+            except ToxiproxyError as err:
+                log.error("toxiproxy reset failed: %s", err)
+        for service, addr in self.admin.items():
+            try:
+                async with grpc.aio.insecure_channel(addr) as channel:
+                    await admin_pb2_grpc.FaultAdminStub(channel).ClearFaults(
+                        admin_pb2.ClearFaultsRequest(), timeout=2
+                    )
+            except grpc.aio.AioRpcError as err:
+                log.error("clearing faults on %s failed: %s", service, err.code().name)
+
+
+def describe(fault: Fault) -> str:
+    if isinstance(fault, ToxicFault):
+        attrs = ",".join(f"{k}={v}" for k, v in fault.attributes.items())
+        return f"{fault.edge}: {fault.toxic}({attrs}) {fault.stream}"
+    if isinstance(fault, ProxyDownFault):
+        flap = f" flapping {fault.down_s}s/{fault.up_s}s" if fault.down_s else ""
+        return f"{fault.edge}: down{flap}"
+    delay = f" +{fault.delay_s}s" if fault.delay_s else ""
+    return f"{fault.service} {fault.method}: {fault.code} x{fault.error_rate:g}{delay}"
+
+
+def _ignore_missing(fn, *args):  # type: ignore[no-untyped-def]
+    try:
+        fn(*args)
+    except ToxiproxyError as err:
+        if err.status != 404:
+            raise
+
+
+def _until(end: float | None, span_s: float) -> float:
+    if end is None:
+        return span_s
+    return max(0.0, min(span_s, end - time.monotonic()))
+
+
+def _past(end: float | None) -> bool:
+    return end is not None and time.monotonic() >= end
+
+
+async def _wait_or_stop(stop: asyncio.Event, seconds: float | None) -> bool:
+    """Sleep `seconds` (None: forever) unless `stop` is set first; True if stopped."""
+    if stop.is_set():
+        return True
+    try:
+        await asyncio.wait_for(stop.wait(), seconds)
+    except TimeoutError:
+        return False
+    return True

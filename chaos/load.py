@@ -1,0 +1,179 @@
+"""Bounded load through the gateway: a fixed number of requests at a fixed concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import grpc
+from mesh.catalogue import USER_COUNT, user_id
+from mesh.v1 import gateway_pb2, gateway_pb2_grpc
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One request as the user saw it."""
+
+    rpc: str
+    code: str
+    latency_s: float
+    degraded: tuple[str, ...] = ()
+    status: str = ""
+    charge_id: str = ""
+    key: str = ""
+    started_s: float = 0.0
+    pushback_ms: int | None = None
+    """The grpc-retry-pushback-ms trailer of a failed call, if it had one."""
+
+
+def _pushback(err: grpc.aio.AioRpcError) -> int | None:
+    for key, value in err.trailing_metadata() or ():
+        if key == "grpc-retry-pushback-ms":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+@dataclass
+class LoadResult:
+    """Every outcome of one load run, and its wall time."""
+
+    outcomes: list[Outcome] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    def codes(self) -> Counter[str]:
+        return Counter(o.code for o in self.outcomes)
+
+    def latency_ms(self, q: float) -> float:
+        return percentile([o.latency_s * 1000 for o in self.outcomes], q)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100); 0.0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
+    return ordered[rank - 1]
+
+
+def metadata_for(api_key: str | None) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {api_key}"),) if api_key else ()
+
+
+async def _home(stub: gateway_pb2_grpc.GatewayStub, n: int, timeout_s: float,
+                md: tuple[tuple[str, str], ...]) -> Outcome:
+    start = time.perf_counter()
+    try:
+        reply = await stub.GetHome(
+            gateway_pb2.GetHomeRequest(user_id=user_id(n % USER_COUNT + 1)),
+            timeout=timeout_s, metadata=md,
+        )
+        degraded = tuple(f"{d.part}:{d.served_by}" for d in reply.degraded)
+        return Outcome("home", "OK", time.perf_counter() - start, degraded, started_s=start)
+    except grpc.aio.AioRpcError as err:
+        return Outcome("home", err.code().name, time.perf_counter() - start, started_s=start,
+                       pushback_ms=_pushback(err))
+
+
+async def _checkout(stub: gateway_pb2_grpc.GatewayStub, n: int, timeout_s: float,
+                    md: tuple[tuple[str, str], ...]) -> Outcome:
+    key = f"load-{uuid.uuid4().hex}"
+    start = time.perf_counter()
+    try:
+        reply = await stub.Checkout(
+            gateway_pb2.CheckoutRequest(
+                user_id=user_id(n % USER_COUNT + 1), amount_cents=1000 + n % 500,
+                currency="USD", idempotency_key=key,
+            ),
+            timeout=timeout_s, metadata=md,
+        )
+        status = gateway_pb2.ChargeStatus.Name(reply.status).removeprefix("CHARGE_STATUS_")
+        return Outcome("checkout", "OK", time.perf_counter() - start, status=status,
+                       charge_id=reply.charge_id, key=key, started_s=start)
+    except grpc.aio.AioRpcError as err:
+        return Outcome("checkout", err.code().name, time.perf_counter() - start, key=key,
+                       started_s=start, pushback_ms=_pushback(err))
+
+
+RPCS = {"home": _home, "checkout": _checkout}
+
+
+async def run_load(
+    gateway: str,
+    *,
+    requests: int,
+    concurrency: int,
+    rpc_mix: Sequence[str] = ("home",),
+    timeout_s: float = 2.0,
+    think_s: float = 0.0,
+    max_duration_s: float = 120.0,
+    rate_per_s: float | None = None,
+    api_key: str | None = None,
+    on_outcome: Callable[[Outcome], None] | None = None,
+    stop: asyncio.Event | None = None,
+) -> LoadResult:
+    """Send `requests` calls and return every outcome.
+
+    Closed loop (default): `concurrency` workers, each sending its next call when the last
+    answered (plus `think_s`). Open loop (`rate_per_s`): calls start on a fixed schedule
+    whatever the answers, at most `concurrency` in flight; a call that finds no free slot
+    is recorded as CLIENT_DROPPED. Stops early at `max_duration_s` or when `stop` is set.
+    """
+    result = LoadResult()
+    counter = itertools.count()
+    md = metadata_for(api_key)
+    start = time.perf_counter()
+
+    def done(outcome: Outcome) -> None:
+        result.outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+
+    def over(n: int) -> bool:
+        return (n >= requests or time.perf_counter() - start > max_duration_s
+                or (stop is not None and stop.is_set()))
+
+    async with grpc.aio.insecure_channel(gateway) as channel:
+        stub = gateway_pb2_grpc.GatewayStub(channel)
+
+        async def one(n: int) -> None:
+            done(await RPCS[rpc_mix[n % len(rpc_mix)]](stub, n, timeout_s, md))
+
+        async def worker() -> None:
+            while not over(n := next(counter)):
+                await one(n)
+                if think_s:
+                    await asyncio.sleep(think_s)
+
+        if rate_per_s is None:
+            await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+        else:
+            slots = asyncio.Semaphore(concurrency)
+            tasks: list[asyncio.Task[None]] = []
+
+            async def gated(n: int) -> None:
+                async with slots:
+                    await one(n)
+
+            for n in range(requests):
+                if over(n):
+                    break
+                delay = start + n / rate_per_s - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                if slots.locked():
+                    done(Outcome(rpc_mix[n % len(rpc_mix)], "CLIENT_DROPPED", 0.0,
+                                 started_s=time.perf_counter()))
+                    continue
+                tasks.append(asyncio.create_task(gated(n)))
+            await asyncio.gather(*tasks)
+    result.elapsed_s = time.perf_counter() - start
+    return result

@@ -1,0 +1,198 @@
+"""Reports of experiment runs: a terminal table per experiment, JSON, report.md and plots."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from chaos.faults import FaultEvent
+from chaos.runner import ExperimentResult, PhaseResult
+
+COLUMNS = (
+    ("requests", "req", "{:.0f}"), ("ok", "ok", "{:.0f}"), ("degraded", "degr", "{:.0f}"),
+    ("total_ms", "total ms", "{:.0f}"), ("p50_ms", "p50", "{:.0f}"), ("p95_ms", "p95", "{:.0f}"),
+    ("p99_ms", "p99", "{:.0f}"), ("dependency_calls", "dep calls", "{:.0f}"),
+    ("retries", "retries", "{:.0f}"), ("breaker_rejections", "brk rej", "{:.0f}"),
+    ("bulkhead_rejections", "bhd rej", "{:.0f}"), ("fallbacks", "fallb", "{:.0f}"),
+    ("shed", "shed", "{:.0f}"),
+)
+
+
+def _errors(metrics: dict[str, float]) -> str:
+    codes = {k[5:]: v for k, v in metrics.items() if k.startswith("code.") and k != "code.OK"}
+    return ", ".join(f"{c} {v:.0f}" for c, v in sorted(codes.items())) or "-"
+
+
+def experiment_table(result: ExperimentResult) -> Table:
+    exp = result.experiment
+    table = Table(title=f"{result.name}: {exp.title}", title_justify="left",
+                  caption=f"hypothesis: {exp.hypothesis}", caption_justify="left")
+    table.add_column("variant")
+    table.add_column("phase")
+    for _, header, _ in COLUMNS[:3]:
+        table.add_column(header, justify="right")
+    table.add_column("errors")
+    for _, header, _ in COLUMNS[3:]:
+        table.add_column(header, justify="right")
+    refs = {(r.variant, r.phase): r for r in exp.reference}
+    for v in result.variants:
+        if v.skipped or v.error:
+            table.add_row(v.variant.name, "-", *[""] * 3, v.skipped or v.error)
+            continue
+        for phase_name, phase in v.phases.items():
+            m = phase.metrics
+            cells = [fmt.format(m.get(key, 0.0)) for key, _, fmt in COLUMNS]
+            table.add_row(v.variant.name, phase_name, *cells[:3], _errors(m), *cells[3:])
+            ref = refs.get((v.variant.name, phase_name))
+            if ref is not None:
+                rv = ref.values
+                table.add_row(
+                    "  seed", phase_name,
+                    *[str(rv.get(key, "")) for key, _, _ in COLUMNS[:3]],
+                    str(rv.get("errors", "")),
+                    *[str(rv.get(key, "")) for key, _, _ in COLUMNS[3:]],
+                    style="dim",
+                )
+    return table
+
+
+def print_result(console: Console, result: ExperimentResult) -> None:
+    console.print(experiment_table(result))
+    for v in result.verdicts:
+        mark = "[green]PASS[/green]" if v.passed else "[red]FAIL[/red]"
+        measured = "n/a" if v.measured is None else f"{v.measured:.4g}"
+        console.print(f"  {mark} {v.variant}/{v.phase}: {v.metric} = {measured} (want {v.bound})"
+                      + (f"  [dim]{v.why}[/dim]" if v.why else ""))
+    if result.aborted:
+        console.print(f"  [red]aborted[/red]: {result.aborted}")
+    held = "[green]held[/green]" if result.held else "[red]did not hold[/red]"
+    console.print(f"  hypothesis {held}\n")
+
+
+def _phase_json(phase: PhaseResult, samples: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "metrics": phase.metrics,
+        "faults": [vars(e) for e in phase.timeline],
+    }
+    if samples:
+        out["samples"] = [
+            {"rpc": o.rpc, "code": o.code, "latency_ms": round(o.latency_s * 1000, 3),
+             "at_s": round(o.started_s - phase.load.outcomes[0].started_s, 4)
+             if phase.load.outcomes else 0.0,
+             "degraded": list(o.degraded), "status": o.status, "charge_id": o.charge_id}
+            for o in phase.load.outcomes
+        ]
+    return out
+
+
+def to_json(result: ExperimentResult, samples: bool = True) -> dict[str, Any]:
+    return {
+        "name": result.name,
+        "file": str(result.path),
+        "title": result.experiment.title,
+        "hypothesis": result.experiment.hypothesis,
+        "held": result.held,
+        "aborted": result.aborted,
+        "variants": [
+            {
+                "name": v.variant.name, "policy": v.policy, "skipped": v.skipped,
+                "error": v.error, "steady_before": v.steady_before,
+                "steady_after": v.steady_after,
+                "phases": {k: _phase_json(p, samples) for k, p in v.phases.items()},
+            }
+            for v in result.variants
+        ],
+        "verdicts": [vars(v) for v in result.verdicts],
+        "reference": [r.model_dump() for r in result.experiment.reference],
+    }
+
+
+def _shade(ax: Any, timeline: list[FaultEvent]) -> None:
+    opened: dict[str, float] = {}
+    for event in timeline:
+        if event.on:
+            opened.setdefault(event.what, event.at_s)
+        elif event.what in opened:
+            ax.axvspan(opened.pop(event.what), event.at_s, color="tab:red", alpha=0.12)
+    for start in opened.values():
+        ax.axvspan(start, ax.get_xlim()[1], color="tab:red", alpha=0.12)
+
+
+def plot(result: ExperimentResult, out_dir: Path) -> list[Path]:
+    """latency.png (one panel per variant, fault window shaded) and calls.png."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = [v for v in result.variants if "fault" in v.phases]
+    if not runs:
+        return []
+    fig, axes = plt.subplots(len(runs), 1, figsize=(9, 2.4 * len(runs)), squeeze=False,
+                             sharex=True)
+    for ax, v in zip(axes[:, 0], runs, strict=True):
+        phase = v.phases["fault"]
+        t0 = phase.load.outcomes[0].started_s if phase.load.outcomes else 0.0
+        for ok, colour, label in ((True, "tab:blue", "ok"), (False, "tab:red", "error")):
+            pts = [(o.started_s - t0, o.latency_s * 1000) for o in phase.load.outcomes
+                   if (o.code == "OK") == ok]
+            if pts:
+                xs, ys = zip(*pts, strict=True)
+                ax.scatter(xs, ys, s=6, color=colour, label=label)
+        degraded = [(o.started_s - t0, o.latency_s * 1000) for o in phase.load.outcomes
+                    if o.degraded]
+        if degraded:
+            xs, ys = zip(*degraded, strict=True)
+            ax.scatter(xs, ys, s=6, color="tab:orange", label="degraded")
+        _shade(ax, phase.timeline)
+        ax.set_ylabel("ms")
+        ax.set_title(f"{v.variant.name}: user wait per request", fontsize=9, loc="left")
+        ax.legend(fontsize=7, loc="upper right")
+    axes[-1, 0].set_xlabel("seconds since the load started (red band: fault active)")
+    fig.tight_layout()
+    latency = out_dir / "latency.png"
+    fig.savefig(latency, dpi=90)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(9, 3))
+    for v in runs:
+        ax.bar(v.variant.name, v.phases["fault"].metrics.get("dependency_calls", 0.0))
+    ax.set_ylabel(f"calls reaching {result.experiment.dependency}")
+    ax.set_title("calls that reached the dependency during the fault", fontsize=9, loc="left")
+    fig.tight_layout()
+    calls = out_dir / "calls.png"
+    fig.savefig(calls, dpi=90)
+    plt.close(fig)
+    return [latency, calls]
+
+
+def write_report(result: ExperimentResult, out_dir: Path) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "result.json").write_text(json.dumps(to_json(result), indent=1))
+    images = plot(result, out_dir)
+    console = Console(record=True, width=160, file=io.StringIO())
+    print_result(console, result)
+    lines = [
+        f"# {result.name}: {result.experiment.title}",
+        "",
+        f"**Hypothesis.** {result.experiment.hypothesis}",
+        "",
+        f"**Seed lesson.** {result.experiment.lesson}" if result.experiment.lesson else "",
+        "",
+        f"**Verdict.** {'held' if result.held else 'did not hold'}",
+        "",
+        "```",
+        console.export_text(),
+        "```",
+        "",
+        *[f"![{p.stem}]({p.name})" for p in images],
+        "",
+    ]
+    path = out_dir / "report.md"
+    path.write_text("\n".join(lines))
+    return path

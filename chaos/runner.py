@@ -1,0 +1,374 @@
+"""The experiment runner: steady state -> inject -> load -> measure -> remove -> verify.
+
+For each variant: reset every fault, apply the variant's policy, check steady state, start
+the faults on their schedule and the bounded load at the same moment, collect per-request
+outcomes and the services' counters, remove the faults, optionally measure a recovery
+phase, check steady state again. Faults are removed on every exit path: normal end, failed
+steady state, the abort condition, an exception in the load, and Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from chaos.checks import CHECKS, CheckContext
+from chaos.counters import Snapshot, scrape
+from chaos.experiment import Experiment, LoadSpec, Probe, Variant
+from chaos.faults import FaultEvent, Injector
+from chaos.launcher import Mesh
+from chaos.load import LoadResult, Outcome, percentile, run_load
+from chaos.toxiproxy.client import ToxiproxyClient
+from mesh.resilience.policy import PolicyError, load_policy
+
+Progress = Callable[[str, int, int], None]
+"""progress(label, done, total): called as requests complete."""
+
+
+class SteadyStateFailed(RuntimeError):
+    """The system was not in its steady state (before or after the faults)."""
+
+
+@dataclass
+class Target:
+    """A running mesh: addresses of its gateway, Toxiproxy API, admin and metrics endpoints."""
+
+    gateway: str
+    toxiproxy: str | None
+    admin: dict[str, str]
+    metrics: dict[str, str]
+    api_key: str | None = None
+    mesh: Mesh | None = None
+    state_dir: Path = Path("var")
+
+    @classmethod
+    def from_mesh(cls, mesh: Mesh) -> Target:
+        state = mesh.state
+        assert state is not None, "start the mesh first"
+        return cls(
+            gateway=state.gateway, toxiproxy=state.toxiproxy,
+            admin={k: v["admin"] for k, v in state.services.items()},
+            metrics={k: v["metrics"] for k, v in state.services.items()},
+            api_key=state.api_key, mesh=mesh, state_dir=mesh.state_dir,
+        )
+
+    @classmethod
+    def parse(cls, spec: str) -> Target:
+        """`toxiproxy=URL,gateway=HOST:PORT[,admin.SERVICE=HOST:PORT][,metrics.SERVICE=URL]`."""
+        fields: dict[str, str] = {}
+        for part in filter(None, (p.strip() for p in spec.split(","))):
+            key, sep, value = part.partition("=")
+            if not sep or not value:
+                raise ValueError(f"--target: {part!r} is not KEY=VALUE")
+            fields[key] = value
+        if "gateway" not in fields:
+            raise ValueError("--target needs gateway=HOST:PORT")
+        known = {"gateway", "toxiproxy", "api_key"}
+        for key in fields:
+            if key not in known and not key.startswith(("admin.", "metrics.")):
+                raise ValueError(f"--target: unknown key {key!r}")
+        return cls(
+            gateway=fields["gateway"], toxiproxy=fields.get("toxiproxy"),
+            admin={k[6:]: v for k, v in fields.items() if k.startswith("admin.")},
+            metrics={k[8:]: v for k, v in fields.items() if k.startswith("metrics.")},
+            api_key=fields.get("api_key"),
+        )
+
+
+@dataclass
+class PhaseResult:
+    """One measured load: its outcomes, the counters it moved, and the numbers derived."""
+
+    load: LoadResult
+    counters: Snapshot
+    metrics: dict[str, float]
+    timeline: list[FaultEvent] = field(default_factory=list)
+
+
+@dataclass
+class VariantResult:
+    """Everything measured for one variant."""
+
+    variant: Variant
+    policy: str
+    phases: dict[str, PhaseResult] = field(default_factory=dict)
+    steady_before: dict[str, float] = field(default_factory=dict)
+    steady_after: dict[str, float] = field(default_factory=dict)
+    error: str = ""
+    skipped: str = ""
+
+
+@dataclass
+class Verdict:
+    """One expectation checked against what was measured."""
+
+    variant: str
+    phase: str
+    metric: str
+    measured: float | None
+    bound: str
+    passed: bool
+    why: str = ""
+
+
+@dataclass
+class ExperimentResult:
+    """An experiment's variants, verdicts, and whether its hypothesis held."""
+
+    name: str
+    path: Path
+    experiment: Experiment
+    variants: list[VariantResult] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+    aborted: str = ""
+
+    @property
+    def held(self) -> bool:
+        return not self.aborted and all(v.passed for v in self.verdicts) and not any(
+            v.error for v in self.variants
+        )
+
+
+def load_metrics(result: LoadResult) -> dict[str, float]:
+    outcomes = result.outcomes
+    n = len(outcomes)
+    ok = [o for o in outcomes if o.code == "OK"]
+    lat = [o.latency_s * 1000 for o in outcomes]
+    ok_lat = [o.latency_s * 1000 for o in ok]
+    metrics = {
+        "requests": float(n),
+        "ok": float(len(ok)),
+        "errors": float(n - len(ok)),
+        "ok_rate": len(ok) / n if n else 0.0,
+        "error_rate": (n - len(ok)) / n if n else 0.0,
+        "degraded": float(sum(1 for o in ok if o.degraded)),
+        "degraded_rate": sum(1 for o in ok if o.degraded) / n if n else 0.0,
+        "personalised": float(sum(1 for o in ok if o.rpc == "home" and not o.degraded)),
+        "total_ms": result.elapsed_s * 1000,
+        "p50_ms": percentile(lat, 50),
+        "p95_ms": percentile(lat, 95),
+        "p99_ms": percentile(lat, 99),
+        "max_ms": max(lat, default=0.0),
+        "ok_p99_ms": percentile(ok_lat, 99),
+        "goodput_per_s": len(ok) / result.elapsed_s if result.elapsed_s else 0.0,
+    }
+    for code, count in result.codes().items():
+        metrics[f"code.{code}"] = float(count)
+    return metrics
+
+
+def counter_metrics(snap: Snapshot, exp: Experiment) -> dict[str, float]:
+    method = "*" if exp.dependency_method == "*" else exp.dependency_method
+    full = method if method in ("*",) or method.startswith("/") else None
+    calls = 0.0
+    for (svc, name, labels), value in snap.values.items():
+        if svc != exp.dependency or name != "mesh_server_calls_total":
+            continue
+        m = dict(labels).get("method", "")
+        if full == "*" or (full and m == full) or (not full and m.endswith("/" + method)):
+            calls += value
+    return {
+        "dependency_calls": calls,
+        "dependency_calls_all": snap.total("mesh_server_calls_total", exp.dependency),
+        "retries": snap.total("mesh_client_retries_total"),
+        "breaker_rejections": snap.total("mesh_breaker_rejections_total"),
+        "breaker_opened": snap.total("mesh_breaker_transitions_total", to_state="OPEN"),
+        "bulkhead_rejections": snap.total("mesh_bulkhead_rejections_total"),
+        "fallbacks": snap.total("mesh_fallbacks_total"),
+        "shed": snap.total("mesh_server_shed_total"),
+        "pushbacks_honoured": snap.total("mesh_pushbacks_honoured_total"),
+        "faults_injected": snap.total("mesh_faults_injected_total"),
+    }
+
+
+def check_probes(metrics: dict[str, float], probes: list[Probe]) -> list[str]:
+    failures = []
+    for p in probes:
+        value = metrics[p.metric]
+        if p.max is not None and value > p.max:
+            failures.append(f"{p.metric} {value:.3f} > {p.max}")
+        if p.min is not None and value < p.min:
+            failures.append(f"{p.metric} {value:.3f} < {p.min}")
+    return failures
+
+
+def materialise_policy(exp_path: Path, exp_name: str, variant: Variant, out_dir: Path) -> str:
+    """The variant's policy as a preset name or a file (preset + overrides), validated."""
+    source = variant.policy
+    if not variant.overrides and (source in ("unprotected", "retry-only", "full")):
+        load_policy(source, {})
+        return source
+    if source not in ("unprotected", "retry-only", "full"):
+        candidate = (exp_path.parent / source).resolve()
+        source = str(candidate)
+    base = load_policy(source, {})
+    raw: dict[str, Any] = base.model_dump(mode="json")
+    raw["name"] = f"{base.name}+{variant.name}" if variant.overrides else base.name
+    raw["edges"] = {}
+    _merge(raw, variant.overrides)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{exp_name}.{variant.name}.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    try:
+        load_policy(str(path), {})
+    except PolicyError as err:
+        raise PolicyError(f"{exp_path}: variants.{variant.name}.overrides: {err}") from None
+    return str(path)
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> None:
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = value
+
+
+class Runner:
+    """Runs experiments against one target, reporting progress as it goes."""
+
+    def __init__(self, target: Target, progress: Progress | None = None) -> None:
+        self.target = target
+        self.progress = progress or (lambda label, done, total: None)
+        client = ToxiproxyClient(target.toxiproxy) if target.toxiproxy else None
+        self.injector = Injector(client, target.admin)
+
+    async def _load(self, label: str, spec: LoadSpec, stop: asyncio.Event | None = None,
+                    on_outcome: Callable[[Outcome], None] | None = None) -> LoadResult:
+        total = spec.requests * spec.repeat
+        done = 0
+
+        def tick(outcome: Outcome) -> None:
+            nonlocal done
+            done += 1
+            self.progress(label, done, total)
+            if on_outcome is not None:
+                on_outcome(outcome)
+
+        merged = LoadResult()
+        for _ in range(spec.repeat):
+            part = await run_load(
+                self.target.gateway, requests=spec.requests, concurrency=spec.concurrency,
+                rpc_mix=spec.rpc, timeout_s=spec.deadline_s, think_s=spec.think_s,
+                rate_per_s=spec.rate_per_s, max_duration_s=spec.max_duration_s,
+                api_key=self.target.api_key, on_outcome=tick, stop=stop,
+            )
+            merged.outcomes.extend(part.outcomes)
+            merged.elapsed_s += part.elapsed_s
+        return merged
+
+    async def _steady(self, exp: Experiment, label: str) -> dict[str, float]:
+        metrics = load_metrics(await self._load(label, exp.steady_state.load))
+        failures = check_probes(metrics, exp.steady_state.probes)
+        if failures:
+            raise SteadyStateFailed(f"{label}: " + "; ".join(failures))
+        return metrics
+
+    async def _fault_phase(self, exp: Experiment, variant: Variant) -> PhaseResult:
+        spec = exp.load_for(variant)
+        stop = asyncio.Event()
+        window: deque[tuple[float, bool]] = deque()
+        bad_since: list[float] = []
+
+        def watch(outcome: Outcome) -> None:  # the kill switch's abort condition
+            now = time.monotonic()
+            window.append((now, outcome.code != "OK"))
+            while window and now - window[0][0] > 1.0:
+                window.popleft()
+            rate = sum(bad for _, bad in window) / len(window)
+            if rate > exp.abort.error_rate_above:
+                bad_since.append(now) if not bad_since else None
+                if now - bad_since[0] >= exp.abort.for_s:
+                    stop.set()
+            else:
+                bad_since.clear()
+
+        before = scrape(self.target.metrics)
+        self.injector.timeline = []
+        schedule = asyncio.create_task(self.injector.run_schedule(list(exp.faults), stop))
+        try:
+            load = await self._load(f"{variant.name}: under fault", spec, stop, watch)
+        finally:
+            stop.set()
+            await schedule
+            await self.injector.reset_all()
+        aborted = bool(bad_since) and stop.is_set() and len(load.outcomes) < spec.requests
+        counters = scrape(self.target.metrics) - before
+        metrics = {**load_metrics(load), **counter_metrics(counters, exp)}
+        if aborted:
+            metrics["aborted"] = 1.0
+        return PhaseResult(load, counters, metrics, list(self.injector.timeline))
+
+    async def run_variant(self, name: str, path: Path, exp: Experiment,
+                          variant: Variant) -> VariantResult:
+        policy = materialise_policy(path, name, variant, self.target.state_dir / "policies")
+        result = VariantResult(variant, policy)
+        await self.injector.reset_all()
+        if self.target.mesh is not None:
+            await asyncio.to_thread(self.target.mesh.restart_services, policy)
+        elif variant.policy != "full" or variant.overrides:
+            result.skipped = ("the target's policy cannot be changed from here; "
+                              "deploy it with MESH_POLICY and run this variant alone")
+            return result
+        result.steady_before = await self._steady(exp, f"{variant.name}: steady state before")
+        fault = await self._fault_phase(exp, variant)
+        result.phases["fault"] = fault
+        ctx = CheckContext(self.target, exp, variant, fault)
+        for check in exp.checks:
+            fault.metrics.update(await CHECKS[check](ctx))
+        if exp.recovery is not None:
+            await asyncio.sleep(exp.recovery.wait_s)
+            spec = exp.recovery.load or exp.load_for(variant)
+            before = scrape(self.target.metrics)
+            load = await self._load(f"{variant.name}: recovery", spec)
+            counters = scrape(self.target.metrics) - before
+            result.phases["recovery"] = PhaseResult(
+                load, counters, {**load_metrics(load), **counter_metrics(counters, exp)}
+            )
+            if self.target.metrics:
+                after = scrape(self.target.metrics)
+                opened = [v for v in after.gauge("mesh_breaker_state", "gateway").values()
+                          if v != 0]
+                result.phases["recovery"].metrics["breakers_not_closed"] = float(len(opened))
+        result.steady_after = await self._steady(exp, f"{variant.name}: steady state after")
+        return result
+
+    async def run(self, name: str, path: Path, exp: Experiment) -> ExperimentResult:
+        out = ExperimentResult(name, path, exp)
+        try:
+            for variant in exp.variants:
+                try:
+                    out.variants.append(await self.run_variant(name, path, exp, variant))
+                except SteadyStateFailed as err:
+                    out.variants.append(VariantResult(variant, variant.policy, error=str(err)))
+                    out.aborted = f"steady state failed: {err}"
+                    break
+        finally:
+            await self.injector.reset_all()
+        out.verdicts = evaluate(out)
+        return out
+
+
+def evaluate(result: ExperimentResult) -> list[Verdict]:
+    by_name = {v.variant.name: v for v in result.variants}
+    verdicts = []
+    for exp in result.experiment.expectations:
+        bound = " and ".join(
+            s for s in (f">= {exp.min:g}" if exp.min is not None else "",
+                        f"<= {exp.max:g}" if exp.max is not None else "") if s
+        )
+        variant = by_name.get(exp.variant)
+        phase = variant.phases.get(exp.phase) if variant else None
+        value = phase.metrics.get(exp.metric) if phase else None
+        passed = value is not None and (exp.min is None or value >= exp.min) and (
+            exp.max is None or value <= exp.max
+        )
+        verdicts.append(Verdict(exp.variant, exp.phase, exp.metric, value, bound, passed, exp.why))
+    return verdicts

@@ -1,0 +1,118 @@
+"""The embedded Toxiproxy server: HTTP API plus proxies, run on the current asyncio loop."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import signal
+import socket
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from aiohttp import web
+
+from chaos.toxiproxy.api import ToxiproxyApi
+from chaos.toxiproxy.errors import ApiError
+from chaos.toxiproxy.proxy_collection import ProxyCollection
+
+log = logging.getLogger(__name__)
+
+
+class ToxiproxyServer:
+    """Toxiproxy-compatible server; the admin API binds 127.0.0.1 unless told otherwise."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 8474) -> None:
+        self.host = host
+        self.port = port
+        self.proxies = ProxyCollection()
+        self._runner: web.AppRunner | None = None
+        self._api_port: int | None = None
+
+    @property
+    def api_port(self) -> int:
+        if self._api_port is None:
+            raise RuntimeError("ToxiproxyServer is not started")
+        return self._api_port
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.api_port}"
+
+    async def start(self) -> None:
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.create_server((self.host, self.port), family=family)
+        self._api_port = int(sock.getsockname()[1])
+        # A short shutdown timeout: API requests are tiny, and stop() must not stall tests.
+        runner = web.AppRunner(
+            ToxiproxyApi(self.proxies).app(), access_log=None, shutdown_timeout=0.1
+        )
+        await runner.setup()
+        await web.SockSite(runner, sock).start()
+        self._runner = runner
+        log.info("toxiproxy API listening on %s:%d", self.host, self._api_port)
+
+    async def stop(self) -> None:
+        await self.proxies.clear()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def populate(self, proxies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Same rules as POST /populate; raises ApiError if a proxy cannot be created."""
+        created, error = await self.proxies.populate_json(proxies)
+        if error is not None:
+            raise error
+        return [proxy.to_json() for proxy in created]
+
+    async def __aenter__(self) -> ToxiproxyServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+
+async def serve_forever(host: str, port: int, config_path: str | None = None) -> None:
+    """Run until SIGINT or SIGTERM; `config_path` is a JSON list of proxies, like -config."""
+    loop = asyncio.get_running_loop()
+    stopped = asyncio.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stopped.set)
+    async with ToxiproxyServer(host, port) as server:
+        if config_path is not None:
+            # Like Toxiproxy, a bad config file is logged and the server keeps running.
+            try:
+                text = await asyncio.to_thread(Path(config_path).read_text, encoding="utf-8")
+                proxies = json.loads(text)
+                created = await server.populate(proxies)
+                log.info("populated %d proxies from %s", len(created), config_path)
+            except (OSError, ValueError, ApiError) as exc:
+                log.error("failed to populate proxies from %s: %s", config_path, exc)
+        print(f"toxiproxy API on http://{host}:{server.api_port}", flush=True)
+        await stopped.wait()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.remove_signal_handler(signum)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Toxiproxy-compatible server")
+    parser.add_argument("--host", default="127.0.0.1", help="API host (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8474, help="API port (default 8474)")
+    parser.add_argument("--config", default=None, help="JSON list of proxies to populate")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    asyncio.run(serve_forever(args.host, args.port, args.config))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,7 @@
+"""Run the gateway service: `python -m mesh.gateway` (configured from the environment)."""
+
+from mesh.gateway.servicer import build
+from mesh.runtime.server import run
+
+if __name__ == "__main__":
+    run("gateway", build)

@@ -1,0 +1,142 @@
+"""Gateway: the public API; composes profile, recommendation and payment."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+
+from mesh.gateway.fallback import RecommendationsWithFallback
+from mesh.payment.ids import charge_id_for
+from mesh.resilience.errors import ResilienceError
+from mesh.runtime.server import Runtime, Service
+from mesh.runtime.status import relay_failure
+from mesh.runtime.validation import (
+    FieldError,
+    abort_invalid,
+    check_amount,
+    check_currency,
+    check_idempotency_key,
+    check_limit,
+    check_user_id,
+)
+from mesh.v1 import (
+    gateway_pb2,
+    gateway_pb2_grpc,
+    payment_pb2,
+    payment_pb2_grpc,
+    profile_pb2,
+    profile_pb2_grpc,
+    recommendation_pb2_grpc,
+)
+
+CALLER_ERRORS = frozenset({
+    grpc.StatusCode.INVALID_ARGUMENT,
+    grpc.StatusCode.NOT_FOUND,
+    grpc.StatusCode.ALREADY_EXISTS,
+    grpc.StatusCode.FAILED_PRECONDITION,
+})
+"""Payment's answers about the request itself: passed on, never turned into PENDING."""
+
+
+def charge_may_have_happened(err: grpc.aio.AioRpcError) -> bool:
+    """False only when we know the request never reached payment (our own fast rejection)."""
+    if err.code() in CALLER_ERRORS:
+        return False
+    if isinstance(err, ResilienceError):
+        return err.attempts_sent > 0
+    return True
+
+
+class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
+    """GetHome degrades recommendations instead of failing; Checkout never charges twice."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._profiles = profile_pb2_grpc.ProfileServiceStub(runtime.channel_to("profile"))
+        self._payments = payment_pb2_grpc.PaymentServiceStub(runtime.channel_to("payment"))
+        self.recommendations = RecommendationsWithFallback(
+            recommendation_pb2_grpc.RecommendationServiceStub(
+                runtime.channel_to("recommendation")
+            ),
+            runtime.bus,
+        )
+
+    async def GetHome(
+        self, request: gateway_pb2.GetHomeRequest, context: grpc.aio.ServicerContext
+    ) -> gateway_pb2.GetHomeResponse:
+        try:
+            user_id = check_user_id(request.user_id)
+            limit = check_limit(request.limit)
+        except FieldError as err:
+            await abort_invalid(context, err)
+        recs = asyncio.create_task(self.recommendations.get(user_id, limit))
+        try:
+            profile = await self._profiles.GetProfile(profile_pb2.GetProfileRequest(user_id=user_id))
+        except grpc.aio.AioRpcError as err:
+            recs.cancel()
+            await relay_failure(context, err, "profile")
+        except asyncio.CancelledError:
+            recs.cancel()
+            raise
+        products, degraded = await recs
+        return gateway_pb2.GetHomeResponse(
+            profile=profile.profile, recommendations=products, degraded=degraded
+        )
+
+    async def Checkout(
+        self, request: gateway_pb2.CheckoutRequest, context: grpc.aio.ServicerContext
+    ) -> gateway_pb2.CheckoutResponse:
+        try:
+            key = check_idempotency_key(request.idempotency_key)
+            user_id = check_user_id(request.user_id)
+            amount = check_amount(request.amount_cents)
+            currency = check_currency(request.currency)
+        except FieldError as err:
+            await abort_invalid(context, err)
+        charge = payment_pb2.ChargeRequest(
+            user_id=user_id, amount_cents=amount, currency=currency, idempotency_key=key
+        )
+        try:
+            reply = await self._payments.Charge(charge)
+        except grpc.aio.AioRpcError as err:
+            if not charge_may_have_happened(err):
+                await relay_failure(context, err, "payment")
+            return gateway_pb2.CheckoutResponse(
+                charge_id=charge_id_for(key),
+                status=payment_pb2.CHARGE_STATUS_PENDING,
+                decline_reason=f"outcome unknown ({err.code().name}): resolve with GetCharge",
+            )
+        return gateway_pb2.CheckoutResponse(
+            charge_id=reply.charge.charge_id, status=reply.charge.status,
+            decline_reason=reply.charge.decline_reason, replayed=reply.replayed,
+        )
+
+    async def GetCharge(
+        self, request: payment_pb2.GetChargeRequest, context: grpc.aio.ServicerContext
+    ) -> gateway_pb2.CheckoutResponse:
+        if not request.charge_id and not request.idempotency_key:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, "charge_id: give charge_id or idempotency_key"
+            )
+        try:
+            reply = await self._payments.GetCharge(request)
+        except grpc.aio.AioRpcError as err:
+            await relay_failure(context, err, "payment")
+        return gateway_pb2.CheckoutResponse(
+            charge_id=reply.charge.charge_id, status=reply.charge.status,
+            decline_reason=reply.charge.decline_reason, replayed=True,
+        )
+
+
+async def build(runtime: Runtime) -> Service:
+    servicer = GatewayServicer(runtime)
+    warm = asyncio.create_task(servicer.recommendations.warm())
+
+    async def close() -> None:
+        warm.cancel()
+
+    return Service(
+        names=[gateway_pb2.DESCRIPTOR.services_by_name["Gateway"].full_name],
+        register=lambda server: gateway_pb2_grpc.add_GatewayServicer_to_server(servicer, server),
+        close=close,
+    )

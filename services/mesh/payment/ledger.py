@@ -1,0 +1,136 @@
+"""The payment ledger: SQLite in WAL mode, one charge per idempotency key, durable on commit.
+
+Durability: `journal_mode=WAL` with `synchronous=FULL` fsyncs the WAL on every commit, so a
+charge acknowledged to a caller survives kill -9 and power loss (NORMAL would only survive a
+process crash). Every write runs on one dedicated thread, so SQLite sees a single writer and
+the event loop never blocks on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import sqlite3
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from mesh.payment.ids import charge_id_for
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS charges (
+    charge_id       TEXT PRIMARY KEY,
+    idempotency_key TEXT NOT NULL UNIQUE,
+    request_hash    TEXT NOT NULL,
+    user_id         TEXT NOT NULL,
+    amount_cents    INTEGER NOT NULL CHECK (amount_cents > 0),
+    currency        TEXT NOT NULL,
+    status          TEXT NOT NULL CHECK (status IN ('SUCCEEDED', 'DECLINED')),
+    decline_reason  TEXT NOT NULL DEFAULT '',
+    created_at      REAL NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class ChargeRecord:
+    """One committed row of the ledger."""
+
+    charge_id: str
+    idempotency_key: str
+    user_id: str
+    amount_cents: int
+    currency: str
+    status: str
+    decline_reason: str
+    created_at: float
+
+
+class IdempotencyConflict(Exception):
+    """The key was already used for a charge with a different payload."""
+
+
+def request_hash(user_id: str, amount_cents: int, currency: str) -> str:
+    return hashlib.sha256(f"{user_id}|{amount_cents}|{currency}".encode()).hexdigest()
+
+
+class Ledger:
+    """Async facade over one SQLite connection used from one worker thread."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ledger")
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.executescript(SCHEMA)
+
+    async def _run(self, fn, *args):  # type: ignore[no-untyped-def]
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+
+    async def charge(
+        self, key: str, user_id: str, amount_cents: int, currency: str, decline_reason: str
+    ) -> tuple[ChargeRecord, bool]:
+        """Commit a charge for `key`, or return the one it already made (replayed=True)."""
+        result: tuple[ChargeRecord, bool] = await self._run(
+            self._charge_sync, key, user_id, amount_cents, currency, decline_reason
+        )
+        return result
+
+    async def get(self, charge_id: str = "", key: str = "") -> ChargeRecord | None:
+        record: ChargeRecord | None = await self._run(self._get_sync, charge_id, key)
+        return record
+
+    async def count(self) -> int:
+        n: int = await self._run(lambda: self._db.execute("SELECT COUNT(*) FROM charges").fetchone()[0])
+        return n
+
+    async def close(self) -> None:
+        await self._run(self._db.close)
+        self._pool.shutdown(wait=True)
+
+    def _charge_sync(
+        self, key: str, user_id: str, amount_cents: int, currency: str, decline_reason: str
+    ) -> tuple[ChargeRecord, bool]:
+        digest = request_hash(user_id, amount_cents, currency)
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            row = self._db.execute(
+                "SELECT request_hash FROM charges WHERE idempotency_key = ?", (key,)
+            ).fetchone()
+            if row is not None:
+                self._db.execute("ROLLBACK")
+                if row[0] != digest:
+                    raise IdempotencyConflict(key)
+                existing = self._get_sync("", key)
+                assert existing is not None
+                return existing, True
+            record = ChargeRecord(
+                charge_id=charge_id_for(key), idempotency_key=key, user_id=user_id,
+                amount_cents=amount_cents, currency=currency,
+                status="DECLINED" if decline_reason else "SUCCEEDED",
+                decline_reason=decline_reason, created_at=time.time(),
+            )
+            self._db.execute(
+                "INSERT INTO charges VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (record.charge_id, key, digest, user_id, amount_cents, currency,
+                 record.status, decline_reason, record.created_at),
+            )
+            self._db.execute("COMMIT")
+            return record, False
+        except BaseException:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise
+
+    def _get_sync(self, charge_id: str, key: str) -> ChargeRecord | None:
+        column, value = ("charge_id", charge_id) if charge_id else ("idempotency_key", key)
+        row = self._db.execute(
+            "SELECT charge_id, idempotency_key, user_id, amount_cents, currency, status, "
+            f"decline_reason, created_at FROM charges WHERE {column} = ?",
+            (value,),
+        ).fetchone()
+        return ChargeRecord(*row) if row else None

@@ -1,0 +1,110 @@
+"""PaymentService: validated, idempotent charges against the durable ledger."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import grpc
+
+from mesh.catalogue import TIER_LIMIT_CENTS, User
+from mesh.payment.ledger import ChargeRecord, IdempotencyConflict, Ledger
+from mesh.runtime.server import Runtime, Service
+from mesh.runtime.validation import (
+    FieldError,
+    abort_invalid,
+    check_amount,
+    check_currency,
+    check_idempotency_key,
+    check_user_id,
+    known_user,
+)
+from mesh.v1 import payment_pb2, payment_pb2_grpc
+
+STATUS = {
+    "SUCCEEDED": payment_pb2.CHARGE_STATUS_SUCCEEDED,
+    "DECLINED": payment_pb2.CHARGE_STATUS_DECLINED,
+}
+
+
+def decline_reason(user: User, amount_cents: int) -> str:
+    """Deterministic card decisions, so experiments are reproducible."""
+    if user.blocked:
+        return "card_blocked"
+    if amount_cents > TIER_LIMIT_CENTS[user.tier]:
+        return f"over_{user.tier}_limit"
+    return ""
+
+
+def to_proto(record: ChargeRecord) -> payment_pb2.Charge:
+    return payment_pb2.Charge(
+        charge_id=record.charge_id, user_id=record.user_id, amount_cents=record.amount_cents,
+        currency=record.currency, idempotency_key=record.idempotency_key,
+        status=STATUS[record.status], decline_reason=record.decline_reason,
+        created_at=record.created_at,
+    )
+
+
+class PaymentServicer(payment_pb2_grpc.PaymentServiceServicer):
+    """Charge is safe to retry with the same key: the ledger maps a key to one charge."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self._ledger = ledger
+
+    async def Charge(
+        self, request: payment_pb2.ChargeRequest, context: grpc.aio.ServicerContext
+    ) -> payment_pb2.ChargeResponse:
+        try:
+            key = check_idempotency_key(request.idempotency_key)
+            user_id = check_user_id(request.user_id)
+            amount = check_amount(request.amount_cents)
+            currency = check_currency(request.currency)
+        except FieldError as err:
+            await abort_invalid(context, err)
+        user = known_user(user_id)
+        if user is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"user_id: no user {user_id!r}")
+        try:
+            record, replayed = await self._ledger.charge(
+                key, user_id, amount, currency, decline_reason(user, amount)
+            )
+        except IdempotencyConflict:
+            await context.abort(
+                grpc.StatusCode.ALREADY_EXISTS,
+                "idempotency_key: already used for a charge with a different "
+                "user, amount or currency",
+            )
+        return payment_pb2.ChargeResponse(charge=to_proto(record), replayed=replayed)
+
+    async def GetCharge(
+        self, request: payment_pb2.GetChargeRequest, context: grpc.aio.ServicerContext
+    ) -> payment_pb2.ChargeResponse:
+        if not request.charge_id and not request.idempotency_key:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, "charge_id: give charge_id or idempotency_key"
+            )
+        record = await self._ledger.get(request.charge_id, request.idempotency_key)
+        if record is None:
+            await context.abort(
+                grpc.StatusCode.NOT_FOUND,
+                "charge_id: no such charge (if a checkout was PENDING, nothing was charged: "
+                "retry it with the same idempotency key)",
+            )
+        return payment_pb2.ChargeResponse(charge=to_proto(record), replayed=True)
+
+
+def ledger_path() -> Path:
+    """PAYMENT_DB_PATH: the SQLite file. Default var/payment/ledger.sqlite3."""
+    return Path(os.environ.get("PAYMENT_DB_PATH", "var/payment/ledger.sqlite3"))
+
+
+async def build(runtime: Runtime) -> Service:
+    ledger = Ledger(ledger_path())
+    servicer = PaymentServicer(ledger)
+    return Service(
+        names=[payment_pb2.DESCRIPTOR.services_by_name["PaymentService"].full_name],
+        register=lambda server: payment_pb2_grpc.add_PaymentServiceServicer_to_server(
+            servicer, server
+        ),
+        close=ledger.close,
+    )

@@ -1,0 +1,76 @@
+"""RecommendationService: personalised picks (needs ProfileService) and popular items (no dependency)."""
+
+from __future__ import annotations
+
+import grpc
+
+from mesh.catalogue import Product, catalogue
+from mesh.runtime.server import Runtime, Service
+from mesh.runtime.status import relay_failure
+from mesh.runtime.validation import FieldError, abort_invalid, check_limit, check_user_id
+from mesh.v1 import profile_pb2, profile_pb2_grpc, recommendation_pb2, recommendation_pb2_grpc
+
+
+def _product(p: Product, score: float) -> recommendation_pb2.Product:
+    return recommendation_pb2.Product(
+        product_id=p.product_id, title=p.title, category=p.category,
+        price_cents=p.price_cents, score=round(score, 4),
+    )
+
+
+def personalised(interests: list[str], limit: int) -> list[recommendation_pb2.Product]:
+    """Rank products by popularity weighted by how high the category is in the interests."""
+    weight = {c: 1.0 - 0.25 * i for i, c in enumerate(interests)}
+    scored = [(p.popularity * weight[p.category], p) for p in catalogue().products
+              if p.category in weight]
+    scored.sort(key=lambda sp: (-sp[0], sp[1].product_id))
+    return [_product(p, s) for s, p in scored[:limit]]
+
+
+def popular(limit: int) -> list[recommendation_pb2.Product]:
+    return [_product(p, p.popularity) for p in catalogue().products[:limit]]
+
+
+class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServicer):
+    """Recommend crosses a second hop (to profile); Popular is the cheap fallback source."""
+
+    def __init__(self, profiles: profile_pb2_grpc.ProfileServiceStub) -> None:
+        self._profiles = profiles
+
+    async def Recommend(
+        self, request: recommendation_pb2.RecommendRequest, context: grpc.aio.ServicerContext
+    ) -> recommendation_pb2.RecommendResponse:
+        try:
+            user_id = check_user_id(request.user_id)
+            limit = check_limit(request.limit)
+        except FieldError as err:
+            await abort_invalid(context, err)
+        try:
+            reply = await self._profiles.GetProfile(
+                profile_pb2.GetProfileRequest(user_id=user_id)
+            )
+        except grpc.aio.AioRpcError as err:
+            await relay_failure(context, err, "profile")
+        products = personalised(list(reply.profile.interests), limit)
+        return recommendation_pb2.RecommendResponse(products=products, source="personalised")
+
+    async def Popular(
+        self, request: recommendation_pb2.PopularRequest, context: grpc.aio.ServicerContext
+    ) -> recommendation_pb2.RecommendResponse:
+        try:
+            limit = check_limit(request.limit)
+        except FieldError as err:
+            await abort_invalid(context, err)
+        return recommendation_pb2.RecommendResponse(products=popular(limit), source="popular")
+
+
+async def build(runtime: Runtime) -> Service:
+    servicer = RecommendationServicer(
+        profile_pb2_grpc.ProfileServiceStub(runtime.channel_to("profile"))
+    )
+    return Service(
+        names=[recommendation_pb2.DESCRIPTOR.services_by_name["RecommendationService"].full_name],
+        register=lambda server: recommendation_pb2_grpc.add_RecommendationServiceServicer_to_server(
+            servicer, server
+        ),
+    )

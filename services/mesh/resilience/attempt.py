@@ -1,0 +1,79 @@
+"""The innermost layers: the per-attempt hook (events + an optional observer) and the wire."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any, ClassVar
+
+import grpc
+import grpc.aio
+
+from mesh.resilience import classify
+from mesh.resilience.clock import Clock
+from mesh.resilience.context import CallContext, Next
+from mesh.resilience.events import AttemptFinished, AttemptStarted, EventBus
+
+AttemptObserver = Callable[[CallContext], AbstractContextManager[Any]]
+"""Wraps each attempt (a tracing span, say). It runs after the per-attempt metadata copy is
+made, so it may add to `ctx.attempt_metadata` (e.g. a traceparent) before the call is sent."""
+
+_NO_OBSERVATION: AbstractContextManager[None] = nullcontext()
+
+
+class AttemptHook:
+    """Emits AttemptStarted / AttemptFinished around each wire attempt and runs the observer."""
+
+    name: ClassVar[str] = "attempt_hook"
+
+    def __init__(self, bus: EventBus, clock: Clock, observer: AttemptObserver | None) -> None:
+        self._bus = bus
+        self._clock = clock
+        self._observer = observer
+
+    async def execute(self, ctx: CallContext, inner: Next) -> Any:
+        metadata = ctx.details.metadata
+        # grpc.aio shares the caller's metadata object between attempts: copy per attempt.
+        ctx.attempt_metadata = grpc.aio.Metadata(*metadata) if metadata else grpc.aio.Metadata()
+        emit = self._bus.emit
+        emit(AttemptStarted(ctx.dependency, ctx.method, ctx.attempt, ctx.attempt_timeout_s))
+        started_s = self._clock.now()
+        code = "UNKNOWN"
+        pushback: float | None = None
+        observation = _NO_OBSERVATION if self._observer is None else self._observer(ctx)
+        try:
+            with observation:
+                call = await inner(ctx)
+            code = "OK"
+            return call
+        except asyncio.CancelledError:
+            code = "CANCELLED"
+            raise
+        except grpc.aio.AioRpcError as err:
+            code = err.code().name
+            pushback = classify.pushback_s(err.trailing_metadata())
+            raise
+        finally:
+            duration_s = self._clock.now() - started_s
+            emit(
+                AttemptFinished(ctx.dependency, ctx.method, ctx.attempt, code, duration_s, pushback)
+            )
+
+
+async def send_on_wire(ctx: CallContext) -> Any:
+    """Starts the attempt with its own deadline and metadata; returns the finished call object
+    (awaiting it again yields the response, and its trailing metadata stays readable)."""
+    details = ctx.details
+    timeout_s = ctx.attempt_timeout_s if ctx.attempt_timeout_s != float("inf") else None
+    attempt_details = grpc.aio.ClientCallDetails(
+        details.method, timeout_s, ctx.attempt_metadata, details.credentials, details.wait_for_ready
+    )
+    call = await ctx.continuation(attempt_details, ctx.request)
+    try:
+        await call
+    except asyncio.CancelledError:
+        # Our caller went away: cancel the attempt so the server stops working on it.
+        call.cancel()
+        raise
+    return call

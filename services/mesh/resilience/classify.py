@@ -1,0 +1,58 @@
+"""Which failures are transient, which speak about a dependency's health, and server pushback."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import grpc
+
+from mesh.resilience.errors import PUSHBACK_KEY
+
+NO_RETRY = -1.0
+"""`pushback_s` value for a negative or unparsable hint: the server asked us not to retry."""
+
+HEALTH_FAILURES: frozenset[grpc.StatusCode] = frozenset(
+    {
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        grpc.StatusCode.INTERNAL,
+        grpc.StatusCode.UNKNOWN,
+        grpc.StatusCode.DATA_LOSS,
+    }
+)
+"""Codes that say the dependency is unwell; the breaker counts only these (CANCELLED is the
+caller's own doing, INVALID_ARGUMENT and friends are the caller's fault)."""
+
+
+def pushback_s(trailing_metadata: Iterable[tuple[str, str | bytes]] | None) -> float | None:
+    """The server's `grpc-retry-pushback-ms` hint in seconds; None if absent, NO_RETRY if < 0."""
+    if not trailing_metadata:
+        return None
+    for key, value in trailing_metadata:
+        if key == PUSHBACK_KEY:
+            try:
+                ms = int(value)
+            except (TypeError, ValueError):
+                return NO_RETRY
+            return NO_RETRY if ms < 0 else ms / 1000.0
+    return None
+
+
+def is_transient(code: grpc.StatusCode, pushback: float | None, own_timeout: bool) -> bool:
+    """Worth another attempt: UNAVAILABLE, the attempt's own timeout, or an allowed
+    RESOURCE_EXHAUSTED (one that came with a pushback >= 0)."""
+    if code is grpc.StatusCode.UNAVAILABLE:
+        return True
+    if code is grpc.StatusCode.DEADLINE_EXCEEDED:
+        return own_timeout
+    if code is grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return pushback is not None and pushback >= 0
+    return False
+
+
+def counts_against_health(code: grpc.StatusCode, own_timeout: bool) -> bool:
+    """A breaker failure: a health code, except a deadline that was not the attempt's own."""
+    if code is grpc.StatusCode.DEADLINE_EXCEEDED:
+        return own_timeout
+    return code in HEALTH_FAILURES

@@ -1,0 +1,75 @@
+"""Deadlines: the inbound deadline carried hop to hop, the call's total budget, each attempt's."""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from typing import Any, ClassVar
+
+from mesh.resilience.clock import Clock
+from mesh.resilience.context import CallContext, Next
+from mesh.resilience.errors import DeadlineBudgetExhaustedError
+from mesh.resilience.events import DeadlineExhausted, EventBus
+from mesh.resilience.policy import DeadlinePolicy
+
+_inbound_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "mesh_inbound_deadline", default=None
+)
+
+
+def inbound_deadline() -> float | None:
+    """The absolute `time.monotonic()` deadline of the request being served, if any."""
+    return _inbound_deadline.get()
+
+
+def time_remaining() -> float | None:
+    """Seconds left before the inbound deadline (never negative), or None without one."""
+    deadline = _inbound_deadline.get()
+    return None if deadline is None else max(deadline - time.monotonic(), 0.0)
+
+
+def set_inbound_deadline(deadline_s: float | None) -> contextvars.Token[float | None]:
+    """Set by the server interceptor for the handler's task; outbound calls read it."""
+    return _inbound_deadline.set(deadline_s)
+
+
+def reset_inbound_deadline(token: contextvars.Token[float | None]) -> None:
+    _inbound_deadline.reset(token)
+
+
+class TotalDeadline:
+    """Tightens the call's deadline to `total_s` from now (caller and inbound deadlines cap it)."""
+
+    name: ClassVar[str] = "total_deadline"
+
+    def __init__(self, policy: DeadlinePolicy, clock: Clock) -> None:
+        self._total_s = policy.total_s
+        self._clock = clock
+
+    async def execute(self, ctx: CallContext, inner: Next) -> Any:
+        own = self._clock.now() + self._total_s
+        if own < ctx.deadline_s:
+            ctx.deadline_s = own
+        return await inner(ctx)
+
+
+class AttemptTimeout:
+    """Gives each attempt min(attempt_s, time left) as its real gRPC deadline, or refuses to
+    start one that could not finish."""
+
+    name: ClassVar[str] = "attempt_timeout"
+
+    def __init__(self, policy: DeadlinePolicy, clock: Clock, bus: EventBus) -> None:
+        self._attempt_s = policy.attempt_s
+        self._min_attempt_s = policy.min_attempt_s
+        self._clock = clock
+        self._bus = bus
+
+    async def execute(self, ctx: CallContext, inner: Next) -> Any:
+        left_s = ctx.deadline_s - self._clock.now()
+        if left_s <= self._min_attempt_s:
+            self._bus.emit(DeadlineExhausted(ctx.dependency, ctx.method, ctx.attempt, "attempt"))
+            raise DeadlineBudgetExhaustedError(ctx.dependency, ctx.method, "attempt")
+        ctx.own_timeout = self._attempt_s <= left_s
+        ctx.attempt_timeout_s = self._attempt_s if ctx.own_timeout else left_s
+        return await inner(ctx)

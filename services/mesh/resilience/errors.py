@@ -1,0 +1,97 @@
+"""The errors our own strategies raise, each carrying the gRPC status it maps to.
+
+Every error is a `grpc.aio.AioRpcError`, so callers handle wire failures and our own
+rejections with one `except grpc.aio.AioRpcError as err: err.code()`, and the gateway maps
+them to statuses (pushback trailers included) without special cases::
+
+    grpc.aio.AioRpcError
+    └── ResilienceError                    (never retried by our retry strategy)
+        ├── BreakerOpenError               UNAVAILABLE, pushback = time until the next probe
+        ├── BulkheadFullError              RESOURCE_EXHAUSTED (reject mode, or queue wait spent)
+        ├── DeadlineBudgetExhaustedError   DEADLINE_EXCEEDED: no time left to start an attempt
+        │                                  or a backoff sleep
+        ├── ShedError                      server side: RESOURCE_EXHAUSTED + pushback
+        └── InjectedFaultError             server side: the code a configured fault chose
+"""
+
+from __future__ import annotations
+
+import grpc
+import grpc.aio
+
+PUSHBACK_KEY = "grpc-retry-pushback-ms"
+
+
+def _trailers(pushback_s: float | None) -> grpc.aio.Metadata:
+    if pushback_s is None:
+        return grpc.aio.Metadata()
+    return grpc.aio.Metadata((PUSHBACK_KEY, str(max(round(pushback_s * 1000), 0))))
+
+
+class ResilienceError(grpc.aio.AioRpcError):  # type: ignore[misc]
+    """Base of the errors raised by our strategies rather than received from the wire."""
+
+    def __init__(self, code: grpc.StatusCode, details: str, pushback_s: float | None = None):
+        super().__init__(
+            code,
+            initial_metadata=grpc.aio.Metadata(),
+            trailing_metadata=_trailers(pushback_s),
+            details=details,
+        )
+        self.pushback_s = pushback_s
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__}({self.code().name}: {self.details()})"
+
+
+class BreakerOpenError(ResilienceError):
+    """The breaker for this dependency (or method) is open; try again after the pushback."""
+
+    def __init__(self, dependency: str, method: str, time_until_probe_s: float) -> None:
+        super().__init__(
+            grpc.StatusCode.UNAVAILABLE,
+            f"circuit breaker open for {dependency} {method}; "
+            f"next probe in {time_until_probe_s:.3f}s",
+            pushback_s=time_until_probe_s,
+        )
+        self.time_until_probe_s = time_until_probe_s
+
+
+class BulkheadFullError(ResilienceError):
+    """The dependency's concurrency limit is reached (and the queue wait, if any, ran out)."""
+
+    def __init__(self, dependency: str, limit: int) -> None:
+        super().__init__(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            f"bulkhead full for {dependency}: {limit} calls in flight",
+        )
+
+
+class DeadlineBudgetExhaustedError(ResilienceError):
+    """Not enough time is left to start another attempt or backoff before the deadline."""
+
+    def __init__(self, dependency: str, method: str, stage: str, last_code: str = "") -> None:
+        after = f" after {last_code}" if last_code else ""
+        super().__init__(
+            grpc.StatusCode.DEADLINE_EXCEEDED,
+            f"deadline budget exhausted for {dependency} {method} before {stage}{after}",
+        )
+        self.stage = stage
+
+
+class ShedError(ResilienceError):
+    """The server refused the call because too many are in flight; retry after the pushback."""
+
+    def __init__(self, service: str, limit: int, pushback_s: float) -> None:
+        super().__init__(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            f"{service} shed the call: {limit} calls in flight",
+            pushback_s=pushback_s,
+        )
+
+
+class InjectedFaultError(ResilienceError):
+    """A failure injected by the fault interceptor on purpose."""
+
+    def __init__(self, method: str, code: grpc.StatusCode, pushback_s: float | None) -> None:
+        super().__init__(code, f"injected fault on {method}", pushback_s=pushback_s)

@@ -1,0 +1,200 @@
+"""What strategies report instead of logging: frozen event records and the bus that fans them out.
+
+Each event carries what a metric, a log line or an OpenTelemetry span event needs
+(dependency, method, attempt number, delay, code/reason, breaker states, time until probe), so
+listeners never have to reach back into a strategy.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import IntEnum
+
+_log = logging.getLogger(__name__)
+
+
+class BreakerState(IntEnum):
+    """Breaker states; the values are what the `mesh_breaker_state` gauge exports."""
+
+    CLOSED = 0
+    HALF_OPEN = 1
+    OPEN = 2
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptStarted:
+    """One attempt is about to go on the wire with `timeout_s` as its gRPC deadline."""
+
+    dependency: str
+    method: str
+    attempt: int
+    timeout_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptFinished:
+    """One attempt ended with `code` ("OK" on success); `pushback_s` is the server's hint."""
+
+    dependency: str
+    method: str
+    attempt: int
+    code: str
+    duration_s: float
+    pushback_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class CallFinished:
+    """A logical call (all its attempts) ended; `outcome` is the final status code name."""
+
+    dependency: str
+    method: str
+    outcome: str
+    attempts: int
+    duration_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class RetryScheduled:
+    """Attempt `attempt` failed with `reason`; the next starts after `delay_s`."""
+
+    dependency: str
+    method: str
+    attempt: int
+    reason: str
+    delay_s: float
+    pushback_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class RetrySkipped:
+    """A retryable failure was not retried: reason is budget, deadline, pushback or attempts."""
+
+    dependency: str
+    method: str
+    attempt: int
+    reason: str
+    code: str
+
+
+@dataclass(frozen=True, slots=True)
+class BreakerStateChanged:
+    """The breaker for (dependency, method) moved; `method` is "*" for a per-dependency one."""
+
+    dependency: str
+    method: str
+    from_state: BreakerState
+    to_state: BreakerState
+    time_until_probe_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class BreakerRejected:
+    """An attempt failed fast on a breaker that is open (or half-open with probes in flight)."""
+
+    dependency: str
+    method: str
+    state: BreakerState
+    time_until_probe_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class BulkheadRejected:
+    """A call found the dependency's concurrency limit reached (after waiting `waited_s`)."""
+
+    dependency: str
+    method: str
+    limit: int
+    waited_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class DeadlineExhausted:
+    """No time was left to start the next `stage` ("attempt" or "backoff")."""
+
+    dependency: str
+    method: str
+    attempt: int
+    stage: str
+
+
+@dataclass(frozen=True, slots=True)
+class FallbackServed:
+    """The caller answered from `served_by` because `method` failed with `code`."""
+
+    dependency: str
+    method: str
+    served_by: str
+    code: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ServerCallFinished:
+    """The server handled (or refused) one received attempt of `method` with `code`."""
+
+    service: str
+    method: str
+    code: str
+    duration_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class CallShed:
+    """The server refused a call because `in_flight` calls were already running."""
+
+    service: str
+    method: str
+    in_flight: int
+    pushback_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class FaultInjected:
+    """The fault interceptor delayed a call by `delay_s` and failed it with `code` (or "OK")."""
+
+    service: str
+    method: str
+    code: str
+    delay_s: float
+
+
+Event = (
+    AttemptStarted
+    | AttemptFinished
+    | CallFinished
+    | RetryScheduled
+    | RetrySkipped
+    | BreakerStateChanged
+    | BreakerRejected
+    | BulkheadRejected
+    | DeadlineExhausted
+    | FallbackServed
+    | ServerCallFinished
+    | CallShed
+    | FaultInjected
+)
+Listener = Callable[[Event], None]
+
+
+class EventBus:
+    """Fans events out to plain-callable listeners, in subscription order."""
+
+    def __init__(self) -> None:
+        self._listeners: tuple[Listener, ...] = ()
+
+    def subscribe(self, listener: Listener) -> None:
+        self._listeners = (*self._listeners, listener)
+
+    def unsubscribe(self, listener: Listener) -> None:
+        self._listeners = tuple(x for x in self._listeners if x is not listener)
+
+    def emit(self, event: Event) -> None:
+        for listener in self._listeners:
+            try:
+                listener(event)
+            except Exception:
+                # A broken listener must never fail the call it observes.
+                _log.exception("event listener %r failed on %r", listener, event)

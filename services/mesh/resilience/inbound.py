@@ -1,0 +1,85 @@
+"""Server side, outermost: capture each call's deadline for propagation and count every call."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+import grpc.aio
+
+from mesh.resilience.deadline import reset_inbound_deadline, set_inbound_deadline
+from mesh.resilience.errors import ResilienceError
+from mesh.resilience.events import EventBus, ServerCallFinished
+
+EXEMPT_PREFIXES: tuple[str, ...] = (
+    "/grpc.health.v1.Health/",
+    "/grpc.reflection.",
+    "/mesh.v1.FaultAdmin/",
+)
+"""Never shed nor faulted: probes and the admin surface must work when the service is sick."""
+
+Behaviour = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
+HandlerLookup = Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]]
+
+
+def is_exempt(method: str) -> bool:
+    return method.startswith(EXEMPT_PREFIXES)
+
+
+async def abort_with(context: grpc.aio.ServicerContext, err: ResilienceError) -> None:
+    """Ends the call with the error's code, details and trailers (pushback included)."""
+    await context.abort(err.code(), err.details(), tuple(err.trailing_metadata()))
+
+
+def _code_after(context: grpc.aio.ServicerContext, default: str) -> str:
+    code = context.code()
+    if isinstance(code, grpc.StatusCode):
+        return str(code.name)
+    return default
+
+
+class InboundInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Stores the inbound deadline as an absolute `time.monotonic()` value in a contextvar for
+    outbound calls made while serving, and emits ServerCallFinished for every unary call."""
+
+    def __init__(self, service: str, bus: EventBus) -> None:
+        self._service = service
+        self._bus = bus
+
+    async def intercept_service(
+        self, continuation: HandlerLookup, handler_call_details: grpc.HandlerCallDetails
+    ) -> grpc.RpcMethodHandler | None:
+        handler = await continuation(handler_call_details)
+        if handler is None or handler.unary_unary is None:
+            return handler
+        return handler._replace(
+            unary_unary=self._wrap(handler.unary_unary, handler_call_details.method)
+        )
+
+    def _wrap(self, inner: Behaviour, method: str) -> Behaviour:
+        emit = self._bus.emit
+        service = self._service
+
+        async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            started_s = time.monotonic()
+            remaining_s = context.time_remaining()
+            token = set_inbound_deadline(None if remaining_s is None else started_s + remaining_s)
+            code = "UNKNOWN"
+            try:
+                response = await inner(request, context)
+                code = _code_after(context, "OK")
+                return response
+            except asyncio.CancelledError:
+                code = "CANCELLED"
+                raise
+            except Exception:
+                code = _code_after(context, "UNKNOWN")
+                raise
+            finally:
+                reset_inbound_deadline(token)
+                emit(ServerCallFinished(service, method, code, time.monotonic() - started_s))
+
+        return behaviour

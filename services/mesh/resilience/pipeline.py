@@ -1,0 +1,108 @@
+"""THE place that declares the order of the strategies protecting a dependency edge."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import grpc.aio
+
+from mesh.resilience.attempt import AttemptHook, AttemptObserver, send_on_wire
+from mesh.resilience.breaker import Breaker
+from mesh.resilience.bulkhead import Bulkhead
+from mesh.resilience.clock import Clock, SystemClock
+from mesh.resilience.context import CallContext, Next, Strategy
+from mesh.resilience.deadline import AttemptTimeout, TotalDeadline
+from mesh.resilience.events import CallFinished, EventBus
+from mesh.resilience.policy import EdgePolicy
+from mesh.resilience.retry import Retry, RetryBudget
+
+PIPELINE_ORDER: tuple[str, ...] = (
+    # Outermost -> innermost.
+    "bulkhead",  # a slot per logical call, so retries never need a second slot
+    "total_deadline",  # the call's whole budget (its clock starts once a slot is held)
+    "retry",  # inside the deadline: no attempt or backoff may outlive it; budget per dependency
+    "breaker",  # inside retry: every attempt counts, and an open breaker stops the retries
+    "attempt_timeout",  # min(attempt_s, time left) as each attempt's real gRPC deadline
+    "attempt_hook",  # AttemptStarted/AttemptFinished events and the observer (tracing span)
+)
+"""Strategies a policy disables are left out; the rest keep this order (pinned by a test)."""
+
+
+class Pipeline:
+    """The composed strategies of one edge; `run()` executes one logical call through them."""
+
+    def __init__(self, strategies: list[Strategy], bus: EventBus, clock: Clock) -> None:
+        self.strategies = tuple(strategies)
+        self._bus = bus
+        self._clock = clock
+        handler: Next = send_on_wire
+        for strategy in reversed(self.strategies):
+            handler = partial(strategy.execute, inner=handler)
+        self._handler = handler
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.strategies)
+
+    def strategy(self, name: str) -> Strategy:
+        for s in self.strategies:
+            if s.name == name:
+                return s
+        raise KeyError(f"no {name!r} strategy in pipeline {self.names}")
+
+    async def run(self, ctx: CallContext) -> Any:
+        started_s = self._clock.now()
+        outcome = "UNKNOWN"
+        try:
+            call = await self._handler(ctx)
+            outcome = "OK"
+            return call
+        except asyncio.CancelledError:
+            outcome = "CANCELLED"
+            raise
+        except grpc.aio.AioRpcError as err:
+            outcome = err.code().name
+            raise
+        finally:
+            self._bus.emit(
+                CallFinished(
+                    ctx.dependency, ctx.method, outcome, ctx.attempt, self._clock.now() - started_s
+                )
+            )
+
+
+def build_pipeline(
+    policy: EdgePolicy,
+    *,
+    dependency: str,
+    bus: EventBus,
+    clock: Clock | None = None,
+    rng: random.Random | None = None,
+    attempt_observer: AttemptObserver | None = None,
+) -> Pipeline:
+    """Builds the enabled strategies of `policy` in PIPELINE_ORDER."""
+    clock = clock or SystemClock()
+    rng = rng or random.Random()
+    budget = RetryBudget(policy.retry.budget) if policy.retry.budget.enabled else None
+    factories: dict[str, Callable[[], Strategy | None]] = {
+        "bulkhead": lambda: (
+            Bulkhead(policy.bulkhead, clock, bus, dependency) if policy.bulkhead.enabled else None
+        ),
+        "total_deadline": lambda: TotalDeadline(policy.deadline, clock),
+        "retry": lambda: (
+            Retry(policy.retry, policy.deadline.min_attempt_s, budget, clock, bus, rng)
+            if policy.retry.max_attempts > 1
+            else None
+        ),
+        "breaker": lambda: (
+            Breaker(policy.breaker, clock, bus, dependency) if policy.breaker.enabled else None
+        ),
+        "attempt_timeout": lambda: AttemptTimeout(policy.deadline, clock, bus),
+        "attempt_hook": lambda: AttemptHook(bus, clock, attempt_observer),
+    }
+    strategies = [s for s in (factories[name]() for name in PIPELINE_ORDER) if s is not None]
+    return Pipeline(strategies, bus, clock)

@@ -1,0 +1,47 @@
+"""Server-side load shedding: a per-service limit on calls in flight."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+import grpc.aio
+
+from mesh.resilience.errors import ShedError
+from mesh.resilience.events import CallShed, EventBus
+from mesh.resilience.inbound import Behaviour, HandlerLookup, abort_with, is_exempt
+from mesh.resilience.policy import ServerPolicy
+
+
+class SheddingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Refuses calls beyond `max_in_flight` at once with RESOURCE_EXHAUSTED and a pushback, so
+    callers back off instead of queueing into a timeout (refuse some rather than fail all)."""
+
+    def __init__(self, service: str, policy: ServerPolicy, bus: EventBus) -> None:
+        self._service = service
+        self.limit = policy.max_in_flight
+        self._pushback_s = policy.shed_pushback_ms / 1000.0
+        self._bus = bus
+        self.in_flight = 0
+
+    async def intercept_service(
+        self, continuation: HandlerLookup, handler_call_details: grpc.HandlerCallDetails
+    ) -> grpc.RpcMethodHandler | None:
+        handler = await continuation(handler_call_details)
+        method = handler_call_details.method
+        if not self.limit or handler is None or handler.unary_unary is None or is_exempt(method):
+            return handler
+        return handler._replace(unary_unary=self._wrap(handler.unary_unary, method))
+
+    def _wrap(self, inner: Behaviour, method: str) -> Behaviour:
+        async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            if self.in_flight >= self.limit:
+                self._bus.emit(CallShed(self._service, method, self.in_flight, self._pushback_s))
+                await abort_with(context, ShedError(self._service, self.limit, self._pushback_s))
+            self.in_flight += 1
+            try:
+                return await inner(request, context)
+            finally:
+                self.in_flight -= 1
+
+        return behaviour

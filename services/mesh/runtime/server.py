@@ -1,0 +1,155 @@
+"""serve(): one grpc.aio server per service with health, reflection, admin, metrics and a
+graceful stop on SIGTERM (stop accepting, drain in-flight calls, then exit)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from prometheus_client import CollectorRegistry
+
+from mesh.resilience.channel import resilient_channel
+from mesh.resilience.clock import SystemClock
+from mesh.resilience.events import EventBus
+from mesh.resilience.policy import MeshPolicy, load_policy
+from mesh.resilience.server import FaultAdminServicer, FaultTable, server_interceptors
+from mesh.runtime.config import ServiceConfig
+from mesh.runtime.logging import setup_logging
+from mesh.telemetry.metrics import MeshMetrics
+from mesh.v1 import admin_pb2, admin_pb2_grpc
+
+log = logging.getLogger("mesh.runtime")
+
+
+@dataclass
+class Runtime:
+    """What a service's builder gets: its config, policy, event bus and outbound channels."""
+
+    config: ServiceConfig
+    policy: MeshPolicy
+    bus: EventBus
+    faults: FaultTable
+    metrics: MeshMetrics
+    channels: list[grpc.aio.Channel] = field(default_factory=list)
+
+    def channel_to(self, callee: str) -> grpc.aio.Channel:
+        """A channel to `callee` guarded by this edge's resilience pipeline."""
+        edge = f"{self.config.name}_to_{callee}"
+        channel = resilient_channel(
+            self.config.dependencies[callee],
+            edge=edge,
+            dependency=callee,
+            policy=self.policy.edge(edge),
+            bus=self.bus,
+            clock=SystemClock(),
+            options=message_size_options(self.config.max_message_bytes),
+        )
+        self.channels.append(channel)
+        return channel
+
+
+@dataclass
+class Service:
+    """A built service: how to register it, and what to close on the way out."""
+
+    names: Sequence[str]
+    """Full service names, e.g. mesh.v1.ProfileService: health and reflection list them."""
+    register: Callable[[grpc.aio.Server], None]
+    close: Callable[[], Awaitable[None]] | None = None
+
+
+def message_size_options(max_bytes: int) -> list[tuple[str, Any]]:
+    return [
+        ("grpc.max_receive_message_length", max_bytes),
+        ("grpc.max_send_message_length", max_bytes),
+    ]
+
+
+async def _start_admin(config: ServiceConfig, faults: FaultTable) -> grpc.aio.Server:
+    admin = grpc.aio.server()
+    admin_pb2_grpc.add_FaultAdminServicer_to_server(FaultAdminServicer(faults), admin)
+    reflection.enable_server_reflection(
+        (admin_pb2.DESCRIPTOR.services_by_name["FaultAdmin"].full_name, reflection.SERVICE_NAME),
+        admin,
+    )
+    admin.add_insecure_port(config.admin_addr)
+    await admin.start()
+    return admin
+
+
+async def serve(
+    name: str,
+    build: Callable[[Runtime], Awaitable[Service]],
+    environ: Mapping[str, str] | None = None,
+    stop_event: asyncio.Event | None = None,
+) -> None:
+    """Run service `name` until SIGTERM/SIGINT (or `stop_event`), then stop gracefully."""
+    env: Mapping[str, str] = os.environ if environ is None else environ
+    config = ServiceConfig.from_env(name, env)
+    setup_logging(name)
+    policy = load_policy(config.policy, env)
+    bus = EventBus()
+    metrics = MeshMetrics(CollectorRegistry(), service=name)
+    bus.subscribe(metrics.listener)
+    faults = FaultTable.from_env(env)
+    runtime = Runtime(config, policy, bus, faults, metrics)
+    built = await build(runtime)
+
+    server = grpc.aio.server(
+        interceptors=server_interceptors(name, policy.server(name), bus, faults),
+        options=message_size_options(config.max_message_bytes),
+    )
+    built.register(server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        (*built.names, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+    )
+    port = server.add_insecure_port(config.listen_addr)
+    if port == 0:
+        raise OSError(f"{name}: cannot bind LISTEN_ADDR={config.listen_addr}")
+    await server.start()
+    admin = await _start_admin(config, faults)
+    metrics_port = metrics.start_http(config.metrics_addr)
+    for svc in (*built.names, ""):
+        await health_servicer.set(svc, health_pb2.HealthCheckResponse.SERVING)
+    log.info(
+        "serving",
+        extra={"listen": config.listen_addr, "admin": config.admin_addr,
+               "metrics_port": metrics_port, "policy": policy.name},
+    )
+
+    stop = stop_event or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+    log.info("draining", extra={"grace_s": config.grace_s})
+    await health_servicer.enter_graceful_shutdown()
+    await admin.stop(0)
+    await server.stop(config.grace_s)
+    for channel in runtime.channels:
+        await channel.close()
+    if built.close is not None:
+        await built.close()
+    log.info("stopped")
+
+
+def run(name: str, build: Callable[[Runtime], Awaitable[Service]]) -> None:
+    """Entry point of each service's __main__: exit 0 after a graceful stop, 2 on bad config."""
+    from mesh.resilience.policy import PolicyError
+    from mesh.runtime.config import ConfigError
+
+    try:
+        asyncio.run(serve(name, build))
+    except (ConfigError, PolicyError) as err:
+        raise SystemExit(f"{name}: configuration error: {err}") from None

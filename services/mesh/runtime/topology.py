@@ -1,0 +1,75 @@
+"""The mesh's shape in one place: services, their default ports, and the edges between them.
+
+Everything that names a port or an edge (the launcher, the embedded Toxiproxy wiring,
+deploy/toxiproxy.json, .env, docker-compose.yml, the k8s manifests) agrees with this module;
+tests/unit/test_topology_agreement.py proves it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """One service of the mesh and where it listens by default."""
+
+    name: str
+    port: int
+    admin_port: int
+    metrics_port: int
+    module: str
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A dependency edge: `caller` calls `callee` through the Toxiproxy proxy `proxy_name`."""
+
+    caller: str
+    callee: str
+    proxy_port: int
+
+    @property
+    def proxy_name(self) -> str:
+        return f"{self.caller}_to_{self.callee}"
+
+    @property
+    def addr_env(self) -> str:
+        """The variable that tells `caller` where `callee` is, e.g. PROFILE_ADDR."""
+        return f"{self.callee.upper()}_ADDR"
+
+
+GATEWAY = ServiceSpec("gateway", 50051, 50151, 9464, "mesh.gateway")
+PROFILE = ServiceSpec("profile", 50052, 50152, 9465, "mesh.profile")
+RECOMMENDATION = ServiceSpec("recommendation", 50053, 50153, 9466, "mesh.recommendation")
+PAYMENT = ServiceSpec("payment", 50054, 50154, 9467, "mesh.payment")
+
+SERVICES: tuple[ServiceSpec, ...] = (PROFILE, RECOMMENDATION, PAYMENT, GATEWAY)
+"""In start-up order: dependencies before their callers."""
+
+EDGES: tuple[Edge, ...] = (
+    Edge("gateway", "payment", 26054),
+    Edge("gateway", "profile", 26052),
+    Edge("gateway", "recommendation", 26053),
+    Edge("recommendation", "profile", 26152),
+)
+
+TOXIPROXY_API_PORT = 8474
+
+
+def service(name: str) -> ServiceSpec:
+    for spec in SERVICES:
+        if spec.name == name:
+            return spec
+    raise KeyError(f"unknown service {name!r}; known: {', '.join(s.name for s in SERVICES)}")
+
+
+def edges_from(caller: str) -> tuple[Edge, ...]:
+    return tuple(e for e in EDGES if e.caller == caller)
+
+
+def edge(proxy_name: str) -> Edge:
+    for e in EDGES:
+        if e.proxy_name == proxy_name:
+            return e
+    raise KeyError(f"unknown edge {proxy_name!r}; known: {', '.join(e.proxy_name for e in EDGES)}")

@@ -1,0 +1,185 @@
+"""Prometheus metrics: a listener that turns resilience events into counters and gauges.
+
+| metric                                | type    | labels                          |
+|---------------------------------------|---------|---------------------------------|
+| mesh_service_info                     | gauge   | service (always 1)              |
+| mesh_client_calls_total               | counter | dependency, method, outcome     |
+| mesh_client_attempts_total            | counter | dependency, method, outcome     |
+| mesh_client_retries_total             | counter | dependency, method, reason      |
+| mesh_client_retries_skipped_total     | counter | dependency, method, reason      |
+| mesh_client_deadline_exhausted_total  | counter | dependency, method, stage       |
+| mesh_pushbacks_honoured_total         | counter | dependency, method              |
+| mesh_breaker_state                    | gauge   | dependency, method              |
+| mesh_breaker_transitions_total        | counter | dependency, method, to_state    |
+| mesh_breaker_rejections_total         | counter | dependency, method              |
+| mesh_bulkhead_rejections_total        | counter | dependency, method              |
+| mesh_fallbacks_total                  | counter | dependency, method, served_by   |
+| mesh_server_calls_total               | counter | method, code                    |
+| mesh_server_shed_total                | counter | method                          |
+| mesh_faults_injected_total            | counter | method, code                    |
+
+`outcome` and `code` are gRPC status code names ("OK", "UNAVAILABLE", ...); `method` is the
+full gRPC method name, or "*" for a per-dependency breaker; `mesh_breaker_state` is 0 closed,
+1 half-open, 2 open; retry `reason` is the failing code name; skip `reason` is one of
+attempts, budget, pushback, not_retryable_method, retries_off; `stage` is attempt or backoff.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+
+from mesh.resilience import events as ev
+
+_DM = ("dependency", "method")
+
+
+class _Cached:
+    """A labelled metric whose children are looked up once per label set (hot path)."""
+
+    def __init__(self, metric: Counter | Gauge) -> None:
+        self._metric = metric
+        self._children: dict[tuple[str, ...], Any] = {}
+
+    def child(self, *labels: str) -> Any:
+        child = self._children.get(labels)
+        if child is None:
+            child = self._children[labels] = self._metric.labels(*labels)
+        return child
+
+
+class MeshMetrics:
+    """One service's metrics in the given registry; subscribe `.listener` to its EventBus."""
+
+    def __init__(self, registry: CollectorRegistry, service: str) -> None:
+        self.registry = registry
+        self.service = service
+        self._httpd: WSGIServer | None = None
+
+        def counter(name: str, doc: str, labels: tuple[str, ...]) -> _Cached:
+            return _Cached(Counter(name, doc, labels, registry=registry))
+
+        info = Gauge(
+            "mesh_service_info", "The service this process runs.", ["service"], registry=registry
+        )
+        info.labels(service).set(1)
+        self.calls = counter(
+            "mesh_client_calls_total", "Logical outbound calls.", (*_DM, "outcome")
+        )
+        self.attempts = counter(
+            "mesh_client_attempts_total", "Outbound attempts sent on the wire.", (*_DM, "outcome")
+        )
+        self.retries = counter("mesh_client_retries_total", "Retries scheduled.", (*_DM, "reason"))
+        self.retries_skipped = counter(
+            "mesh_client_retries_skipped_total", "Transient failures not retried.", (*_DM, "reason")
+        )
+        self.deadline_exhausted = counter(
+            "mesh_client_deadline_exhausted_total",
+            "Attempts or backoffs not started for lack of time.",
+            (*_DM, "stage"),
+        )
+        self.pushbacks = counter(
+            "mesh_pushbacks_honoured_total", "Retries delayed by a server pushback.", _DM
+        )
+        self.breaker_state = _Cached(
+            Gauge("mesh_breaker_state", "0 closed, 1 half-open, 2 open.", _DM, registry=registry)
+        )
+        self.breaker_transitions = counter(
+            "mesh_breaker_transitions_total", "Breaker state changes.", (*_DM, "to_state")
+        )
+        self.breaker_rejections = counter(
+            "mesh_breaker_rejections_total", "Attempts failed fast by an open breaker.", _DM
+        )
+        self.bulkhead_rejections = counter(
+            "mesh_bulkhead_rejections_total", "Calls refused by a full bulkhead.", _DM
+        )
+        self.fallbacks = counter(
+            "mesh_fallbacks_total", "Answers served by a fallback.", (*_DM, "served_by")
+        )
+        self.server_calls = counter(
+            "mesh_server_calls_total", "Calls received, by final code.", ("method", "code")
+        )
+        self.shed = counter(
+            "mesh_server_shed_total", "Calls refused by load shedding.", ("method",)
+        )
+        self.faults = counter(
+            "mesh_faults_injected_total",
+            "Injected faults (code OK: delay only).",
+            ("method", "code"),
+        )
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            ev.AttemptFinished: self._attempt,
+            ev.CallFinished: self._call,
+            ev.RetryScheduled: self._retry,
+            ev.RetrySkipped: self._retry_skipped,
+            ev.DeadlineExhausted: self._deadline,
+            ev.BreakerStateChanged: self._breaker_moved,
+            ev.BreakerRejected: self._breaker_rejected,
+            ev.BulkheadRejected: self._bulkhead_rejected,
+            ev.FallbackServed: self._fallback,
+            ev.ServerCallFinished: self._server_call,
+            ev.CallShed: self._shed,
+            ev.FaultInjected: self._fault,
+        }
+
+    def listener(self, event: ev.Event) -> None:
+        handler = self._handlers.get(type(event))
+        if handler is not None:
+            handler(event)
+
+    def start_http(self, addr: str) -> int:
+        """Serves /metrics on "host:port" (port 0 picks one) from a daemon thread; returns it."""
+        host, _, port = addr.rpartition(":")
+        httpd, _thread = start_http_server(
+            int(port), addr=host or "0.0.0.0", registry=self.registry
+        )
+        self._httpd = httpd
+        return int(httpd.server_address[1])
+
+    def stop_http(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def _attempt(self, e: ev.AttemptFinished) -> None:
+        self.attempts.child(e.dependency, e.method, e.code).inc()
+
+    def _call(self, e: ev.CallFinished) -> None:
+        self.calls.child(e.dependency, e.method, e.outcome).inc()
+
+    def _retry(self, e: ev.RetryScheduled) -> None:
+        self.retries.child(e.dependency, e.method, e.reason).inc()
+        if e.pushback_s is not None:
+            self.pushbacks.child(e.dependency, e.method).inc()
+
+    def _retry_skipped(self, e: ev.RetrySkipped) -> None:
+        self.retries_skipped.child(e.dependency, e.method, e.reason).inc()
+
+    def _deadline(self, e: ev.DeadlineExhausted) -> None:
+        self.deadline_exhausted.child(e.dependency, e.method, e.stage).inc()
+
+    def _breaker_moved(self, e: ev.BreakerStateChanged) -> None:
+        self.breaker_state.child(e.dependency, e.method).set(int(e.to_state))
+        self.breaker_transitions.child(e.dependency, e.method, e.to_state.name.lower()).inc()
+
+    def _breaker_rejected(self, e: ev.BreakerRejected) -> None:
+        self.breaker_rejections.child(e.dependency, e.method).inc()
+
+    def _bulkhead_rejected(self, e: ev.BulkheadRejected) -> None:
+        self.bulkhead_rejections.child(e.dependency, e.method).inc()
+
+    def _fallback(self, e: ev.FallbackServed) -> None:
+        self.fallbacks.child(e.dependency, e.method, e.served_by).inc()
+
+    def _server_call(self, e: ev.ServerCallFinished) -> None:
+        self.server_calls.child(e.method, e.code).inc()
+
+    def _shed(self, e: ev.CallShed) -> None:
+        self.shed.child(e.method).inc()
+
+    def _fault(self, e: ev.FaultInjected) -> None:
+        self.faults.child(e.method, e.code).inc()

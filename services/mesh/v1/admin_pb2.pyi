@@ -1,0 +1,43 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Fault(_message.Message):
+    __slots__ = ("method", "error_rate", "code", "delay_s", "pushback_ms")
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    ERROR_RATE_FIELD_NUMBER: _ClassVar[int]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    DELAY_S_FIELD_NUMBER: _ClassVar[int]
+    PUSHBACK_MS_FIELD_NUMBER: _ClassVar[int]
+    method: str
+    error_rate: float
+    code: str
+    delay_s: float
+    pushback_ms: int
+    def __init__(self, method: _Optional[str] = ..., error_rate: _Optional[float] = ..., code: _Optional[str] = ..., delay_s: _Optional[float] = ..., pushback_ms: _Optional[int] = ...) -> None: ...
+
+class SetFaultRequest(_message.Message):
+    __slots__ = ("fault",)
+    FAULT_FIELD_NUMBER: _ClassVar[int]
+    fault: Fault
+    def __init__(self, fault: _Optional[_Union[Fault, _Mapping]] = ...) -> None: ...
+
+class ClearFaultsRequest(_message.Message):
+    __slots__ = ("method",)
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    method: str
+    def __init__(self, method: _Optional[str] = ...) -> None: ...
+
+class ListFaultsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class FaultList(_message.Message):
+    __slots__ = ("faults",)
+    FAULTS_FIELD_NUMBER: _ClassVar[int]
+    faults: _containers.RepeatedCompositeFieldContainer[Fault]
+    def __init__(self, faults: _Optional[_Iterable[_Union[Fault, _Mapping]]] = ...) -> None: ...

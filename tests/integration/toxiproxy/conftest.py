@@ -1,0 +1,76 @@
+"""Fixtures: our Toxiproxy server and a TCP echo server, each on its own thread and loop.
+
+The server runs on a background thread so that blocking clients (urllib, toxiproxy-python,
+plain sockets) can drive it from the test thread without stalling its event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import socketserver
+import threading
+from collections.abc import Iterator
+
+import pytest
+from toxiproxy_helpers import RunningServer, listen_port
+
+from chaos.toxiproxy.client import ToxiproxyClient
+from chaos.toxiproxy.server import ToxiproxyServer
+
+
+@pytest.fixture
+def toxiproxy() -> Iterator[RunningServer]:
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="toxiproxy", daemon=True)
+    thread.start()
+    running = RunningServer(ToxiproxyServer("127.0.0.1", 0), loop)
+    running.call(running.server.start())
+    try:
+        yield running
+    finally:
+        running.call(running.server.stop())
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
+
+
+@pytest.fixture
+def client(toxiproxy: RunningServer) -> ToxiproxyClient:
+    return ToxiproxyClient(toxiproxy.base_url, timeout_s=5.0)
+
+
+class _Echo(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        sock: socket.socket = self.request
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            while data := sock.recv(65536):
+                sock.sendall(data)
+        except OSError:
+            pass
+
+
+class _EchoServer(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    block_on_close = False
+
+
+@pytest.fixture
+def echo_port() -> Iterator[int]:
+    server = _EchoServer(("127.0.0.1", 0), _Echo)
+    thread = threading.Thread(target=server.serve_forever, name="echo", daemon=True)
+    thread.start()
+    try:
+        yield int(server.server_address[1])
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@pytest.fixture
+def echo_proxy(client: ToxiproxyClient, echo_port: int) -> int:
+    """A proxy named "echo" in front of the echo server; returns the proxy's port."""
+    return listen_port(client.create_proxy("echo", "127.0.0.1:0", f"127.0.0.1:{echo_port}"))

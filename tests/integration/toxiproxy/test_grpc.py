@@ -1,0 +1,60 @@
+"""gRPC through the proxy: toxics change a live HTTP/2 channel, disable makes it UNAVAILABLE."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from collections.abc import AsyncIterator
+
+import grpc
+import pytest
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from toxiproxy_helpers import RunningServer
+
+from chaos.toxiproxy.client import ToxiproxyClient
+
+pytestmark = pytest.mark.timeout(30)
+
+
+@pytest.fixture
+async def health_port() -> AsyncIterator[int]:
+    server = grpc.aio.server()
+    health_pb2_grpc.add_HealthServicer_to_server(health.aio.HealthServicer(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    yield port
+    await server.stop(None)
+
+
+async def median_call_ms(stub: health_pb2_grpc.HealthStub, calls: int = 5) -> float:
+    samples = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        await stub.Check(health_pb2.HealthCheckRequest(), timeout=5)
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
+async def test_grpc_channel_follows_toxics_and_proxy_state(
+    toxiproxy: RunningServer, client: ToxiproxyClient, health_port: int
+) -> None:
+    call = asyncio.to_thread
+    proxy = await call(client.create_proxy, "grpc", "127.0.0.1:0", f"127.0.0.1:{health_port}")
+    async with grpc.aio.insecure_channel(proxy["listen"]) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        base_ms = await median_call_ms(stub)
+        await call(client.add_toxic, "grpc", "latency", attributes={"latency": 50})
+        # Same channel, same TCP connection: the toxic applies to it.
+        assert abs(await median_call_ms(stub) - base_ms - 50) <= 15
+        await call(client.reset)
+        assert await median_call_ms(stub) - base_ms <= 15
+        await call(client.disable, "grpc")
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await stub.Check(health_pb2.HealthCheckRequest(), timeout=2)
+        assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+        await call(client.enable, "grpc")
+        response = await stub.Check(
+            health_pb2.HealthCheckRequest(), timeout=5, wait_for_ready=True
+        )
+        assert response.status == health_pb2.HealthCheckResponse.SERVING

@@ -1,0 +1,48 @@
+"""Socket helpers shared by the Toxiproxy conformance tests."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from chaos.toxiproxy.server import ToxiproxyServer
+
+
+def listen_port(proxy: dict[str, Any]) -> int:
+    return int(str(proxy["listen"]).rsplit(":", 1)[1])
+
+
+def connect(port: int, timeout_s: float = 3.0) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout_s)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def round_trip_ms(sock: socket.socket, payload: bytes = b"ping") -> float:
+    """Send a small message and wait for the whole echo; milliseconds."""
+    start = time.perf_counter()
+    sock.sendall(payload)
+    received = b""
+    while len(received) < len(payload):
+        data = sock.recv(65536)
+        if not data:
+            raise ConnectionError("closed during round trip")
+        received += data
+    assert received == payload
+    return (time.perf_counter() - start) * 1000
+
+
+@dataclass
+class RunningServer:
+    server: ToxiproxyServer
+    loop: asyncio.AbstractEventLoop
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.api_port}"
+
+    def call(self, coro: Any, timeout_s: float = 5.0) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout_s)

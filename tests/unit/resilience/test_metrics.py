@@ -1,0 +1,67 @@
+"""Events become Prometheus samples with stable names and labels, in a registry of our own."""
+
+from __future__ import annotations
+
+import urllib.request
+
+from mesh.resilience import events as ev
+from mesh.telemetry.metrics import MeshMetrics
+from prometheus_client import CollectorRegistry
+
+M = "/mesh.v1.ProfileService/GetProfile"
+
+
+def test_events_become_counters_and_gauges() -> None:
+    registry = CollectorRegistry()
+    metrics = MeshMetrics(registry, "gateway")
+    bus = ev.EventBus()
+    bus.subscribe(metrics.listener)
+    bus.emit(ev.AttemptFinished("profile", M, 1, "UNAVAILABLE", 0.01, 0.2))
+    bus.emit(ev.RetryScheduled("profile", M, 1, "UNAVAILABLE", 0.2, 0.2))
+    bus.emit(ev.AttemptFinished("profile", M, 2, "OK", 0.01, None))
+    bus.emit(ev.CallFinished("profile", M, "OK", 2, 0.3))
+    bus.emit(ev.BreakerStateChanged("profile", M, ev.BreakerState.CLOSED, ev.BreakerState.OPEN, 2))
+    bus.emit(ev.BreakerRejected("profile", M, ev.BreakerState.OPEN, 1.5))
+    bus.emit(ev.BulkheadRejected("profile", M, 4, 0.0))
+    bus.emit(ev.FallbackServed("recommendation", "/x/Recommend", "popular", "UNAVAILABLE", "r"))
+    bus.emit(ev.ServerCallFinished("gateway", "/x/GetHome", "OK", 0.01))
+    bus.emit(ev.CallShed("gateway", "/x/GetHome", 64, 0.2))
+    bus.emit(ev.FaultInjected("gateway", "/x/GetHome", "INTERNAL", 0.0))
+
+    def value(name: str, **labels: str) -> float | None:
+        return registry.get_sample_value(name, labels)
+
+    dm = {"dependency": "profile", "method": M}
+    assert value("mesh_client_attempts_total", **dm, outcome="UNAVAILABLE") == 1
+    assert value("mesh_client_attempts_total", **dm, outcome="OK") == 1
+    assert value("mesh_client_calls_total", **dm, outcome="OK") == 1
+    assert value("mesh_client_retries_total", **dm, reason="UNAVAILABLE") == 1
+    assert value("mesh_pushbacks_honoured_total", **dm) == 1
+    assert value("mesh_breaker_state", **dm) == 2
+    assert value("mesh_breaker_rejections_total", **dm) == 1
+    assert value("mesh_bulkhead_rejections_total", **dm) == 1
+    assert (
+        value(
+            "mesh_fallbacks_total",
+            dependency="recommendation",
+            method="/x/Recommend",
+            served_by="popular",
+        )
+        == 1
+    )
+    assert value("mesh_server_calls_total", method="/x/GetHome", code="OK") == 1
+    assert value("mesh_server_shed_total", method="/x/GetHome") == 1
+    assert value("mesh_faults_injected_total", method="/x/GetHome", code="INTERNAL") == 1
+    assert value("mesh_service_info", service="gateway") == 1
+
+
+def test_two_registries_do_not_collide_and_http_serves_one() -> None:
+    first = MeshMetrics(CollectorRegistry(), "a")
+    MeshMetrics(CollectorRegistry(), "b")
+    port = first.start_http("127.0.0.1:0")
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+            body = reply.read().decode()
+        assert 'mesh_service_info{service="a"} 1.0' in body
+    finally:
+        first.stop_http()
