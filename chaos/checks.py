@@ -83,18 +83,12 @@ async def quiescence(ctx: CheckContext) -> dict[str, float]:
 
 
 async def cancellation(ctx: CheckContext) -> dict[str, float]:
-    """How long past its deadline a call kept running on the dependency (worst case, ms)."""
+    """How many held calls on the dependency ran more than 100 ms past their deadline."""
     snap = ctx.phase.counters
     service = ctx.experiment.dependency
-    buckets: dict[float, float] = {}
-    for (svc, name, labels), value in snap.values.items():
-        if svc == service and name == "mesh_server_deadline_overrun_seconds_bucket":
-            le = dict(labels)["le"]
-            bound = float("inf") if le == "+Inf" else float(le)
-            buckets[bound] = buckets.get(bound, 0.0) + value
-    total = buckets.get(float("inf"), 0.0)
-    within = sum(v for b, v in buckets.items() if b <= 0.1 and b == max(
-        (x for x in buckets if x <= 0.1), default=-1))
+    name = "mesh_server_deadline_overrun_seconds_bucket"
+    total = snap.total(name, service, le="+Inf")
+    within = snap.total(name, service, le="0.1")
     return {
         "overrun_calls": total,
         "overrun_within_100ms": within,
@@ -102,8 +96,55 @@ async def cancellation(ctx: CheckContext) -> dict[str, float]:
     }
 
 
+async def flapping(ctx: CheckContext) -> dict[str, Any]:
+    """Errors while the dependency was down and up, and how long after each up it took until
+    a checkout succeeded again."""
+    outcomes = sorted(ctx.phase.load.outcomes, key=lambda o: o.started_s)
+    if not outcomes:
+        return {}
+    t0 = outcomes[0].started_s
+    windows: list[tuple[float, float]] = []  # (down_at, up_at) seconds since load start
+    down_at: float | None = None
+    for event in ctx.phase.timeline:
+        if event.on:
+            down_at = event.at_s
+        elif down_at is not None:
+            windows.append((down_at, event.at_s))
+            down_at = None
+    in_down = 0
+    errors_down = errors_up = 0
+    recoveries = []
+    for o in outcomes:
+        at = o.started_s - t0
+        down = any(a <= at < b for a, b in windows)
+        in_down += down
+        bad = o.code != "OK" or o.status == "PENDING"
+        errors_down += bad and down
+        errors_up += bad and not down
+    for _, up in windows:
+        after = [o for o in outcomes if o.started_s - t0 >= up and o.code == "OK"
+                 and o.status == "SUCCEEDED"]
+        if after:
+            first = after[0]
+            recoveries.append(first.started_s - t0 + first.latency_s - up)
+    snap = ctx.phase.counters
+    return {
+        "outages": float(len(windows)),
+        "requests_while_down": float(in_down),
+        "errors_while_down": float(errors_down),
+        "errors_while_up": float(errors_up),
+        "recover_max_s": max(recoveries, default=0.0),
+        "recover_mean_s": sum(recoveries) / len(recoveries) if recoveries else 0.0,
+        "breaker_to_open": snap.total("mesh_breaker_transitions_total", to_state="open"),
+        "breaker_to_half_open": snap.total("mesh_breaker_transitions_total",
+                                           to_state="half_open"),
+        "breaker_to_closed": snap.total("mesh_breaker_transitions_total", to_state="closed"),
+    }
+
+
 CHECKS: dict[str, Callable[[CheckContext], Awaitable[dict[str, Any]]]] = {
     "ledger": ledger,
     "quiescence": quiescence,
     "cancellation": cancellation,
+    "flapping": flapping,
 }

@@ -157,8 +157,22 @@ def load_metrics(result: LoadResult) -> dict[str, float]:
         "p99_ms": percentile(lat, 99),
         "max_ms": max(lat, default=0.0),
         "ok_p99_ms": percentile(ok_lat, 99),
+        "min_ms": min(lat, default=0.0),
         "goodput_per_s": len(ok) / result.elapsed_s if result.elapsed_s else 0.0,
+        "rejections_without_pushback": float(sum(
+            1 for o in outcomes if o.code == "RESOURCE_EXHAUSTED" and o.pushback_ms is None
+        )),
     }
+    for served_by in ("popular", "cached-popular", "omitted"):
+        metrics[f"served_{served_by.replace('-', '_')}"] = float(
+            sum(1 for o in ok if f"recommendations:{served_by}" in o.degraded)
+        )
+    for rpc in ("home", "checkout"):
+        mine = [o for o in outcomes if o.rpc == rpc]
+        if mine:
+            good = [o for o in mine if o.code == "OK"]
+            metrics[f"{rpc}_ok_rate"] = len(good) / len(mine)
+            metrics[f"{rpc}_p99_ms"] = percentile([o.latency_s * 1000 for o in mine], 99)
     for code, count in result.codes().items():
         metrics[f"code.{code}"] = float(count)
     return metrics
@@ -174,12 +188,18 @@ def counter_metrics(snap: Snapshot, exp: Experiment) -> dict[str, float]:
         m = dict(labels).get("method", "")
         if full == "*" or (full and m == full) or (not full and m.endswith("/" + method)):
             calls += value
+    per_method: dict[str, float] = {}
+    for (svc, name, labels), value in snap.values.items():
+        if svc == exp.dependency and name == "mesh_server_calls_total":
+            short = dict(labels).get("method", "").rsplit("/", 1)[-1]
+            per_method[f"calls.{short}"] = per_method.get(f"calls.{short}", 0.0) + value
     return {
+        **per_method,
         "dependency_calls": calls,
         "dependency_calls_all": snap.total("mesh_server_calls_total", exp.dependency),
         "retries": snap.total("mesh_client_retries_total"),
         "breaker_rejections": snap.total("mesh_breaker_rejections_total"),
-        "breaker_opened": snap.total("mesh_breaker_transitions_total", to_state="OPEN"),
+        "breaker_opened": snap.total("mesh_breaker_transitions_total", to_state="open"),
         "bulkhead_rejections": snap.total("mesh_bulkhead_rejections_total"),
         "fallbacks": snap.total("mesh_fallbacks_total"),
         "shed": snap.total("mesh_server_shed_total"),
@@ -271,8 +291,22 @@ class Runner:
             raise SteadyStateFailed(f"{label}: " + "; ".join(failures))
         return metrics
 
+    async def _capacity(self, variant: Variant, spec: LoadSpec) -> dict[str, float]:
+        """Closed-loop throughput at `capacity_concurrency`: what the mesh sustains."""
+        probe = LoadSpec(rpc=spec.rpc, requests=spec.capacity_requests,
+                         concurrency=spec.capacity_concurrency, deadline_s=spec.deadline_s)
+        metrics = load_metrics(await self._load(f"{variant.name}: measuring capacity", probe))
+        return {"capacity_per_s": metrics["goodput_per_s"],
+                "capacity_p99_ms": metrics["p99_ms"]}
+
     async def _fault_phase(self, exp: Experiment, variant: Variant) -> PhaseResult:
         spec = exp.load_for(variant)
+        capacity: dict[str, float] = {}
+        if spec.rate_x_capacity is not None:
+            capacity = await self._capacity(variant, spec)
+            spec = spec.model_copy(update={
+                "rate_per_s": max(1.0, capacity["capacity_per_s"] * spec.rate_x_capacity)
+            })
         stop = asyncio.Event()
         window: deque[tuple[float, bool]] = deque()
         bad_since: list[float] = []
@@ -301,7 +335,13 @@ class Runner:
             await self.injector.reset_all()
         aborted = bool(bad_since) and stop.is_set() and len(load.outcomes) < spec.requests
         counters = scrape(self.target.metrics) - before
-        metrics = {**load_metrics(load), **counter_metrics(counters, exp)}
+        metrics = {**load_metrics(load), **counter_metrics(counters, exp), **capacity}
+        if capacity:
+            metrics["offered_per_s"] = spec.rate_per_s or 0.0
+            metrics["goodput_vs_capacity"] = metrics["goodput_per_s"] / max(
+                capacity["capacity_per_s"], 1e-9)
+            metrics["ok_p99_vs_capacity"] = metrics["ok_p99_ms"] / max(
+                capacity["capacity_p99_ms"], 1e-9)
         if aborted:
             metrics["aborted"] = 1.0
         return PhaseResult(load, counters, metrics, list(self.injector.timeline))
@@ -320,6 +360,10 @@ class Runner:
         result.steady_before = await self._steady(exp, f"{variant.name}: steady state before")
         fault = await self._fault_phase(exp, variant)
         result.phases["fault"] = fault
+        for rpc in ("home", "checkout"):
+            steady = result.steady_before.get(f"{rpc}_p99_ms")
+            if steady and f"{rpc}_p99_ms" in fault.metrics:
+                fault.metrics[f"{rpc}_p99_vs_steady"] = fault.metrics[f"{rpc}_p99_ms"] / steady
         ctx = CheckContext(self.target, exp, variant, fault)
         for check in exp.checks:
             fault.metrics.update(await CHECKS[check](ctx))

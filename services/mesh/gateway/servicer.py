@@ -54,11 +54,13 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
     def __init__(self, runtime: Runtime) -> None:
         self._profiles = profile_pb2_grpc.ProfileServiceStub(runtime.channel_to("profile"))
         self._payments = payment_pb2_grpc.PaymentServiceStub(runtime.channel_to("payment"))
+        self._retried = {dep: runtime.retries_on(dep) for dep in ("profile", "payment")}
         self.recommendations = RecommendationsWithFallback(
             recommendation_pb2_grpc.RecommendationServiceStub(
                 runtime.channel_to("recommendation")
             ),
             runtime.bus,
+            popular_ttl_s=runtime.policy.fallbacks.popular_ttl_s,
         )
 
     async def GetHome(
@@ -74,7 +76,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
             profile = await self._profiles.GetProfile(profile_pb2.GetProfileRequest(user_id=user_id))
         except grpc.aio.AioRpcError as err:
             recs.cancel()
-            await relay_failure(context, err, "profile")
+            await relay_failure(context, err, "profile", self._retried["profile"])
         except asyncio.CancelledError:
             recs.cancel()
             raise
@@ -100,7 +102,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
             reply = await self._payments.Charge(charge)
         except grpc.aio.AioRpcError as err:
             if not charge_may_have_happened(err):
-                await relay_failure(context, err, "payment")
+                await relay_failure(context, err, "payment", self._retried["payment"])
             return gateway_pb2.CheckoutResponse(
                 charge_id=charge_id_for(key),
                 status=payment_pb2.CHARGE_STATUS_PENDING,
@@ -121,7 +123,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         try:
             reply = await self._payments.GetCharge(request)
         except grpc.aio.AioRpcError as err:
-            await relay_failure(context, err, "payment")
+            await relay_failure(context, err, "payment", self._retried["payment"])
         return gateway_pb2.CheckoutResponse(
             charge_id=reply.charge.charge_id, status=reply.charge.status,
             decline_reason=reply.charge.decline_reason, replayed=True,

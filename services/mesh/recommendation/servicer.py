@@ -34,8 +34,9 @@ def popular(limit: int) -> list[recommendation_pb2.Product]:
 class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServicer):
     """Recommend crosses a second hop (to profile); Popular is the cheap fallback source."""
 
-    def __init__(self, profiles: profile_pb2_grpc.ProfileServiceStub) -> None:
+    def __init__(self, profiles: profile_pb2_grpc.ProfileServiceStub, retried: bool) -> None:
         self._profiles = profiles
+        self._retried = retried
 
     async def Recommend(
         self, request: recommendation_pb2.RecommendRequest, context: grpc.aio.ServicerContext
@@ -50,7 +51,7 @@ class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServic
                 profile_pb2.GetProfileRequest(user_id=user_id)
             )
         except grpc.aio.AioRpcError as err:
-            await relay_failure(context, err, "profile")
+            await relay_failure(context, err, "profile", self._retried)
         products = personalised(list(reply.profile.interests), limit)
         return recommendation_pb2.RecommendResponse(products=products, source="personalised")
 
@@ -66,7 +67,8 @@ class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServic
 
 async def build(runtime: Runtime) -> Service:
     servicer = RecommendationServicer(
-        profile_pb2_grpc.ProfileServiceStub(runtime.channel_to("profile"))
+        profile_pb2_grpc.ProfileServiceStub(runtime.channel_to("profile")),
+        retried=runtime.retries_on("profile"),
     )
     return Service(
         names=[recommendation_pb2.DESCRIPTOR.services_by_name["RecommendationService"].full_name],

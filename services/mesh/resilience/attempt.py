@@ -69,6 +69,7 @@ async def send_on_wire(ctx: CallContext) -> Any:
     attempt_details = grpc.aio.ClientCallDetails(
         details.method, timeout_s, ctx.attempt_metadata, details.credentials, details.wait_for_ready
     )
+    ctx.sent += 1
     call = await ctx.continuation(attempt_details, ctx.request)
     try:
         await call

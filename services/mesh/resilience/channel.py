@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 import grpc.aio
 
 from mesh.resilience.attempt import AttemptObserver
+from mesh.resilience.bulkhead import Bulkhead
 from mesh.resilience.clock import Clock, SystemClock
 from mesh.resilience.events import EventBus
 from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import Pipeline, build_pipeline
-from mesh.resilience.policy import EdgePolicy
+from mesh.resilience.policy import EdgePolicy, NativeRetryPolicy
 
 NO_BUILTIN_RETRIES: tuple[str, Any] = ("grpc.enable_retries", 0)
 """The interceptor is the one retry owner; with both, attempts multiply unseen."""
@@ -30,6 +32,8 @@ def resilient_channel(
     clock: Clock | None = None,
     options: Sequence[tuple[str, Any]] = (),
     attempt_observer: AttemptObserver | None = None,
+    bulkhead_pools: dict[str, Bulkhead] | None = None,
+    services: Sequence[str] = (),
 ) -> grpc.aio.Channel:
     """An insecure channel to `target` protected by `policy` (the edge's pipeline).
 
@@ -38,9 +42,40 @@ def resilient_channel(
     """
     clock = clock or SystemClock()
     pipeline = build_pipeline(
-        policy, dependency=dependency, bus=bus, clock=clock, attempt_observer=attempt_observer
+        policy, dependency=dependency, bus=bus, clock=clock, attempt_observer=attempt_observer,
+        bulkhead_pools=bulkhead_pools,
     )
     interceptor = ResilienceInterceptor(pipeline, dependency=dependency, clock=clock)
     channel_options = [o for o in options if o[0] != NO_BUILTIN_RETRIES[0]]
-    channel_options.append(NO_BUILTIN_RETRIES)
+    if policy.native_retry.enabled:
+        channel_options += native_retry_options(policy.native_retry, services)
+    else:
+        channel_options.append(NO_BUILTIN_RETRIES)
     return grpc.aio.insecure_channel(target, options=channel_options, interceptors=[interceptor])
+
+
+def native_retry_options(
+    policy: NativeRetryPolicy, services: Sequence[str]
+) -> list[tuple[str, Any]]:
+    """gRPC's retryPolicy and retryThrottling as a service config (gRFC A6), for comparison.
+
+    The policy model refuses it together with our retry strategy, so there is still one owner.
+    """
+    config = {
+        "methodConfig": [{
+            "name": [{"service": s} for s in services] or [{}],
+            "retryPolicy": {
+                "maxAttempts": policy.max_attempts,
+                "initialBackoff": f"{policy.initial_backoff_s}s",
+                "maxBackoff": f"{policy.max_backoff_s}s",
+                "backoffMultiplier": policy.backoff_multiplier,
+                "retryableStatusCodes": list(policy.retryable_codes),
+            },
+        }],
+        "retryThrottling": {"maxTokens": policy.max_tokens, "tokenRatio": policy.token_ratio},
+    }
+    return [
+        ("grpc.enable_retries", 1),
+        ("grpc.service_config", json.dumps(config)),
+        ("grpc.service_config_disable_resolution", 1),
+    ]

@@ -29,6 +29,8 @@ class CallContext:
     """True when this attempt's deadline is its own attempt timeout, not the call's deadline:
     only then is DEADLINE_EXCEEDED a transient failure worth retrying and counting."""
     attempt_metadata: grpc.aio.Metadata | None = None
+    sent: int = 0
+    """Attempts handed to the wire: 0 means the dependency cannot have seen this call."""
 
 
 Next = Callable[[CallContext], Awaitable[Any]]

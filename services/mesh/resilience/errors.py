@@ -39,6 +39,9 @@ class ResilienceError(grpc.aio.AioRpcError):  # type: ignore[misc]
             details=details,
         )
         self.pushback_s = pushback_s
+        self.attempts_sent = 0
+        """Attempts of this logical call that went on the wire before it was raised (set by
+        the pipeline): with 0 the dependency never saw the call, so nothing happened there."""
 
     def __str__(self) -> str:
         return f"{type(self).__name__}({self.code().name}: {self.details()})"

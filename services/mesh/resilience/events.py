@@ -132,13 +132,26 @@ class FallbackServed:
 
 
 @dataclass(frozen=True, slots=True)
+class ServerCallStarted:
+    """The server received one attempt of `method` (counted before shedding or faults)."""
+
+    service: str
+    method: str
+
+
+@dataclass(frozen=True, slots=True)
 class ServerCallFinished:
-    """The server handled (or refused) one received attempt of `method` with `code`."""
+    """The server handled (or refused) one received attempt of `method` with `code`.
+
+    `budget_s` is the time the caller's deadline left when the call arrived (None: no
+    deadline); a call ending after it ran `duration_s - budget_s` past its deadline.
+    """
 
     service: str
     method: str
     code: str
     duration_s: float
+    budget_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +185,7 @@ Event = (
     | BulkheadRejected
     | DeadlineExhausted
     | FallbackServed
+    | ServerCallStarted
     | ServerCallFinished
     | CallShed
     | FaultInjected

@@ -12,7 +12,7 @@ import grpc.aio
 
 from mesh.resilience.deadline import reset_inbound_deadline, set_inbound_deadline
 from mesh.resilience.errors import ResilienceError
-from mesh.resilience.events import EventBus, ServerCallFinished
+from mesh.resilience.events import EventBus, ServerCallFinished, ServerCallStarted
 
 EXEMPT_PREFIXES: tuple[str, ...] = (
     "/grpc.health.v1.Health/",
@@ -67,6 +67,7 @@ class InboundInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             started_s = time.monotonic()
             remaining_s = context.time_remaining()
             token = set_inbound_deadline(None if remaining_s is None else started_s + remaining_s)
+            emit(ServerCallStarted(service, method))
             code = "UNKNOWN"
             try:
                 response = await inner(request, context)
@@ -80,6 +81,8 @@ class InboundInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 raise
             finally:
                 reset_inbound_deadline(token)
-                emit(ServerCallFinished(service, method, code, time.monotonic() - started_s))
+                emit(ServerCallFinished(
+                    service, method, code, time.monotonic() - started_s, remaining_s
+                ))
 
         return behaviour

@@ -16,6 +16,7 @@ from mesh.resilience.bulkhead import Bulkhead
 from mesh.resilience.clock import Clock, SystemClock
 from mesh.resilience.context import CallContext, Next, Strategy
 from mesh.resilience.deadline import AttemptTimeout, TotalDeadline
+from mesh.resilience.errors import ResilienceError
 from mesh.resilience.events import CallFinished, EventBus
 from mesh.resilience.policy import EdgePolicy
 from mesh.resilience.retry import Retry, RetryBudget
@@ -64,6 +65,10 @@ class Pipeline:
         except asyncio.CancelledError:
             outcome = "CANCELLED"
             raise
+        except ResilienceError as err:
+            outcome = err.code().name
+            err.attempts_sent = ctx.sent
+            raise
         except grpc.aio.AioRpcError as err:
             outcome = err.code().name
             raise
@@ -83,15 +88,28 @@ def build_pipeline(
     clock: Clock | None = None,
     rng: random.Random | None = None,
     attempt_observer: AttemptObserver | None = None,
+    bulkhead_pools: dict[str, Bulkhead] | None = None,
 ) -> Pipeline:
-    """Builds the enabled strategies of `policy` in PIPELINE_ORDER."""
+    """Builds the enabled strategies of `policy` in PIPELINE_ORDER.
+
+    Pipelines whose bulkhead names the same `pool` share one Bulkhead through `bulkhead_pools`.
+    """
     clock = clock or SystemClock()
+
+    def bulkhead() -> Bulkhead | None:
+        if not policy.bulkhead.enabled:
+            return None
+        pool = policy.bulkhead.pool
+        if pool is None or bulkhead_pools is None:
+            return Bulkhead(policy.bulkhead, clock, bus, dependency)
+        if pool not in bulkhead_pools:
+            bulkhead_pools[pool] = Bulkhead(policy.bulkhead, clock, bus, f"pool {pool}")
+        return bulkhead_pools[pool]
+
     rng = rng or random.Random()
     budget = RetryBudget(policy.retry.budget) if policy.retry.budget.enabled else None
     factories: dict[str, Callable[[], Strategy | None]] = {
-        "bulkhead": lambda: (
-            Bulkhead(policy.bulkhead, clock, bus, dependency) if policy.bulkhead.enabled else None
-        ),
+        "bulkhead": bulkhead,
         "total_deadline": lambda: TotalDeadline(policy.deadline, clock),
         "retry": lambda: (
             Retry(policy.retry, policy.deadline.min_attempt_s, budget, clock, bus, rng)

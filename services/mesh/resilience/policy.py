@@ -112,6 +112,28 @@ class BulkheadPolicy(_Model):
     max_concurrent: int = Field(default=32, ge=1, description="calls in flight to the dependency")
     mode: Literal["reject", "queue"] = "reject"
     max_wait_s: float = Field(default=0.05, ge=0, description="queue mode: longest wait for a slot")
+    pool: str | None = Field(
+        default=None,
+        description="edges naming the same pool share one limit (the anti-pattern seed 003 "
+        "warns about; here so an experiment can show it)",
+    )
+
+
+class NativeRetryPolicy(_Model):
+    """gRPC's own retryPolicy + retryThrottling (service config) instead of our retry strategy.
+
+    Off by default: the interceptor is the one retry owner. An experiment turns it on to
+    measure gRPC's built-in retries beside ours; then our retry strategy must be off.
+    """
+
+    enabled: bool = False
+    max_attempts: int = Field(default=3, ge=2, le=5, description="gRPC caps it at 5")
+    initial_backoff_s: float = Field(default=0.05, gt=0)
+    max_backoff_s: float = Field(default=0.5, gt=0)
+    backoff_multiplier: float = Field(default=2.0, gt=0)
+    retryable_codes: list[str] = Field(default=["UNAVAILABLE"], min_length=1)
+    max_tokens: float = Field(default=10.0, gt=0, le=1000, description="retryThrottling")
+    token_ratio: float = Field(default=0.1, gt=0, le=1, description="retryThrottling")
 
 
 class EdgePolicy(_Model):
@@ -121,6 +143,25 @@ class EdgePolicy(_Model):
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     breaker: BreakerPolicy = Field(default_factory=BreakerPolicy)
     bulkhead: BulkheadPolicy = Field(default_factory=BulkheadPolicy)
+    native_retry: NativeRetryPolicy = Field(default_factory=NativeRetryPolicy)
+
+    @model_validator(mode="after")
+    def _one_retry_owner(self) -> EdgePolicy:
+        if self.native_retry.enabled and self.retry.max_attempts > 1:
+            raise ValueError(
+                "native_retry.enabled needs retry.max_attempts: 1 (one retry owner, or "
+                "attempts multiply unseen)"
+            )
+        return self
+
+
+class FallbackPolicy(_Model):
+    """How the gateway degrades recommendations."""
+
+    popular_ttl_s: float = Field(
+        default=30.0, ge=0,
+        description="serve the cached popular list without a call while it is this fresh",
+    )
 
 
 class ServerPolicy(_Model):
@@ -142,6 +183,7 @@ class MeshPolicy(_Model):
     edges: dict[str, EdgePolicy] = {}
     server_defaults: ServerPolicy = Field(default_factory=ServerPolicy)
     servers: dict[str, ServerPolicy] = {}
+    fallbacks: FallbackPolicy = Field(default_factory=FallbackPolicy)
 
     @model_validator(mode="after")
     def _known_names(self) -> MeshPolicy:

@@ -16,13 +16,15 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry
 
+from mesh.resilience.bulkhead import Bulkhead
 from mesh.resilience.channel import resilient_channel
 from mesh.resilience.clock import SystemClock
 from mesh.resilience.events import EventBus
-from mesh.resilience.policy import MeshPolicy, load_policy
+from mesh.resilience.policy import EdgePolicy, MeshPolicy, load_policy
 from mesh.resilience.server import FaultAdminServicer, FaultTable, server_interceptors
 from mesh.runtime.config import ServiceConfig
 from mesh.runtime.logging import setup_logging
+from mesh.runtime.topology import service
 from mesh.telemetry.metrics import MeshMetrics
 from mesh.v1 import admin_pb2, admin_pb2_grpc
 
@@ -39,18 +41,28 @@ class Runtime:
     faults: FaultTable
     metrics: MeshMetrics
     channels: list[grpc.aio.Channel] = field(default_factory=list)
+    bulkhead_pools: dict[str, Bulkhead] = field(default_factory=dict)
+
+    def edge_policy(self, callee: str) -> EdgePolicy:
+        return self.policy.edge(f"{self.config.name}_to_{callee}")
+
+    def retries_on(self, callee: str) -> bool:
+        """Whether calls to `callee` are retried here (so our callers need not retry them)."""
+        edge = self.edge_policy(callee)
+        return edge.retry.max_attempts > 1 or edge.native_retry.enabled
 
     def channel_to(self, callee: str) -> grpc.aio.Channel:
         """A channel to `callee` guarded by this edge's resilience pipeline."""
-        edge = f"{self.config.name}_to_{callee}"
         channel = resilient_channel(
             self.config.dependencies[callee],
-            edge=edge,
+            edge=f"{self.config.name}_to_{callee}",
             dependency=callee,
-            policy=self.policy.edge(edge),
+            policy=self.edge_policy(callee),
             bus=self.bus,
             clock=SystemClock(),
             options=message_size_options(self.config.max_message_bytes),
+            bulkhead_pools=self.bulkhead_pools,
+            services=(service(callee).grpc_service,),
         )
         self.channels.append(channel)
         return channel

@@ -1,9 +1,12 @@
 """Relaying a dependency's failure to our caller without multiplying retries across hops.
 
-A failure we already retried is sent on with `grpc-retry-pushback-ms: -1` so the caller does
-not retry it again (gRFC A6: a negative pushback means "do not retry"); 3 attempts at each of
-two hops would otherwise be 9 calls to the dependency. A pushback the dependency (or our own
-open breaker) sent is passed on as it is.
+- A dependency's DEADLINE_EXCEEDED while our own caller still has time is relayed as
+  UNAVAILABLE: it was our dependency's budget that ran out, not the caller's deadline, and
+  the caller may reasonably try again.
+- A failure this hop already retried is sent on with `grpc-retry-pushback-ms: -1` so the
+  caller does not retry it again (gRFC A6: a negative pushback means "do not retry"); 3
+  attempts at each of two hops would otherwise be 9 calls to the dependency.
+- A pushback the dependency (or our own open breaker) sent is passed on as it is.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import NoReturn
 import grpc
 
 PUSHBACK_KEY = "grpc-retry-pushback-ms"
+RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED})
 
 
 def pushback_of(err: grpc.aio.AioRpcError) -> str | None:
@@ -22,11 +26,25 @@ def pushback_of(err: grpc.aio.AioRpcError) -> str | None:
     return None
 
 
+def relayed_code(err: grpc.aio.AioRpcError, caller_time_left_s: float | None) -> grpc.StatusCode:
+    code = err.code()
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED and (
+        caller_time_left_s is None or caller_time_left_s > 0
+    ):
+        return grpc.StatusCode.UNAVAILABLE
+    return code
+
+
 async def relay_failure(
-    context: grpc.aio.ServicerContext, err: grpc.aio.AioRpcError, dependency: str
+    context: grpc.aio.ServicerContext, err: grpc.aio.AioRpcError, dependency: str,
+    retried_here: bool,
 ) -> NoReturn:
-    """Abort the current RPC with the dependency's status code, details and pushback."""
+    """Abort the current RPC with the dependency's failure, mapped as the module says."""
+    code = relayed_code(err, context.time_remaining())
     pushback = pushback_of(err)
-    context.set_trailing_metadata(((PUSHBACK_KEY, pushback if pushback is not None else "-1"),))
-    await context.abort(err.code(), f"{dependency}: {err.details() or err.code().name}")
+    if pushback is None and retried_here and code in RETRYABLE:
+        pushback = "-1"
+    if pushback is not None:
+        context.set_trailing_metadata(((PUSHBACK_KEY, pushback),))
+    await context.abort(code, f"{dependency}: {err.details() or err.code().name}")
     raise AssertionError("unreachable: abort raises")

@@ -19,6 +19,8 @@ class ServiceSpec:
     admin_port: int
     metrics_port: int
     module: str
+    grpc_service: str
+    """The full name of the gRPC service it serves, e.g. mesh.v1.ProfileService."""
 
 
 @dataclass(frozen=True)
@@ -39,10 +41,12 @@ class Edge:
         return f"{self.callee.upper()}_ADDR"
 
 
-GATEWAY = ServiceSpec("gateway", 50051, 50151, 9464, "mesh.gateway")
-PROFILE = ServiceSpec("profile", 50052, 50152, 9465, "mesh.profile")
-RECOMMENDATION = ServiceSpec("recommendation", 50053, 50153, 9466, "mesh.recommendation")
-PAYMENT = ServiceSpec("payment", 50054, 50154, 9467, "mesh.payment")
+GATEWAY = ServiceSpec("gateway", 50051, 50151, 9464, "mesh.gateway", "mesh.v1.Gateway")
+PROFILE = ServiceSpec("profile", 50052, 50152, 9465, "mesh.profile", "mesh.v1.ProfileService")
+RECOMMENDATION = ServiceSpec(
+    "recommendation", 50053, 50153, 9466, "mesh.recommendation", "mesh.v1.RecommendationService"
+)
+PAYMENT = ServiceSpec("payment", 50054, 50154, 9467, "mesh.payment", "mesh.v1.PaymentService")
 
 SERVICES: tuple[ServiceSpec, ...] = (PROFILE, RECOMMENDATION, PAYMENT, GATEWAY)
 """In start-up order: dependencies before their callers."""

@@ -15,13 +15,17 @@
 | mesh_bulkhead_rejections_total        | counter | dependency, method              |
 | mesh_fallbacks_total                  | counter | dependency, method, served_by   |
 | mesh_server_calls_total               | counter | method, code                    |
+| mesh_server_in_flight                 | gauge   | method                          |
+| mesh_server_deadline_overrun_seconds  | histogram | method                        |
 | mesh_server_shed_total                | counter | method                          |
 | mesh_faults_injected_total            | counter | method, code                    |
 
 `outcome` and `code` are gRPC status code names ("OK", "UNAVAILABLE", ...); `method` is the
 full gRPC method name, or "*" for a per-dependency breaker; `mesh_breaker_state` is 0 closed,
 1 half-open, 2 open; retry `reason` is the failing code name; skip `reason` is one of
-attempts, budget, pushback, not_retryable_method, retries_off; `stage` is attempt or backoff.
+attempts, budget, pushback, not_retryable_method, retries_off; `stage` is attempt or backoff. `mesh_server_deadline_overrun_seconds` observes, for each call
+that arrived with a deadline and ended CANCELLED or DEADLINE_EXCEEDED, how long it kept running
+past that deadline (0 when it stopped in time): how fast cancellation reaches this service.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from collections.abc import Callable
 from typing import Any
 from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from mesh.resilience import events as ev
 
@@ -102,6 +106,15 @@ class MeshMetrics:
         self.server_calls = counter(
             "mesh_server_calls_total", "Calls received, by final code.", ("method", "code")
         )
+        self.in_flight = _Cached(Gauge(
+            "mesh_server_in_flight", "Calls being handled now.", ("method",), registry=registry
+        ))
+        self.overrun = _Cached(Histogram(
+            "mesh_server_deadline_overrun_seconds",
+            "How long a cancelled or expired call kept running past its deadline.",
+            ("method",), registry=registry,
+            buckets=(0.0, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+        ))
         self.shed = counter(
             "mesh_server_shed_total", "Calls refused by load shedding.", ("method",)
         )
@@ -120,6 +133,7 @@ class MeshMetrics:
             ev.BreakerRejected: self._breaker_rejected,
             ev.BulkheadRejected: self._bulkhead_rejected,
             ev.FallbackServed: self._fallback,
+            ev.ServerCallStarted: self._server_started,
             ev.ServerCallFinished: self._server_call,
             ev.CallShed: self._shed,
             ev.FaultInjected: self._fault,
@@ -175,8 +189,14 @@ class MeshMetrics:
     def _fallback(self, e: ev.FallbackServed) -> None:
         self.fallbacks.child(e.dependency, e.method, e.served_by).inc()
 
+    def _server_started(self, e: ev.ServerCallStarted) -> None:
+        self.in_flight.child(e.method).inc()
+
     def _server_call(self, e: ev.ServerCallFinished) -> None:
         self.server_calls.child(e.method, e.code).inc()
+        self.in_flight.child(e.method).dec()
+        if e.budget_s is not None and e.code in ("CANCELLED", "DEADLINE_EXCEEDED"):
+            self.overrun.child(e.method).observe(max(0.0, e.duration_s - e.budget_s))
 
     def _shed(self, e: ev.CallShed) -> None:
         self.shed.child(e.method).inc()

@@ -1,0 +1,144 @@
+"""One topology everywhere: services/mesh/runtime/topology.py is the source of truth, and
+.env, docker-compose.yml, deploy/toxiproxy.json, the k8s overlays and the embedded mesh's
+default wiring (chaos.launcher) all say the same names, ports and addresses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from deploy_sources import (
+    JAEGER_HEALTH_PORT,
+    JAEGER_OTLP_GRPC_PORT,
+    JAEGER_UI_PORT,
+    OVERLAYS,
+    TOXIPROXY_JSON,
+    env_list_to_dict,
+    load_compose,
+    load_toxiproxy_json,
+    read_dotenv,
+)
+from kustomize_lite import build, containers
+
+from chaos.launcher import Mesh, Ports
+from mesh.runtime.config import ServiceConfig
+from mesh.runtime.topology import EDGES, SERVICES, TOXIPROXY_API_PORT, edges_from, service
+
+
+def expected_env(name: str, dependency_host: dict[str, str]) -> dict[str, str]:
+    """What every deployment gives service `name`; dependency_host maps edge -> host:port."""
+    spec = service(name)
+    env = {
+        "SERVICE": name,
+        "OTEL_SERVICE_NAME": name,
+        "LISTEN_ADDR": f"0.0.0.0:{spec.port}",
+        "ADMIN_ADDR": f"127.0.0.1:{spec.admin_port}",
+        "METRICS_ADDR": f"0.0.0.0:{spec.metrics_port}",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://jaeger:{JAEGER_OTLP_GRPC_PORT}",
+    }
+    for e in edges_from(name):
+        env[e.addr_env] = dependency_host[e.proxy_name]
+    return env
+
+
+VIA_TOXIPROXY = {e.proxy_name: f"toxiproxy:{e.proxy_port}" for e in EDGES}
+DIRECT = {e.proxy_name: f"{e.callee}:{service(e.callee).port}" for e in EDGES}
+
+
+def assert_service_env(name: str, env: dict[str, str], wiring: dict[str, str]) -> None:
+    expected = expected_env(name, wiring)
+    assert {k: env.get(k) for k in expected} == expected, name
+    stray = {k for k in env if k.endswith("_ADDR")} - expected.keys()
+    assert not stray, f"{name}: addresses for no edge of the topology: {stray}"
+    config = ServiceConfig.from_env(name, env)  # the service itself accepts this environment
+    assert dict(config.dependencies) == {e.callee: wiring[e.proxy_name] for e in edges_from(name)}
+
+
+def test_toxiproxy_json_is_what_the_topology_implies() -> None:
+    assert load_toxiproxy_json() == [
+        {
+            "name": e.proxy_name,
+            "listen": f"0.0.0.0:{e.proxy_port}",
+            "upstream": f"{e.callee}:{service(e.callee).port}",
+            "enabled": True,
+        }
+        for e in EDGES
+    ]
+
+
+def test_toxiproxy_json_has_the_embedded_defaults_names_and_ports() -> None:
+    embedded = Mesh(ports=Ports.default()).proxy_config()
+    deployed = load_toxiproxy_json()
+
+    def shape(proxies: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return [
+            (
+                p["name"],
+                p["listen"].rsplit(":", 1)[1],
+                p["upstream"].rsplit(":", 1)[1],
+                p["enabled"],
+            )
+            for p in proxies
+        ]
+
+    assert shape(deployed) == shape(embedded)
+
+
+def test_k8s_chaos_config_map_is_deploy_toxiproxy_json() -> None:
+    copy = OVERLAYS["chaos"] / "toxiproxy.json"
+    assert copy.read_bytes() == TOXIPROXY_JSON.read_bytes(), (
+        f"copy {TOXIPROXY_JSON} to {copy}: kustomize loads no file outside its folder"
+    )
+
+
+def test_dotenv_ports_are_the_topologys() -> None:
+    dotenv = read_dotenv()
+    expected = {
+        "GATEWAY_PORT": str(service("gateway").port),
+        "TOXIPROXY_API_PORT": str(TOXIPROXY_API_PORT),
+        "JAEGER_UI_PORT": str(JAEGER_UI_PORT),
+        "JAEGER_OTLP_GRPC_PORT": str(JAEGER_OTLP_GRPC_PORT),
+        "JAEGER_HEALTH_PORT": str(JAEGER_HEALTH_PORT),
+    }
+    for spec in SERVICES:
+        prefix = spec.name.upper()
+        expected[f"{prefix}_GRPC_PORT"] = str(spec.port)
+        expected[f"{prefix}_ADMIN_PORT"] = str(spec.admin_port)
+        expected[f"{prefix}_METRICS_PORT"] = str(spec.metrics_port)
+    for e in EDGES:
+        expected[f"{e.proxy_name.upper()}_PROXY_PORT"] = str(e.proxy_port)
+    ports = {k: v for k, v in dotenv.items() if k.endswith("_PORT")}
+    assert ports == expected
+
+
+def test_compose_wires_every_edge_through_toxiproxy() -> None:
+    services = load_compose()["services"]
+    assert set(services) == {s.name for s in SERVICES} | {"toxiproxy", "jaeger"}
+    for spec in SERVICES:
+        assert_service_env(spec.name, services[spec.name]["environment"], VIA_TOXIPROXY)
+
+
+@pytest.mark.parametrize(("overlay", "wiring"), [("chaos", VIA_TOXIPROXY), ("direct", DIRECT)])
+def test_k8s_overlays_wire_every_edge(overlay: str, wiring: dict[str, str]) -> None:
+    objects = build(OVERLAYS[overlay])
+    deployments = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Deployment"}
+    for spec in SERVICES:
+        (container,) = containers(deployments[spec.name])
+        assert_service_env(spec.name, env_list_to_dict(container["env"]), wiring)
+
+
+@pytest.mark.parametrize("overlay", sorted(OVERLAYS))
+def test_k8s_service_and_container_ports_are_the_topologys(overlay: str) -> None:
+    objects = build(OVERLAYS[overlay])
+    services = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Service"}
+    deployments = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Deployment"}
+    for spec in SERVICES:
+        ports = {p["name"]: p["port"] for p in services[spec.name]["spec"]["ports"]}
+        assert ports == {"grpc": spec.port, "metrics": spec.metrics_port}
+        (container,) = containers(deployments[spec.name])
+        assert {p["containerPort"] for p in container["ports"]} == {spec.port, spec.metrics_port}
+    jaeger = {p["name"]: p["port"] for p in services["jaeger"]["spec"]["ports"]}
+    assert jaeger == {"otlp-grpc": JAEGER_OTLP_GRPC_PORT, "ui": JAEGER_UI_PORT}
+    if overlay == "chaos":
+        toxiproxy = {p["port"] for p in services["toxiproxy"]["spec"]["ports"]}
+        assert toxiproxy == {TOXIPROXY_API_PORT} | {e.proxy_port for e in EDGES}

@@ -1,0 +1,178 @@
+"""deploy/Dockerfile and /.dockerignore: a slim multi-stage image, non-root, runtime
+dependencies only, SERVICE choosing the service, and a build context that holds what it needs."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from deploy_sources import DOCKERFILE, DOCKERIGNORE, MESH_SERVICES, ROOT
+
+Instruction = tuple[str, str]
+
+
+def instructions() -> list[Instruction]:
+    """(KEYWORD, arguments) with line continuations joined and comments dropped."""
+    lines = [
+        line for line in DOCKERFILE.read_text().splitlines() if not line.lstrip().startswith("#")
+    ]
+    joined = re.sub(r"\\\n\s*", " ", "\n".join(lines))
+    return [
+        (kw.upper(), rest.strip())
+        for kw, _, rest in (
+            line.strip().partition(" ") for line in joined.splitlines() if line.strip()
+        )
+    ]
+
+
+def stages() -> list[list[Instruction]]:
+    result: list[list[Instruction]] = []
+    for instruction in instructions():
+        if instruction[0] == "FROM":
+            result.append([])
+        if result:
+            result[-1].append(instruction)
+    return result
+
+
+def build_args() -> dict[str, str]:
+    return dict(arg.split("=", 1) for kw, arg in instructions() if kw == "ARG" and "=" in arg)
+
+
+def _pattern_regex(pattern: str) -> re.Pattern[str]:
+    parts = []
+    for token in re.split(r"(\*\*/?|\*|\?)", pattern.strip("/")):
+        if token.startswith("**"):
+            parts.append("(?:.*/)?" if token == "**/" else ".*")
+        elif token == "*":
+            parts.append("[^/]*")
+        elif token == "?":
+            parts.append("[^/]")
+        else:
+            parts.append(re.escape(token))
+    return re.compile("".join(parts) + r"\Z")
+
+
+def in_build_context(path: str) -> bool:
+    """Docker's rules: the last matching .dockerignore line wins; a line that matches a parent
+    directory matches everything under it."""
+    rules = [
+        line.strip()
+        for line in DOCKERIGNORE.read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    parts = path.strip("/").split("/")
+    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    included = True
+    for rule in rules:
+        negated = rule.startswith("!")
+        regex = _pattern_regex(rule.lstrip("!"))
+        if any(regex.match(prefix) for prefix in prefixes):
+            included = negated
+    return included
+
+
+def context_files() -> list[Path]:
+    files: list[Path] = []
+    for top in sorted(ROOT.iterdir()):
+        if not in_build_context(top.name):
+            continue
+        candidates = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file())
+        files += [p for p in candidates if in_build_context(p.relative_to(ROOT).as_posix())]
+    return files
+
+
+def test_image_is_multi_stage_on_a_slim_python_base() -> None:
+    built = stages()
+    assert len(built) >= 2
+    base = build_args()["PYTHON_IMAGE"]
+    assert re.fullmatch(r"python:3\.1[1-9](\.\d+)?-slim(-\w+)?", base), base
+    for stage in built:
+        assert stage[0][1].split()[0] == "${PYTHON_IMAGE}"
+
+
+def test_runtime_stage_runs_as_a_numeric_non_root_user() -> None:
+    runtime = stages()[-1]
+    users = [arg for kw, arg in runtime if kw == "USER"]
+    assert users, "the last stage sets no USER"
+    uid = users[-1].split(":")[0]
+    uid = build_args().get(uid.strip("${}"), uid) if uid.startswith("$") else uid
+    assert uid.isdigit() and int(uid) > 0, uid
+
+
+def test_only_runtime_dependencies_are_installed() -> None:
+    text = " ".join(arg for _, arg in instructions())
+    assert "[dev]" not in text and "grpcio-tools" not in text
+    runs = [arg for kw, arg in stages()[0] if kw == "RUN"]
+    assert any(re.search(r"pip .*install \.$", run) for run in runs), runs
+    copied_from_build = [arg for kw, arg in stages()[-1] if kw == "COPY"]
+    assert copied_from_build == ["--from=build /opt/venv /opt/venv"]
+
+
+def test_service_variable_selects_one_of_the_services() -> None:
+    (entrypoint,) = [arg for kw, arg in instructions() if kw == "ENTRYPOINT"]
+    assert 'exec python -m \\"mesh.${SERVICE' in entrypoint
+    for name in MESH_SERVICES:
+        assert importlib.util.find_spec(f"mesh.{name}.__main__") is not None, name
+        assert name in entrypoint  # named in the error a missing SERVICE prints
+
+
+def test_every_copied_path_is_in_the_build_context() -> None:
+    for kw, arg in instructions():
+        if kw == "COPY" and not arg.startswith("--from"):
+            *sources, _ = arg.split()
+            for source in sources:
+                assert (ROOT / source).exists(), source
+                assert in_build_context(source.rstrip("/")), f"{source} is in .dockerignore"
+
+
+def test_dockerignore_keeps_local_state_out() -> None:
+    for path in (
+        ".venv/bin/python",
+        ".git/HEAD",
+        "var/mesh.json",
+        "tests/conftest.py",
+        "services/mesh/__pycache__/x.cpython-311.pyc",
+        ".env",
+    ):
+        assert not in_build_context(path), path
+    assert in_build_context("services/mesh/runtime/server.py")
+
+
+def test_build_context_alone_builds_a_wheel_with_every_service(tmp_path: Path) -> None:
+    """What `pip install .` does in the build stage, on exactly the files Docker would send."""
+    context = tmp_path / "context"
+    for path in context_files():
+        target = context / path.relative_to(ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--quiet",
+            "--wheel-dir",
+            str(tmp_path / "dist"),
+            str(context),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for name in MESH_SERVICES:
+        assert f"mesh/{name}/__main__.py" in names
+    assert "mesh/runtime/healthcheck.py" in names
+    assert any(n.startswith("mesh/policies/") and n.endswith(".yaml") for n in names)
