@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import secrets
 import time
 import uuid
 from collections import Counter
@@ -29,6 +30,14 @@ class Outcome:
     started_s: float = 0.0
     pushback_ms: int | None = None
     """The grpc-retry-pushback-ms trailer of a failed call, if it had one."""
+    trace_id: str = ""
+    """The W3C trace id this request was sent with: `mesh traces TRACE_ID` shows its story."""
+
+
+def traced(md: tuple[tuple[str, str], ...]) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """A fresh sampled W3C traceparent for one request, so the report can name its trace."""
+    trace_id = secrets.token_hex(16)
+    return trace_id, (*md, ("traceparent", f"00-{trace_id}-{secrets.token_hex(8)}-01"))
 
 
 def _pushback(err: grpc.aio.AioRpcError) -> int | None:
@@ -70,6 +79,7 @@ def metadata_for(api_key: str | None) -> tuple[tuple[str, str], ...]:
 
 async def _home(stub: gateway_pb2_grpc.GatewayStub, n: int, timeout_s: float,
                 md: tuple[tuple[str, str], ...]) -> Outcome:
+    trace_id, md = traced(md)
     start = time.perf_counter()
     try:
         reply = await stub.GetHome(
@@ -77,15 +87,17 @@ async def _home(stub: gateway_pb2_grpc.GatewayStub, n: int, timeout_s: float,
             timeout=timeout_s, metadata=md,
         )
         degraded = tuple(f"{d.part}:{d.served_by}" for d in reply.degraded)
-        return Outcome("home", "OK", time.perf_counter() - start, degraded, started_s=start)
+        return Outcome("home", "OK", time.perf_counter() - start, degraded, started_s=start,
+                       trace_id=trace_id)
     except grpc.aio.AioRpcError as err:
         return Outcome("home", err.code().name, time.perf_counter() - start, started_s=start,
-                       pushback_ms=_pushback(err))
+                       pushback_ms=_pushback(err), trace_id=trace_id)
 
 
 async def _checkout(stub: gateway_pb2_grpc.GatewayStub, n: int, timeout_s: float,
                     md: tuple[tuple[str, str], ...]) -> Outcome:
     key = f"load-{uuid.uuid4().hex}"
+    trace_id, md = traced(md)
     start = time.perf_counter()
     try:
         reply = await stub.Checkout(
@@ -97,10 +109,10 @@ async def _checkout(stub: gateway_pb2_grpc.GatewayStub, n: int, timeout_s: float
         )
         status = gateway_pb2.ChargeStatus.Name(reply.status).removeprefix("CHARGE_STATUS_")
         return Outcome("checkout", "OK", time.perf_counter() - start, status=status,
-                       charge_id=reply.charge_id, key=key, started_s=start)
+                       charge_id=reply.charge_id, key=key, started_s=start, trace_id=trace_id)
     except grpc.aio.AioRpcError as err:
         return Outcome("checkout", err.code().name, time.perf_counter() - start, key=key,
-                       started_s=start, pushback_ms=_pushback(err))
+                       started_s=start, pushback_ms=_pushback(err), trace_id=trace_id)
 
 
 RPCS = {"home": _home, "checkout": _checkout}

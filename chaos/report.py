@@ -78,16 +78,31 @@ def _phase_json(phase: PhaseResult, samples: bool) -> dict[str, Any]:
     out: dict[str, Any] = {
         "metrics": phase.metrics,
         "faults": [vars(e) for e in phase.timeline],
+        "traces": notable_traces(phase),
     }
     if samples:
         out["samples"] = [
             {"rpc": o.rpc, "code": o.code, "latency_ms": round(o.latency_s * 1000, 3),
              "at_s": round(o.started_s - phase.load.outcomes[0].started_s, 4)
              if phase.load.outcomes else 0.0,
-             "degraded": list(o.degraded), "status": o.status, "charge_id": o.charge_id}
+             "degraded": list(o.degraded), "status": o.status, "charge_id": o.charge_id,
+             "trace_id": o.trace_id}
             for o in phase.load.outcomes
         ]
     return out
+
+
+def notable_traces(phase: PhaseResult, n: int = 3) -> dict[str, list[str]]:
+    """Trace ids worth opening: the slowest requests, and a few degraded or failed ones."""
+    outcomes = phase.load.outcomes
+    slowest = sorted(outcomes, key=lambda o: o.latency_s, reverse=True)[:n]
+    degraded = [o for o in outcomes if o.degraded][:n]
+    failed = [o for o in outcomes if o.code != "OK"][:n]
+    return {
+        "slowest": [f"{o.trace_id} ({o.latency_s * 1000:.0f} ms)" for o in slowest],
+        "degraded": [o.trace_id for o in degraded],
+        "failed": [f"{o.trace_id} ({o.code})" for o in failed],
+    }
 
 
 def to_json(result: ExperimentResult, samples: bool = True) -> dict[str, Any]:
@@ -193,6 +208,15 @@ def write_report(result: ExperimentResult, out_dir: Path) -> Path:
         *[f"![{p.stem}]({p.name})" for p in images],
         "",
     ]
+    lines += ["## Traces worth opening", "",
+              "`mesh traces TRACE_ID --dir <state dir>/traces` shows one as a waterfall.", ""]
+    for v in result.variants:
+        for phase_name, phase in v.phases.items():
+            for kind, ids in notable_traces(phase).items():
+                if ids:
+                    lines.append(f"- {v.variant.name} / {phase_name}, {kind}: "
+                                 + ", ".join(f"`{i}`" for i in ids))
+    lines.append("")
     path = out_dir / "report.md"
     path.write_text("\n".join(lines))
     return path

@@ -12,6 +12,8 @@ TOXIPROXY_API_PORT ?= $(call env_value,TOXIPROXY_API_PORT)
 JAEGER_UI_PORT ?= $(call env_value,JAEGER_UI_PORT)
 MESH_API_KEY ?= $(firstword $(subst $(comma), ,$(call env_value,MESH_API_KEYS)))
 JAEGER_URL = http://localhost:$(JAEGER_UI_PORT)
+# The same runner as against the embedded mesh; only the addresses differ.
+CHAOS_TARGET = toxiproxy=http://127.0.0.1:$(TOXIPROXY_API_PORT),gateway=127.0.0.1:$(GATEWAY_PORT)$(if $(MESH_API_KEY),$(comma)api_key=$(MESH_API_KEY))
 
 .PHONY: compose-up down chaos traces
 
@@ -29,11 +31,10 @@ compose-up: ## Build the image, start the compose stack, wait until it is health
 down: ## Stop the compose stack and remove its containers and ledger volume
 	$(COMPOSE) down --volumes --remove-orphans
 
-chaos: venv ## Run experiment EXP against the compose stack, e.g. make chaos EXP=slow-profile
+chaos: venv ## Run experiment EXP against the compose stack, e.g. make chaos EXP=provider-outage
 	@test -n "$(EXP)" || { echo "usage: make chaos EXP=<name> (one of chaos/experiments/)" >&2; \
 		exit 2; }
-	MESH_API_KEY=$(MESH_API_KEY) $(BIN)/mesh chaos run $(EXP) \
-		--target toxiproxy=http://127.0.0.1:$(TOXIPROXY_API_PORT),gateway=127.0.0.1:$(GATEWAY_PORT)
+	$(BIN)/mesh chaos run $(EXP) --target $(CHAOS_TARGET)
 
 traces: ## Print the Jaeger UI URL (and a search for degraded gateway requests)
 	@echo "$(JAEGER_URL)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Annotated
@@ -21,7 +22,7 @@ from mesh.resilience.policy import PolicyError
 
 app = typer.Typer(help="Chaos experiments: steady state, faults, load, verdict.",
                   no_args_is_help=True)
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 150)
 
 
 @app.command("list")
@@ -39,15 +40,14 @@ def list_() -> None:
 
 
 def verdict_table(results: list[ExperimentResult]) -> Table:
-    table = Table("experiment", "hypothesis", "verdict", "failed expectations",
+    table = Table("experiment", "verdict", "failed expectations (measured, wanted)",
                   title="verdict", title_justify="left")
     for r in results:
         failed = [f"{v.variant}/{v.phase} {v.metric}={'n/a' if v.measured is None else f'{v.measured:.4g}'}"
                   f" (want {v.bound})" for v in r.verdicts if not v.passed]
         if r.aborted:
             failed.insert(0, r.aborted)
-        table.add_row(r.name, r.experiment.hypothesis,
-                      "[green]held[/green]" if r.held else "[red]did not hold[/red]",
+        table.add_row(r.name, "[green]held[/green]" if r.held else "[red]did not hold[/red]",
                       "\n".join(failed) or "-")
     return table
 

@@ -1,0 +1,66 @@
+"""deploy/compose.mk: the targets the lead's Makefile includes, with ports read from .env."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+from deploy_sources import ROOT, read_dotenv
+
+COMPOSE_MK = ROOT / "deploy" / "compose.mk"
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
+
+
+def make(*args: str, **env: str) -> str:
+    clean = {"PATH": os.environ.get("PATH", ""), **env}
+    result = subprocess.run(
+        ["make", "--no-print-directory", "-f", str(COMPOSE_MK), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=clean,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_every_target_has_a_help_line() -> None:
+    text = COMPOSE_MK.read_text()
+    targets = re.findall(r"^([a-z][a-zA-Z_-]+):(?!=)", text, flags=re.M)
+    documented = re.findall(r"^([a-z][a-zA-Z_-]+):.*## ", text, flags=re.M)
+    assert set(documented) == {"compose-up", "down", "chaos", "traces"}
+    assert set(targets) - set(documented) == {"venv"}
+
+
+def test_chaos_runs_the_same_runner_with_compose_addresses() -> None:
+    dotenv = read_dotenv()
+    key = dotenv["MESH_API_KEYS"].split(",")[0]
+    (command,) = [
+        line
+        for line in make("-n", "chaos", "EXP=provider-outage").splitlines()
+        if "mesh chaos run" in line
+    ]
+    assert command == (
+        ".venv/bin/mesh chaos run provider-outage --target "
+        f"toxiproxy=http://127.0.0.1:{dotenv['TOXIPROXY_API_PORT']},"
+        f"gateway=127.0.0.1:{dotenv['GATEWAY_PORT']},api_key={key}"
+    )
+
+
+def test_a_port_set_in_the_shell_wins_over_dotenv() -> None:
+    assert "gateway=127.0.0.1:60051" in make("-n", "chaos", "EXP=x", GATEWAY_PORT="60051")
+
+
+def test_traces_prints_the_jaeger_url() -> None:
+    first = make("traces").splitlines()[0]
+    assert first == f"http://localhost:{read_dotenv()['JAEGER_UI_PORT']}"
+
+
+def test_compose_up_builds_and_waits_for_healthy() -> None:
+    assert "docker compose up --detach --build --wait" in make("-n", "compose-up")
+    assert "docker compose down --volumes" in make("-n", "down")
