@@ -8,11 +8,13 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test up protos lint typecheck bench clean
+.PHONY: help demo test up mesh-up protos lint typecheck bench clean
 
 help: ## List the targets
-	@grep -E '^[a-z][a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | \
-		awk 'BEGIN {FS = ":.*## "}; {printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z][a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | \
+		awk 'BEGIN {FS = ":.*## "}; {printf "  make %-12s %s\n", $$1, $$2}'
+
+include deploy/compose.mk
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,7 +30,12 @@ demo: $(STAMP) ## Create .venv, install, run the demo on the embedded mesh
 test: $(STAMP) ## Create .venv if needed and run the whole suite
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-up: $(STAMP) ## Run the mesh in the foreground (Ctrl-C stops it)
+up: ## docker compose stack if a Docker engine answers, else the embedded mesh
+	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory compose-up; \
+	else echo "no Docker engine here: starting the embedded mesh (make mesh-up)"; \
+		$(MAKE) --no-print-directory mesh-up; fi
+
+mesh-up: $(STAMP) ## The embedded mesh in the foreground (Ctrl-C stops it)
 	$(BIN)/mesh up
 
 protos: $(STAMP) ## Regenerate services/mesh/v1 from protos/

@@ -156,6 +156,7 @@ class Variant(_Model):
     policy: str = "full"
     overrides: dict[str, Any] = {}
     load: dict[str, Any] = Field(default={}, description="fields of `load` to change")
+    faults: list[Fault] | None = Field(default=None, description="replaces the faults")
     description: str = ""
 
 
@@ -237,6 +238,9 @@ class Experiment(_Model):
             except ValidationError as err:
                 raise ValueError(f"variants.{v.name}.load: {err.errors()[0]['msg']}") from None
         return self
+
+    def faults_for(self, variant: Variant) -> list[Fault]:
+        return list(self.faults if variant.faults is None else variant.faults)
 
     def load_for(self, variant: Variant) -> LoadSpec:
         return LoadSpec.model_validate({**self.load.model_dump(), **variant.load})

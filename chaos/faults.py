@@ -83,29 +83,53 @@ class Injector:
             await self._app(fault, on)
         self._mark(label, on)
 
-    async def run_schedule(self, faults: list[Fault], stop: asyncio.Event) -> None:
-        """Turn each fault on at start_s and off at stop_s (or when `stop` is set)."""
+    async def run_schedule(
+        self, faults: list[Fault], stop: asyncio.Event, ready: asyncio.Event
+    ) -> None:
+        """Turn each fault on at start_s and off at stop_s (or when `stop` is set).
+
+        Faults that start at 0 are on before `ready` is set, so the load can start after them
+        and no early request slips through unfaulted.
+        """
         self._t0 = time.monotonic()
-        tasks = [asyncio.create_task(self._one(i, f, stop)) for i, f in enumerate(faults)]
+        at_start = [asyncio.Event() for _ in faults]
+        tasks = [asyncio.create_task(self._one(i, f, stop, at_start[i]))
+                 for i, f in enumerate(faults)]
         try:
+            for i, fault in enumerate(faults):
+                if fault.start_s == 0:
+                    await at_start[i].wait()
+            self._t0 = time.monotonic()
+            ready.set()
             await asyncio.gather(*tasks)
         finally:
+            ready.set()
             for t in tasks:
                 t.cancel()
 
-    async def _one(self, index: int, fault: Fault, stop: asyncio.Event) -> None:
-        if await _wait_or_stop(stop, fault.start_s):
+    async def _one(self, index: int, fault: Fault, stop: asyncio.Event,
+                   started: asyncio.Event) -> None:
+        try:
+            await self._run_one(index, fault, stop, started)
+        finally:
+            started.set()
+
+    async def _run_one(self, index: int, fault: Fault, stop: asyncio.Event,
+                       started: asyncio.Event) -> None:
+        if fault.start_s > 0 and await _wait_or_stop(stop, fault.start_s):
             return
         end = None if fault.stop_s is None else self._t0 + fault.stop_s
         if isinstance(fault, ProxyDownFault) and fault.down_s and fault.up_s:
             while not _past(end):
                 await self.set(index, fault, True)
+                started.set()
                 stopped = await _wait_or_stop(stop, _until(end, fault.down_s))
                 await self.set(index, fault, False)
                 if stopped or _past(end) or await _wait_or_stop(stop, _until(end, fault.up_s)):
                     return
             return
         await self.set(index, fault, True)
+        started.set()
         await _wait_or_stop(stop, None if end is None else max(0.0, end - time.monotonic()))
         await self.set(index, fault, False)
 

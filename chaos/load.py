@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import grpc
 from mesh.catalogue import USER_COUNT, user_id
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc
+from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ async def _checkout(stub: gateway_pb2_grpc.GatewayStub, n: int, timeout_s: float
             ),
             timeout=timeout_s, metadata=md,
         )
-        status = gateway_pb2.ChargeStatus.Name(reply.status).removeprefix("CHARGE_STATUS_")
+        status = payment_pb2.ChargeStatus.Name(reply.status).removeprefix("CHARGE_STATUS_")
         return Outcome("checkout", "OK", time.perf_counter() - start, status=status,
                        charge_id=reply.charge_id, key=key, started_s=start, trace_id=trace_id)
     except grpc.aio.AioRpcError as err:

@@ -326,16 +326,26 @@ class Runner:
 
         before = scrape(self.target.metrics)
         self.injector.timeline = []
-        schedule = asyncio.create_task(self.injector.run_schedule(list(exp.faults), stop))
+        ready = asyncio.Event()
+        schedule = asyncio.create_task(
+            self.injector.run_schedule(exp.faults_for(variant), stop, ready)
+        )
         try:
+            await ready.wait()
+            if schedule.done():
+                schedule.result()  # a fault that could not be applied fails the variant
             load = await self._load(f"{variant.name}: under fault", spec, stop, watch)
         finally:
             stop.set()
-            await schedule
-            await self.injector.reset_all()
+            try:
+                await schedule
+            finally:
+                await self.injector.reset_all()
         aborted = bool(bad_since) and stop.is_set() and len(load.outcomes) < spec.requests
         counters = scrape(self.target.metrics) - before
-        metrics = {**load_metrics(load), **counter_metrics(counters, exp), **capacity}
+        settle_s = await self._settle()
+        metrics = {**load_metrics(load), **counter_metrics(counters, exp), **capacity,
+                   "settle_s": settle_s}
         if capacity:
             metrics["offered_per_s"] = spec.rate_per_s or 0.0
             metrics["goodput_vs_capacity"] = metrics["goodput_per_s"] / max(
@@ -345,6 +355,16 @@ class Runner:
         if aborted:
             metrics["aborted"] = 1.0
         return PhaseResult(load, counters, metrics, list(self.injector.timeline))
+
+    async def _settle(self, limit_s: float = 15.0) -> float:
+        """Wait until no service has a call in flight (the backlog of an overload drained)."""
+        started = time.monotonic()
+        while self.target.metrics and time.monotonic() - started < limit_s:
+            snap = await asyncio.to_thread(scrape, self.target.metrics)
+            if snap.total("mesh_server_in_flight") <= 0:
+                break
+            await asyncio.sleep(0.1)
+        return time.monotonic() - started
 
     async def run_variant(self, name: str, path: Path, exp: Experiment,
                           variant: Variant) -> VariantResult:
@@ -381,8 +401,24 @@ class Runner:
                 opened = [v for v in after.gauge("mesh_breaker_state", "gateway").values()
                           if v != 0]
                 result.phases["recovery"].metrics["breakers_not_closed"] = float(len(opened))
-        result.steady_after = await self._steady(exp, f"{variant.name}: steady state after")
+        result.steady_after = await self._steady_again(exp, variant)
         return result
+
+    async def _steady_again(self, exp: Experiment, variant: Variant,
+                            within_s: float = 15.0) -> dict[str, float]:
+        """Steady state must come back once the faults are gone (open breakers close after
+        their open time, backlogs drain): probe until it holds, for at most `within_s`."""
+        started = time.monotonic()
+        while True:
+            try:
+                metrics = await self._steady(exp, f"{variant.name}: steady state after")
+            except SteadyStateFailed:
+                if time.monotonic() - started > within_s:
+                    raise
+                await asyncio.sleep(1.0)
+                continue
+            metrics["back_after_s"] = round(time.monotonic() - started, 2)
+            return metrics
 
     async def run(self, name: str, path: Path, exp: Experiment) -> ExperimentResult:
         out = ExperimentResult(name, path, exp)
@@ -393,6 +429,12 @@ class Runner:
                 except SteadyStateFailed as err:
                     out.variants.append(VariantResult(variant, variant.policy, error=str(err)))
                     out.aborted = f"steady state failed: {err}"
+                    break
+                except Exception as err:  # noqa: BLE001 - reported, faults already removed
+                    out.variants.append(VariantResult(
+                        variant, variant.policy, error=f"{type(err).__name__}: {err}"
+                    ))
+                    out.aborted = f"{variant.name} failed: {type(err).__name__}: {err}"
                     break
         finally:
             await self.injector.reset_all()

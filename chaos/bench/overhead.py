@@ -1,8 +1,8 @@
-"""Overhead of the resilience layer: raw grpc.aio vs the full stack, same unary workload.
+"""Overhead of the resilience layer (and of tracing): raw grpc.aio vs the full stack.
 
-Both servers run in this process (the fake ProfileService returns a fixed profile); rounds
-alternate raw and full so drift on a shared machine hits both alike.
-Run: python -m chaos.bench.overhead [--json FILE]
+Every server runs in this process (the fake ProfileService returns a fixed profile); rounds
+alternate the variants so drift on a shared machine hits all alike.
+Run: python -m chaos.bench.overhead [--tracing] [--json FILE]
 """
 
 from __future__ import annotations
@@ -12,14 +12,21 @@ import asyncio
 import json
 import statistics
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import grpc
 import grpc.aio
-from mesh.resilience.channel import resilient_channel
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+from mesh.resilience.channel import NO_BUILTIN_RETRIES, resilient_channel
 from mesh.resilience.events import EventBus
 from mesh.resilience.policy import load_policy
 from mesh.resilience.server import FaultTable, server_interceptors
+from mesh.telemetry.tracing import MeshTracing, server_tracing
 from mesh.v1 import profile_pb2, profile_pb2_grpc
 
 _PROFILE = profile_pb2.GetProfileResponse(
@@ -67,29 +74,91 @@ def _summary(latencies_s: list[float], elapsed_s: float) -> dict[str, float]:
     }
 
 
-async def run_overhead_bench(calls: int = 3000, concurrency: int = 64, rounds: int = 3) -> dict:  # type: ignore[type-arg]
-    """Interleaves `rounds` rounds of raw and full-stack calls; returns figures and ratios."""
+class _EncodingExporter(SpanExporter):
+    """Encodes each batch to OTLP protobuf bytes as the OTLP exporter would, then drops it:
+    the export cost is real, the network is not."""
+
+    def __init__(self) -> None:
+        self.spans = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        encode_spans(spans).SerializeToString()
+        self.spans += len(spans)
+        return SpanExportResult.SUCCESS
+
+
+def _provider(service: str) -> tuple[TracerProvider, _EncodingExporter]:
+    exporter = _EncodingExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    return provider, exporter
+
+
+async def run_overhead_bench(
+    calls: int = 3000, concurrency: int = 64, rounds: int = 3, tracing: bool = False
+) -> dict[str, Any]:
+    """Interleaves `rounds` rounds of each variant; returns figures and ratios to raw.
+
+    Variants: raw grpc.aio; full (our server interceptors + the resilience pipeline); with
+    `tracing`, also full+tracing (our spans: server, call and attempt) and raw+stock-otel
+    (opentelemetry-instrumentation-grpc aio client and server interceptors), both exporting
+    through a BatchSpanProcessor to an exporter that OTLP-encodes and drops each batch.
+    """
     policy = load_policy("full", {})
-    bus = EventBus()
-    raw_server, raw_target = await _start([])
-    full_server, full_target = await _start(
-        server_interceptors("profile", policy.server("profile"), bus, FaultTable())
-    )
-    raw_channel = grpc.aio.insecure_channel(raw_target, options=[("grpc.enable_retries", 0)])
     # Bulkhead sized to the offered concurrency: the bench measures cost, not rejections.
     edge = policy.edge("gateway_to_profile").model_copy(deep=True)
-    edge = edge.model_copy(
-        update={"bulkhead": edge.bulkhead.model_copy(update={"max_concurrent": concurrency})}
-    )
-    full_channel = resilient_channel(
-        full_target, edge="gateway_to_profile", dependency="profile", policy=edge, bus=bus
-    )
-    stubs = {
-        "raw": profile_pb2_grpc.ProfileServiceStub(raw_channel),  # type: ignore[no-untyped-call]
-        "full": profile_pb2_grpc.ProfileServiceStub(full_channel),  # type: ignore[no-untyped-call]
-    }
-    samples: dict[str, list[float]] = {"raw": [], "full": []}
-    elapsed: dict[str, float] = {"raw": 0.0, "full": 0.0}
+    # Deadlines as long as the caller's 5 s: a stall on a busy machine must not end the run.
+    edge = edge.model_copy(update={
+        "bulkhead": edge.bulkhead.model_copy(update={"max_concurrent": concurrency}),
+        "deadline": edge.deadline.model_copy(update={"total_s": 5.0, "attempt_s": 5.0}),
+    })
+    servers: list[grpc.aio.Server] = []
+    channels: dict[str, grpc.aio.Channel] = {}
+    providers: list[TracerProvider] = []
+    exporters: dict[str, _EncodingExporter] = {}
+
+    async def full_stack(name: str, tracing_on: MeshTracing | None) -> None:
+        bus = EventBus()
+        if tracing_on is not None:
+            bus.subscribe(tracing_on.listener)
+        server, target = await _start([
+            *server_tracing(tracing_on),
+            *server_interceptors("profile", policy.server("profile"), bus, FaultTable()),
+        ])
+        servers.append(server)
+        channels[name] = resilient_channel(
+            target, edge="gateway_to_profile", dependency="profile", policy=edge, bus=bus,
+            attempt_observer=tracing_on.attempt_observer if tracing_on else None,
+            call_observer=tracing_on.call_observer if tracing_on else None,
+        )
+
+    raw_server, raw_target = await _start([])
+    servers.append(raw_server)
+    channels["raw"] = grpc.aio.insecure_channel(raw_target, options=[NO_BUILTIN_RETRIES])
+    await full_stack("full", None)
+    if tracing:
+        # A dev dependency: imported only when asked for.
+        from opentelemetry.instrumentation.grpc import (
+            aio_client_interceptors,
+            aio_server_interceptor,
+        )
+
+        provider, exporters["full+tracing"] = _provider("bench-mesh")
+        providers.append(provider)
+        await full_stack("full+tracing", MeshTracing(provider))
+        stock_provider, exporters["raw+stock-otel"] = _provider("bench-stock")
+        providers.append(stock_provider)
+        stock_server, stock_target = await _start(
+            [aio_server_interceptor(tracer_provider=stock_provider)]  # type: ignore[no-untyped-call]
+        )
+        servers.append(stock_server)
+        channels["raw+stock-otel"] = grpc.aio.insecure_channel(
+            stock_target, options=[NO_BUILTIN_RETRIES],
+            interceptors=aio_client_interceptors(tracer_provider=stock_provider),  # type: ignore[no-untyped-call]
+        )
+    stubs = {n: profile_pb2_grpc.ProfileServiceStub(c) for n, c in channels.items()}  # type: ignore[no-untyped-call]
+    samples: dict[str, list[float]] = {n: [] for n in stubs}
+    elapsed: dict[str, float] = dict.fromkeys(stubs, 0.0)
     try:
         for stub in stubs.values():
             await _round(stub, min(calls, 500), concurrency)  # warm-up: connections, caches
@@ -99,20 +168,34 @@ async def run_overhead_bench(calls: int = 3000, concurrency: int = 64, rounds: i
                 samples[name] += latencies_s
                 elapsed[name] += elapsed_s
     finally:
-        await raw_channel.close()
-        await full_channel.close()
-        await raw_server.stop(None)
-        await full_server.stop(None)
-    raw, full = (_summary(samples[n], elapsed[n]) for n in ("raw", "full"))
+        for channel in channels.values():
+            await channel.close()
+        for server in servers:
+            await server.stop(None)
+        for provider in providers:
+            provider.shutdown()
+    variants = {n: _summary(samples[n], elapsed[n]) for n in stubs}
+    raw = variants["raw"]
+    for row in variants.values():
+        row["throughput"] = row["throughput_rps"]
+        row["p50_ratio"] = row["p50_ms"] / raw["p50_ms"]
+        row["p99_ratio"] = row["p99_ms"] / raw["p99_ms"]
+        row["throughput_ratio"] = row["throughput_rps"] / raw["throughput_rps"]
+    for name, exporter in exporters.items():
+        variants[name]["spans_exported"] = exporter.spans
+    full = variants["full"]
     return {
         "calls": calls,
         "concurrency": concurrency,
         "rounds": rounds,
+        "tracing": tracing,
+        "exporter": "BatchSpanProcessor -> OTLP protobuf encode, then dropped" if tracing else None,
+        "variants": variants,
         "raw": raw,
         "full": full,
-        "p50_ratio": full["p50_ms"] / raw["p50_ms"],
-        "p99_ratio": full["p99_ms"] / raw["p99_ms"],
-        "throughput_ratio": full["throughput_rps"] / raw["throughput_rps"],
+        "p50_ratio": full["p50_ratio"],
+        "p99_ratio": full["p99_ratio"],
+        "throughput_ratio": full["throughput_ratio"],
     }
 
 
@@ -122,8 +205,12 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--tracing", action="store_true",
+                        help="add full+tracing and raw+stock-otel variants")
     args = parser.parse_args()
-    result = asyncio.run(run_overhead_bench(args.calls, args.concurrency, args.rounds))
+    result = asyncio.run(
+        run_overhead_bench(args.calls, args.concurrency, args.rounds, tracing=args.tracing)
+    )
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:

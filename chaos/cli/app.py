@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from chaos.cli import bench, call, chaos_cmd, demo, toxiproxy, up
+from chaos.cli import bench, call, chaos_cmd, demo, toxiproxy, traces, up
 
 app = typer.Typer(
     name="mesh",
@@ -20,6 +20,7 @@ app.command("toxiproxy")(toxiproxy.toxiproxy)
 app.add_typer(bench.app, name="bench")
 app.command("demo")(demo.demo)
 app.add_typer(chaos_cmd.app, name="chaos")
+app.command("traces")(traces.traces)
 
 
 def main() -> None:

@@ -46,11 +46,16 @@ def _finish(title: str, result: dict[str, Any], json_path: Path | None) -> None:
 def overhead(
     calls: CallsOpt = 3000, concurrency: ConcOpt = 64, rounds: RoundsOpt = 3,
     json_path: JsonOpt = None,
+    tracing: Annotated[bool, typer.Option(
+        "--tracing", help="Also full+tracing and raw+stock-otel (opentelemetry-instrumentation-"
+        "grpc), exporting via a BatchSpanProcessor that OTLP-encodes and drops.")] = False,
 ) -> None:
-    """Raw grpc.aio vs the full resilience pipeline (no faults, tracing off)."""
+    """Raw grpc.aio vs the full resilience pipeline (no faults; tracing off unless --tracing)."""
     from chaos.bench.overhead import run_overhead_bench
 
-    result = asyncio.run(run_overhead_bench(calls=calls, concurrency=concurrency, rounds=rounds))
+    result = asyncio.run(run_overhead_bench(
+        calls=calls, concurrency=concurrency, rounds=rounds, tracing=tracing
+    ))
     _finish("resilience pipeline overhead", result, json_path)
 
 

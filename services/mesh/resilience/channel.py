@@ -13,7 +13,7 @@ from mesh.resilience.bulkhead import Bulkhead
 from mesh.resilience.clock import Clock, SystemClock
 from mesh.resilience.events import EventBus
 from mesh.resilience.interceptor import ResilienceInterceptor
-from mesh.resilience.pipeline import Pipeline, build_pipeline
+from mesh.resilience.pipeline import CallObserver, Pipeline, build_pipeline
 from mesh.resilience.policy import EdgePolicy, NativeRetryPolicy
 
 NO_BUILTIN_RETRIES: tuple[str, Any] = ("grpc.enable_retries", 0)
@@ -34,6 +34,7 @@ def resilient_channel(
     attempt_observer: AttemptObserver | None = None,
     bulkhead_pools: dict[str, Bulkhead] | None = None,
     services: Sequence[str] = (),
+    call_observer: CallObserver | None = None,
 ) -> grpc.aio.Channel:
     """An insecure channel to `target` protected by `policy` (the edge's pipeline).
 
@@ -43,7 +44,7 @@ def resilient_channel(
     clock = clock or SystemClock()
     pipeline = build_pipeline(
         policy, dependency=dependency, bus=bus, clock=clock, attempt_observer=attempt_observer,
-        bulkhead_pools=bulkhead_pools,
+        bulkhead_pools=bulkhead_pools, call_observer=call_observer,
     )
     interceptor = ResilienceInterceptor(pipeline, dependency=dependency, clock=clock)
     channel_options = [o for o in options if o[0] != NO_BUILTIN_RETRIES[0]]
@@ -72,7 +73,7 @@ def native_retry_options(
                 "retryableStatusCodes": list(policy.retryable_codes),
             },
         }],
-        "retryThrottling": {"maxTokens": policy.max_tokens, "tokenRatio": policy.token_ratio},
+        "retryThrottling": {"maxTokens": int(policy.max_tokens), "tokenRatio": policy.token_ratio},
     }
     return [
         ("grpc.enable_retries", 1),

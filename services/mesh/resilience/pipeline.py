@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from typing import Any
 
@@ -32,12 +33,21 @@ PIPELINE_ORDER: tuple[str, ...] = (
 )
 """Strategies a policy disables are left out; the rest keep this order (pinned by a test)."""
 
+CallObserver = AttemptObserver
+"""Wraps each logical call, outside every strategy (a tracing span that strategy events join)."""
+
+_NO_OBSERVATION: AbstractContextManager[None] = nullcontext()
+
 
 class Pipeline:
     """The composed strategies of one edge; `run()` executes one logical call through them."""
 
-    def __init__(self, strategies: list[Strategy], bus: EventBus, clock: Clock) -> None:
+    def __init__(
+        self, strategies: list[Strategy], bus: EventBus, clock: Clock,
+        call_observer: CallObserver | None = None,
+    ) -> None:
         self.strategies = tuple(strategies)
+        self._call_observer = call_observer
         self._bus = bus
         self._clock = clock
         handler: Next = send_on_wire
@@ -58,8 +68,10 @@ class Pipeline:
     async def run(self, ctx: CallContext) -> Any:
         started_s = self._clock.now()
         outcome = "UNKNOWN"
+        observer = self._call_observer
         try:
-            call = await self._handler(ctx)
+            with _NO_OBSERVATION if observer is None else observer(ctx):
+                call = await self._handler(ctx)
             outcome = "OK"
             return call
         except asyncio.CancelledError:
@@ -89,6 +101,7 @@ def build_pipeline(
     rng: random.Random | None = None,
     attempt_observer: AttemptObserver | None = None,
     bulkhead_pools: dict[str, Bulkhead] | None = None,
+    call_observer: CallObserver | None = None,
 ) -> Pipeline:
     """Builds the enabled strategies of `policy` in PIPELINE_ORDER.
 
@@ -123,4 +136,4 @@ def build_pipeline(
         "attempt_hook": lambda: AttemptHook(bus, clock, attempt_observer),
     }
     strategies = [s for s in (factories[name]() for name in PIPELINE_ORDER) if s is not None]
-    return Pipeline(strategies, bus, clock)
+    return Pipeline(strategies, bus, clock, call_observer)

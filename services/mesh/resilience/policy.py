@@ -132,7 +132,7 @@ class NativeRetryPolicy(_Model):
     max_backoff_s: float = Field(default=0.5, gt=0)
     backoff_multiplier: float = Field(default=2.0, gt=0)
     retryable_codes: list[str] = Field(default=["UNAVAILABLE"], min_length=1)
-    max_tokens: float = Field(default=10.0, gt=0, le=1000, description="retryThrottling")
+    max_tokens: int = Field(default=10, gt=0, le=1000, description="retryThrottling")
     token_ratio: float = Field(default=0.1, gt=0, le=1, description="retryThrottling")
 
 

@@ -26,6 +26,7 @@ from mesh.runtime.config import ServiceConfig
 from mesh.runtime.logging import setup_logging
 from mesh.runtime.topology import service
 from mesh.telemetry.metrics import MeshMetrics
+from mesh.telemetry.tracing import MeshTracing, server_tracing
 from mesh.v1 import admin_pb2, admin_pb2_grpc
 
 log = logging.getLogger("mesh.runtime")
@@ -42,6 +43,7 @@ class Runtime:
     metrics: MeshMetrics
     channels: list[grpc.aio.Channel] = field(default_factory=list)
     bulkhead_pools: dict[str, Bulkhead] = field(default_factory=dict)
+    tracing: MeshTracing | None = None
 
     def edge_policy(self, callee: str) -> EdgePolicy:
         return self.policy.edge(f"{self.config.name}_to_{callee}")
@@ -63,6 +65,8 @@ class Runtime:
             options=message_size_options(self.config.max_message_bytes),
             bulkhead_pools=self.bulkhead_pools,
             services=(service(callee).grpc_service,),
+            attempt_observer=self.tracing.attempt_observer if self.tracing else None,
+            call_observer=self.tracing.call_observer if self.tracing else None,
         )
         self.channels.append(channel)
         return channel
@@ -112,11 +116,16 @@ async def serve(
     metrics = MeshMetrics(CollectorRegistry(), service=name)
     bus.subscribe(metrics.listener)
     faults = FaultTable.from_env(env)
-    runtime = Runtime(config, policy, bus, faults, metrics)
+    tracing = MeshTracing.from_env(name, env)
+    if tracing is not None:
+        bus.subscribe(tracing.listener)
+    runtime = Runtime(config, policy, bus, faults, metrics, tracing=tracing)
     built = await build(runtime)
 
     server = grpc.aio.server(
-        interceptors=server_interceptors(name, policy.server(name), bus, faults),
+        interceptors=[
+            *server_tracing(tracing), *server_interceptors(name, policy.server(name), bus, faults)
+        ],
         options=message_size_options(config.max_message_bytes),
     )
     built.register(server)
@@ -153,6 +162,8 @@ async def serve(
         await channel.close()
     if built.close is not None:
         await built.close()
+    if tracing is not None:
+        await tracing.shutdown()
     log.info("stopped")
 
 

@@ -2,7 +2,7 @@
 
 Everything that names a port or an edge (the launcher, the embedded Toxiproxy wiring,
 deploy/toxiproxy.json, .env, docker-compose.yml, the k8s manifests) agrees with this module;
-tests/unit/test_topology_agreement.py proves it.
+tests/unit/deploy/test_deploy_agreement.py proves it.
 """
 
 from __future__ import annotations

@@ -1,0 +1,66 @@
+"""Span attribute and event names. `rpc.*` are OpenTelemetry's; `mesh.*` are this project's own.
+
+| attribute              | on        | meaning                                            |
+|------------------------|-----------|----------------------------------------------------|
+| rpc.system             | Recv, Att | "grpc"                                             |
+| rpc.service            | Recv, Att | e.g. "mesh.v1.ProfileService"                      |
+| rpc.method             | Recv, Att | e.g. "GetProfile"                                  |
+| rpc.grpc.status_code   | all spans | final gRPC status code (0 = OK)                    |
+| mesh.dependency        | Sent      | the callee this channel protects                   |
+| mesh.attempt           | Attempt   | 1-based attempt number                             |
+| mesh.previous_attempts | Attempt   | attempts made before this one (A72)                |
+| mesh.attempt_timeout_s | Attempt   | the attempt's own gRPC deadline                    |
+| mesh.call_budget_s     | Sent      | time the call had left at its first attempt        |
+| mesh.attempts_sent     | Sent      | attempts that reached the wire (0: rejected by us) |
+| mesh.error_type        | Sent, Att | e.g. BreakerOpenError, AioRpcError                 |
+| mesh.degraded          | Recv      | true when a fallback answered part of the request  |
+| mesh.degraded_parts    | Recv      | the dependencies a fallback stood in for           |
+"""
+
+from __future__ import annotations
+
+RPC_SYSTEM = "rpc.system"
+RPC_SERVICE = "rpc.service"
+RPC_METHOD = "rpc.method"
+GRPC_STATUS_CODE = "rpc.grpc.status_code"
+
+DEPENDENCY = "mesh.dependency"
+ATTEMPT = "mesh.attempt"
+PREVIOUS_ATTEMPTS = "mesh.previous_attempts"
+ATTEMPT_TIMEOUT_S = "mesh.attempt_timeout_s"
+CALL_BUDGET_S = "mesh.call_budget_s"
+ATTEMPTS_SENT = "mesh.attempts_sent"
+ERROR_TYPE = "mesh.error_type"
+DEGRADED = "mesh.degraded"
+DEGRADED_PARTS = "mesh.degraded_parts"
+
+# Event attributes.
+METHOD = "mesh.method"
+REASON = "mesh.reason"
+CODE = "mesh.code"
+DELAY_S = "mesh.delay_s"
+PUSHBACK_S = "mesh.pushback_s"
+STAGE = "mesh.stage"
+DEADLINE_LEFT_S = "mesh.deadline_left_s"
+CALLER_TIMEOUT_S = "mesh.caller_timeout_s"
+FROM_STATE = "mesh.from_state"
+BREAKER_STATE = "mesh.breaker_state"
+BREAKER_SCOPE = "mesh.breaker_scope"
+TIME_UNTIL_PROBE_S = "mesh.time_until_probe_s"
+LIMIT = "mesh.limit"
+WAITED_S = "mesh.waited_s"
+SERVED_BY = "mesh.served_by"
+IN_FLIGHT = "mesh.in_flight"
+
+# Event names.
+EV_RETRY_SCHEDULED = "retry scheduled"
+EV_RETRY_SKIPPED = "retry skipped"
+EV_PUSHBACK = "pushback received"
+EV_DEADLINE_EXHAUSTED = "deadline exhausted"
+EV_DEADLINE_CLAMPED = "deadline clamped"
+EV_BREAKER = {0: "breaker closed", 1: "breaker half-opened", 2: "breaker opened"}
+EV_BREAKER_REJECTED = "breaker rejected call"
+EV_BULKHEAD_REJECTED = "bulkhead rejected"
+EV_FALLBACK = "fallback served"
+EV_SHED = "call shed"
+EV_FAULT = "fault injected"

@@ -1,0 +1,277 @@
+"""The spans of one RPC, shaped after gRFC A72, with W3C trace context in gRPC metadata.
+
+    Recv.<svc>.<Method>        SERVER   one per call received (continues an incoming traceparent)
+    └── Sent.<svc>.<Method>    INTERNAL one per logical outbound call (all its attempts)
+        └── Attempt.<...>      CLIENT   one per attempt; its traceparent goes on the wire
+
+Everything here is on the hot path: names and constant attributes are computed once per method,
+and attribute work is skipped for spans the sampler dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import grpc
+import grpc.aio
+from opentelemetry import context as otel_context
+from opentelemetry import baggage, propagate, trace
+from opentelemetry.propagators.textmap import Setter, TextMapPropagator
+from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
+from opentelemetry.util.types import AttributeValue
+
+from mesh.resilience import classify
+from mesh.resilience.context import CallContext
+from mesh.resilience.deadline import inbound_deadline
+from mesh.resilience.inbound import Behaviour, HandlerLookup, is_exempt
+from mesh.telemetry import names as n
+
+current_server_span: contextvars.ContextVar[trace.Span | None] = contextvars.ContextVar(
+    "mesh_server_span", default=None
+)
+"""The SERVER span of the call being handled (listeners mark it degraded)."""
+
+SERVER_ERRORS = frozenset({
+    grpc.StatusCode.UNKNOWN, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNIMPLEMENTED,
+    grpc.StatusCode.INTERNAL, grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DATA_LOSS,
+})
+"""Codes that make a server span an error (OTel RPC conventions); on the client any non-OK."""
+
+
+@dataclass(frozen=True, slots=True)
+class MethodNames:
+    """Span names and constant attributes of one full method name, e.g. /mesh.v1.X/Get."""
+
+    server: str
+    call: str
+    attempt: str
+    attributes: Mapping[str, AttributeValue]
+
+    @classmethod
+    def of(cls, method: str) -> MethodNames:
+        service, _, name = method.lstrip("/").partition("/")
+        dotted = f"{service}.{name}"
+        attributes = {n.RPC_SYSTEM: "grpc", n.RPC_SERVICE: service, n.RPC_METHOD: name}
+        return cls(f"Recv.{dotted}", f"Sent.{dotted}", f"Attempt.{dotted}", attributes)
+
+
+class SpanFactory:
+    """Holds the tracer and propagator of one service and the per-method names cache."""
+
+    def __init__(self, tracer: Tracer, propagator: TextMapPropagator | None = None) -> None:
+        self.tracer = tracer
+        self.propagator = propagator or propagate.get_global_textmap()
+        self.carrier_keys = frozenset(self.propagator.fields)
+        self.w3c_only = propagator is None and os.environ.get(
+            "OTEL_PROPAGATORS", "tracecontext,baggage"
+        ).replace(" ", "") in ("tracecontext,baggage", "tracecontext")
+        """True with the default propagators: attempts then write traceparent directly."""
+        self._names: dict[str, MethodNames] = {}
+
+    def names(self, method: str) -> MethodNames:
+        found = self._names.get(method)
+        if found is None:
+            found = self._names[method] = MethodNames.of(method)
+        return found
+
+    def call_observer(self, ctx: CallContext) -> CallSpan:
+        return CallSpan(self, ctx)
+
+    def attempt_observer(self, ctx: CallContext) -> AttemptSpan:
+        return AttemptSpan(self, ctx)
+
+
+def _client_code(exc: BaseException | None) -> grpc.StatusCode:
+    if exc is None:
+        return grpc.StatusCode.OK
+    if isinstance(exc, grpc.aio.AioRpcError):
+        code: grpc.StatusCode = exc.code()
+        return code
+    if isinstance(exc, asyncio.CancelledError):
+        return grpc.StatusCode.CANCELLED
+    return grpc.StatusCode.UNKNOWN
+
+
+def _end_client_span(span: trace.Span, exc: BaseException | None, extra: dict[str, Any]) -> None:
+    code = _client_code(exc)
+    extra[n.GRPC_STATUS_CODE] = code.value[0]
+    if isinstance(exc, grpc.aio.AioRpcError):
+        extra[n.ERROR_TYPE] = type(exc).__name__
+        span.set_status(Status(StatusCode.ERROR, f"{code.name}: {exc.details() or ''}"))
+    elif exc is not None:
+        span.set_status(Status(StatusCode.ERROR, code.name))
+    span.set_attributes(extra)
+
+
+class CallSpan:
+    """The logical call: current while the pipeline runs, so strategy events land on it."""
+
+    __slots__ = ("_ctx", "_factory", "_span", "_token")
+
+    def __init__(self, factory: SpanFactory, ctx: CallContext) -> None:
+        self._factory = factory
+        self._ctx = ctx
+
+    def __enter__(self) -> trace.Span:
+        ctx = self._ctx
+        names = self._factory.names(ctx.method)
+        span = self._factory.tracer.start_span(
+            names.call, kind=SpanKind.INTERNAL, attributes={n.DEPENDENCY: ctx.dependency}
+        )
+        self._span = span
+        self._token = otel_context.attach(trace.set_span_in_context(span))
+        return span
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        otel_context.detach(self._token)
+        span = self._span
+        if span.is_recording():
+            _end_client_span(span, exc, {n.ATTEMPTS_SENT: self._ctx.sent})
+        span.end()
+
+
+class AttemptSpan:
+    """One attempt: a CLIENT span whose context goes on the wire as `traceparent`."""
+
+    __slots__ = ("_ctx", "_factory", "_span")
+
+    def __init__(self, factory: SpanFactory, ctx: CallContext) -> None:
+        self._factory = factory
+        self._ctx = ctx
+
+    def __enter__(self) -> trace.Span:
+        ctx = self._ctx
+        factory = self._factory
+        names = factory.names(ctx.method)
+        attributes = {
+            **names.attributes,
+            n.ATTEMPT: ctx.attempt,
+            n.PREVIOUS_ATTEMPTS: ctx.attempt - 1,
+        }
+        if ctx.attempt_timeout_s != float("inf"):
+            attributes[n.ATTEMPT_TIMEOUT_S] = ctx.attempt_timeout_s
+        if ctx.attempt == 1:
+            _note_call_deadline(ctx)
+        span = factory.tracer.start_span(names.attempt, kind=SpanKind.CLIENT, attributes=attributes)
+        self._span = span
+        metadata = ctx.attempt_metadata
+        if metadata is not None:
+            if factory.w3c_only and not baggage.get_all():
+                # The default propagators' result, without their per-call machinery.
+                sc = span.get_span_context()
+                metadata.set_all(
+                    "traceparent", [f"00-{sc.trace_id:032x}-{sc.span_id:016x}-{sc.trace_flags:02x}"]
+                )
+                if sc.trace_state:
+                    metadata.set_all("tracestate", [sc.trace_state.to_header()])
+            else:
+                factory.propagator.inject(metadata, trace.set_span_in_context(span), _set_metadata)
+        return span
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        span = self._span
+        if span.is_recording():
+            if isinstance(exc, grpc.aio.AioRpcError):
+                pushback_s = classify.pushback_s(exc.trailing_metadata())
+                if pushback_s is not None:
+                    span.add_event(n.EV_PUSHBACK, {n.PUSHBACK_S: pushback_s})
+            _end_client_span(span, exc, {})
+        span.end()
+
+
+def _note_call_deadline(ctx: CallContext) -> None:
+    """On the call span: the budget the call got, and whether the inbound deadline cut it."""
+    span = trace.get_current_span()
+    if not span.is_recording() or ctx.deadline_s == float("inf"):
+        return
+    left_s = ctx.deadline_s - time.monotonic()
+    span.set_attribute(n.CALL_BUDGET_S, left_s)
+    inbound = inbound_deadline()
+    if inbound is not None and inbound == ctx.deadline_s:
+        attrs: dict[str, AttributeValue] = {n.DEADLINE_LEFT_S: left_s}
+        if ctx.details.timeout is not None:
+            attrs[n.CALLER_TIMEOUT_S] = ctx.details.timeout
+        span.add_event(n.EV_DEADLINE_CLAMPED, attrs)
+
+
+class _MetadataSetter(Setter[grpc.aio.Metadata]):
+    """TextMap setter over grpc.aio.Metadata: replaces any value the caller copied in."""
+
+    def set(self, carrier: grpc.aio.Metadata, key: str, value: str) -> None:
+        carrier.set_all(key, [value])
+
+
+_set_metadata = _MetadataSetter()
+
+
+def _server_code(context: grpc.aio.ServicerContext, default: grpc.StatusCode) -> grpc.StatusCode:
+    code = context.code()
+    return code if isinstance(code, grpc.StatusCode) else default
+
+
+class TracingServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Outermost on the server: a SERVER span per unary call, current for the handler (so
+    client spans, strategy events and log lines nest under it); health, reflection and the
+    fault admin are not traced."""
+
+    def __init__(self, factory: SpanFactory) -> None:
+        self._factory = factory
+
+    async def intercept_service(
+        self, continuation: HandlerLookup, handler_call_details: grpc.HandlerCallDetails
+    ) -> grpc.RpcMethodHandler | None:
+        handler = await continuation(handler_call_details)
+        method = handler_call_details.method
+        if handler is None or handler.unary_unary is None or is_exempt(method):
+            return handler
+        keys = self._factory.carrier_keys
+        carrier = {
+            k: v for k, v in handler_call_details.invocation_metadata or () if k in keys
+        }
+        return handler._replace(unary_unary=self._wrap(handler.unary_unary, method, carrier))
+
+    def _wrap(self, inner: Behaviour, method: str, carrier: dict[str, str]) -> Behaviour:
+        factory = self._factory
+        names = factory.names(method)
+
+        async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            parent = factory.propagator.extract(carrier) if carrier else None
+            span = factory.tracer.start_span(
+                names.server, parent, kind=SpanKind.SERVER, attributes=names.attributes
+            )
+            token = otel_context.attach(trace.set_span_in_context(span, parent))
+            server_token = current_server_span.set(span)
+            code = grpc.StatusCode.UNKNOWN
+            try:
+                response = await inner(request, context)
+                code = _server_code(context, grpc.StatusCode.OK)
+                return response
+            except asyncio.CancelledError:
+                code = grpc.StatusCode.CANCELLED
+                raise
+            except Exception:
+                code = _server_code(context, grpc.StatusCode.UNKNOWN)
+                raise
+            finally:
+                current_server_span.reset(server_token)
+                otel_context.detach(token)
+                if span.is_recording():
+                    span.set_attribute(n.GRPC_STATUS_CODE, code.value[0])
+                    if code in SERVER_ERRORS:
+                        span.set_status(Status(StatusCode.ERROR, code.name))
+                span.end()
+
+        return behaviour

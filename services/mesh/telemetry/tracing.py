@@ -1,0 +1,107 @@
+"""OpenTelemetry tracing for one service: the provider, its exporter, and the pieces serve() mounts.
+
+Exporter choice (first that applies):
+- `MESH_TRACING=0` (or `OTEL_SDK_DISABLED=true`): no tracing at all;
+- `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT` (e.g.
+  http://127.0.0.1:4317): OTLP over gRPC behind a BatchSpanProcessor;
+- `MESH_TRACES_DIR`: JSON lines in `<dir>/<service>.jsonl` (what `mesh traces` reads);
+- none of these: spans are still made (ids propagate, logs carry them) but not exported.
+Other standard variables (OTEL_TRACES_SAMPLER, OTEL_BSP_*, OTEL_EXPORTER_OTLP_HEADERS,
+OTEL_RESOURCE_ATTRIBUTES, OTEL_PROPAGATORS) are read by the SDK itself.
+
+Each service gets its own provider (never the global one), so several services can share a
+process, as they do in the integration tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from pathlib import Path
+
+import grpc.aio
+from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+
+from mesh.resilience.attempt import AttemptObserver
+from mesh.resilience.events import Listener
+from mesh.telemetry.jsonl_exporter import JsonLinesSpanExporter
+from mesh.telemetry.span_events import tracing_listener
+from mesh.telemetry.spans import SpanFactory, TracingServerInterceptor
+
+TRACER_NAME = "mesh"
+_OFF = {"0", "false", "off", "no"}
+
+
+def _float(environ: Mapping[str, str], var: str) -> float | None:
+    raw = environ.get(var)
+    try:
+        return float(raw) if raw else None
+    except ValueError:
+        return None
+
+
+def otlp_endpoint(environ: Mapping[str, str]) -> str | None:
+    return (
+        environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        or None
+    )
+
+
+def choose_exporter(service_name: str, environ: Mapping[str, str]) -> SpanExporter | None:
+    endpoint = otlp_endpoint(environ)
+    if environ.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "none":
+        return None
+    if endpoint:
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+        return OTLPSpanExporter(endpoint=endpoint)
+    traces_dir = environ.get("MESH_TRACES_DIR")
+    if traces_dir:
+        return JsonLinesSpanExporter(Path(traces_dir) / f"{service_name}.jsonl")
+    return None
+
+
+def setup_tracing(service_name: str, environ: Mapping[str, str]) -> TracerProvider | None:
+    """The service's provider with the chosen exporter, or None when tracing is off."""
+    if environ.get("MESH_TRACING", "1").strip().lower() in _OFF:
+        return None
+    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return None
+    provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service_name}))
+    exporter = choose_exporter(service_name, environ)
+    if exporter is not None:
+        provider.add_span_processor(BatchSpanProcessor(
+            exporter, schedule_delay_millis=_float(environ, "OTEL_BSP_SCHEDULE_DELAY")
+        ))
+    return provider
+
+
+class MeshTracing:
+    """What serve() mounts: a server interceptor, client observers and the event listener."""
+
+    def __init__(self, provider: TracerProvider) -> None:
+        self.provider = provider
+        self.spans = SpanFactory(provider.get_tracer(TRACER_NAME))
+        self.listener: Listener = tracing_listener
+        self.call_observer: AttemptObserver = self.spans.call_observer
+        self.attempt_observer: AttemptObserver = self.spans.attempt_observer
+
+    @classmethod
+    def from_env(cls, service_name: str, environ: Mapping[str, str]) -> MeshTracing | None:
+        provider = setup_tracing(service_name, environ)
+        return None if provider is None else cls(provider)
+
+    def server_interceptor(self) -> grpc.aio.ServerInterceptor:
+        return TracingServerInterceptor(self.spans)
+
+    async def shutdown(self) -> None:
+        """Flushes what is queued, then stops the exporter (off the event loop: it blocks)."""
+        await asyncio.to_thread(self.provider.shutdown)
+
+
+def server_tracing(tracing: MeshTracing | None) -> list[grpc.aio.ServerInterceptor]:
+    """The interceptors to put first on the server: the tracing one, or none."""
+    return [] if tracing is None else [tracing.server_interceptor()]

@@ -1,0 +1,131 @@
+"""Gateway, recommendation and profile assembled in this process with serve(), each edge
+through the embedded Toxiproxy, exporting spans over OTLP to the given endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+import grpc.aio
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from chaos.launcher import free_port
+from chaos.toxiproxy.server import ToxiproxyServer
+from mesh.gateway import servicer as gateway
+from mesh.profile import servicer as profile
+from mesh.recommendation.servicer import RecommendationServicer
+from mesh.runtime.server import Runtime, Service, serve
+from mesh.runtime.topology import EDGES
+from mesh.v1 import recommendation_pb2, recommendation_pb2_grpc
+
+log = logging.getLogger("tests.flaky_recommendation")
+
+
+class FlakyRecommendations(RecommendationServicer):
+    """The real servicer, but Recommend fails with UNAVAILABLE `fail_first` times first."""
+
+    def __init__(self, runtime: Runtime, fail_first: int) -> None:
+        from mesh.v1 import profile_pb2_grpc
+
+        super().__init__(
+            profile_pb2_grpc.ProfileServiceStub(runtime.channel_to("profile")),
+            retried=runtime.retries_on("profile"),
+        )
+        self.fail_first = fail_first
+        self.calls = 0
+
+    async def Recommend(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        self.calls += 1
+        log.info("recommend received", extra={"call": self.calls})
+        if self.calls <= self.fail_first:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "flaky on purpose")
+        return await super().Recommend(request, context)
+
+
+@dataclass
+class InProcessMesh:
+    gateway: str
+    recommendations: FlakyRecommendations | None = None
+    stops: list[asyncio.Event] = field(default_factory=list)
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    async def stop(self) -> None:
+        """Gateway first; every serve() flushes its spans before it returns."""
+        for stop in self.stops:
+            stop.set()
+        await asyncio.wait_for(asyncio.gather(*self.tasks), timeout=20)
+
+
+async def _wait_serving(addr: str, task: asyncio.Task[None]) -> None:
+    async with grpc.aio.insecure_channel(addr) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        for _ in range(200):
+            if task.done():
+                task.result()
+            try:
+                reply = await stub.Check(health_pb2.HealthCheckRequest(), timeout=0.5)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.aio.AioRpcError:
+                pass
+            await asyncio.sleep(0.02)
+    raise TimeoutError(f"{addr} never served")
+
+
+@asynccontextmanager
+async def in_process_mesh(
+    otlp_endpoint: str, fail_first: int, extra_env: dict[str, str] | None = None
+) -> AsyncIterator[InProcessMesh]:
+    listen = {name: free_port() for name in ("gateway", "recommendation", "profile", "payment")}
+    proxies = {e.proxy_name: free_port() for e in EDGES}
+    toxiproxy = ToxiproxyServer(port=0)
+    await toxiproxy.start()
+    await toxiproxy.populate([
+        {"name": e.proxy_name, "listen": f"127.0.0.1:{proxies[e.proxy_name]}",
+         "upstream": f"127.0.0.1:{listen[e.callee]}", "enabled": True}
+        for e in EDGES
+    ])
+    mesh = InProcessMesh(gateway=f"127.0.0.1:{listen['gateway']}")
+
+    async def build_recommendation(runtime: Runtime) -> Service:
+        mesh.recommendations = FlakyRecommendations(runtime, fail_first)
+        servicer = mesh.recommendations
+        return Service(
+            names=[recommendation_pb2.DESCRIPTOR.services_by_name["RecommendationService"]
+                   .full_name],
+            register=lambda s: recommendation_pb2_grpc.add_RecommendationServiceServicer_to_server(
+                servicer, s
+            ),
+        )
+
+    builds = {"profile": profile.build, "recommendation": build_recommendation,
+              "gateway": gateway.build}
+    try:
+        for name in ("profile", "recommendation", "gateway"):
+            env = {
+                "LISTEN_ADDR": f"127.0.0.1:{listen[name]}",
+                "ADMIN_ADDR": "127.0.0.1:0",
+                "METRICS_ADDR": "127.0.0.1:0",
+                "MESH_POLICY": "full",
+                "OTEL_EXPORTER_OTLP_ENDPOINT": otlp_endpoint,
+                "OTEL_BSP_SCHEDULE_DELAY": "50",
+                "SHUTDOWN_GRACE_S": "0.5",
+                **(extra_env or {}),
+            }
+            for e in EDGES:
+                if e.caller == name:
+                    env[e.addr_env] = f"127.0.0.1:{proxies[e.proxy_name]}"
+            stop = asyncio.Event()
+            task = asyncio.create_task(serve(name, builds[name], env, stop_event=stop))
+            mesh.stops.insert(0, stop)
+            mesh.tasks.insert(0, task)
+            await _wait_serving(env["LISTEN_ADDR"], task)
+        yield mesh
+    finally:
+        await mesh.stop()
+        await toxiproxy.stop()
