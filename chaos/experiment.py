@@ -48,6 +48,10 @@ class LoadSpec(_Model):
     deadline_s: float = Field(default=2.0, gt=0, le=60)
     max_duration_s: float = Field(default=60.0, gt=0, le=600)
     repeat: int = Field(default=1, ge=1, le=10, description="run the load N times (waves)")
+    client_retries: int = Field(
+        default=0, ge=0, le=10,
+        description="retry a refused call after its pushback (checkouts keep their key)",
+    )
     rate_x_capacity: float | None = Field(
         default=None, gt=0, le=20,
         description="open loop at this multiple of the capacity measured first",
@@ -157,6 +161,7 @@ class Variant(_Model):
     overrides: dict[str, Any] = {}
     load: dict[str, Any] = Field(default={}, description="fields of `load` to change")
     faults: list[Fault] | None = Field(default=None, description="replaces the faults")
+    params: dict[str, Any] = Field(default={}, description="scenario parameters to change")
     description: str = ""
 
 
@@ -218,6 +223,15 @@ class Experiment(_Model):
     )
     dependency_method: str = Field(default="*", description="method name, or * for all")
     checks: list[str] = Field(default=[], description="named checks from chaos/checks.py")
+    scenario: str | None = Field(
+        default=None,
+        description="a named scenario (chaos/scenarios.py) drives this experiment instead of "
+        "gateway load; it returns the metrics the expectations read",
+    )
+    params: dict[str, Any] = Field(default={}, description="the scenario's parameters")
+    columns: list[str] = Field(
+        default=[], description="metrics shown in the table (default: the gateway-load columns)"
+    )
 
     @model_validator(mode="after")
     def _names(self) -> Experiment:
@@ -228,6 +242,10 @@ class Experiment(_Model):
             if exp.variant not in names:
                 raise ValueError(f"expectations: unknown variant {exp.variant!r}; have {names}")
         from chaos.checks import CHECKS
+        from chaos.scenarios import SCENARIOS
+
+        if self.scenario is not None and self.scenario not in SCENARIOS:
+            raise ValueError(f"scenario: unknown {self.scenario!r}; known: {sorted(SCENARIOS)}")
 
         for check in self.checks:
             if check not in CHECKS:

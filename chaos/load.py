@@ -32,6 +32,8 @@ class Outcome:
     """The grpc-retry-pushback-ms trailer of a failed call, if it had one."""
     trace_id: str = ""
     """The W3C trace id this request was sent with: `mesh traces TRACE_ID` shows its story."""
+    detail: str = ""
+    """The status details of a failed call (truncated)."""
 
 
 def traced(md: tuple[tuple[str, str], ...]) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -91,12 +93,13 @@ async def _home(stub: gateway_pb2_grpc.GatewayStub, n: int, timeout_s: float,
                        trace_id=trace_id)
     except grpc.aio.AioRpcError as err:
         return Outcome("home", err.code().name, time.perf_counter() - start, started_s=start,
-                       pushback_ms=_pushback(err), trace_id=trace_id)
+                       pushback_ms=_pushback(err), trace_id=trace_id,
+                       detail=(err.details() or "")[:160])
 
 
 async def _checkout(stub: gateway_pb2_grpc.GatewayStub, n: int, timeout_s: float,
-                    md: tuple[tuple[str, str], ...]) -> Outcome:
-    key = f"load-{uuid.uuid4().hex}"
+                    md: tuple[tuple[str, str], ...], key: str = "") -> Outcome:
+    key = key or f"load-{uuid.uuid4().hex}"
     trace_id, md = traced(md)
     start = time.perf_counter()
     try:
@@ -112,10 +115,36 @@ async def _checkout(stub: gateway_pb2_grpc.GatewayStub, n: int, timeout_s: float
                        charge_id=reply.charge_id, key=key, started_s=start, trace_id=trace_id)
     except grpc.aio.AioRpcError as err:
         return Outcome("checkout", err.code().name, time.perf_counter() - start, key=key,
-                       started_s=start, pushback_ms=_pushback(err), trace_id=trace_id)
+                       started_s=start, pushback_ms=_pushback(err), trace_id=trace_id,
+                       detail=(err.details() or "")[:160])
 
 
 RPCS = {"home": _home, "checkout": _checkout}
+RETRYABLE = frozenset({"UNAVAILABLE", "RESOURCE_EXHAUSTED"})
+
+
+async def _with_client_retries(
+    stub: gateway_pb2_grpc.GatewayStub, rpc: str, n: int, timeout_s: float,
+    md: tuple[tuple[str, str], ...], retries: int,
+) -> Outcome:
+    """A well-behaved client: retries a refused call after the server's pushback (or 0.2 s),
+    a checkout with the same idempotency key; gives up on a pushback of -1."""
+    first = await RPCS[rpc](stub, n, timeout_s, md)
+    outcome = first
+    for _ in range(retries):
+        if outcome.code not in RETRYABLE or (outcome.pushback_ms or 0) < 0:
+            break
+        await asyncio.sleep((outcome.pushback_ms or 200) / 1000)
+        if rpc == "checkout":
+            outcome = await _checkout(stub, n, timeout_s, md, key=first.key)
+        else:
+            outcome = await RPCS[rpc](stub, n, timeout_s, md)
+    if outcome is first:
+        return first
+    total_s = outcome.started_s + outcome.latency_s - first.started_s
+    return Outcome(rpc, outcome.code, total_s, outcome.degraded, outcome.status,
+                   outcome.charge_id, first.key or outcome.key, first.started_s,
+                   outcome.pushback_ms, outcome.trace_id, outcome.detail)
 
 
 async def run_load(
@@ -131,6 +160,7 @@ async def run_load(
     api_key: str | None = None,
     on_outcome: Callable[[Outcome], None] | None = None,
     stop: asyncio.Event | None = None,
+    client_retries: int = 0,
 ) -> LoadResult:
     """Send `requests` calls and return every outcome.
 
@@ -157,7 +187,11 @@ async def run_load(
         stub = gateway_pb2_grpc.GatewayStub(channel)
 
         async def one(n: int) -> None:
-            done(await RPCS[rpc_mix[n % len(rpc_mix)]](stub, n, timeout_s, md))
+            rpc = rpc_mix[n % len(rpc_mix)]
+            if client_retries:
+                done(await _with_client_retries(stub, rpc, n, timeout_s, md, client_retries))
+            else:
+                done(await RPCS[rpc](stub, n, timeout_s, md))
 
         async def worker() -> None:
             while not over(n := next(counter)):

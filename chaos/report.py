@@ -28,8 +28,38 @@ def _errors(metrics: dict[str, float]) -> str:
     return ", ".join(f"{c} {v:.0f}" for c, v in sorted(codes.items())) or "-"
 
 
+def scenario_table(result: ExperimentResult) -> Table:
+    """Scenario experiments: the metrics their `columns` name, a row per variant."""
+    exp = result.experiment
+    table = Table(title=f"{result.name}: {exp.title}", title_justify="left",
+                  caption=f"hypothesis: {exp.hypothesis}", caption_justify="left")
+    table.add_column("variant")
+    for col in exp.columns:
+        table.add_column(col, justify="right")
+    refs = {r.variant: r for r in exp.reference}
+    for v in result.variants:
+        phase = v.phases.get("fault")
+        if phase is None:
+            table.add_row(v.variant.name, v.skipped or v.error)
+            continue
+        table.add_row(v.variant.name, *[_cell(phase.metrics.get(c)) for c in exp.columns])
+        ref = refs.get(v.variant.name)
+        if ref is not None:
+            table.add_row("  seed", *[str(ref.values.get(c, "")) for c in exp.columns],
+                          style="dim")
+    return table
+
+
+def _cell(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if abs(value) >= 100 or value == int(value) else f"{value:.3g}"
+
+
 def experiment_table(result: ExperimentResult) -> Table:
     exp = result.experiment
+    if exp.scenario is not None:
+        return scenario_table(result)
     table = Table(title=f"{result.name}: {exp.title}", title_justify="left",
                   caption=f"hypothesis: {exp.hypothesis}", caption_justify="left")
     table.add_column("variant")
@@ -63,6 +93,11 @@ def experiment_table(result: ExperimentResult) -> Table:
 
 def print_result(console: Console, result: ExperimentResult) -> None:
     console.print(experiment_table(result))
+    for v in result.variants:
+        for phase in v.phases.values():
+            for row in phase.rows:
+                console.print(f"  {v.variant.name}: " + ", ".join(
+                    f"{k}={val}" for k, val in row.items()))
     for v in result.verdicts:
         mark = "[green]PASS[/green]" if v.passed else "[red]FAIL[/red]"
         measured = "n/a" if v.measured is None else f"{v.measured:.4g}"
@@ -79,6 +114,7 @@ def _phase_json(phase: PhaseResult, samples: bool) -> dict[str, Any]:
         "metrics": phase.metrics,
         "faults": [vars(e) for e in phase.timeline],
         "traces": notable_traces(phase),
+        "rows": phase.rows,
     }
     if samples:
         out["samples"] = [
@@ -86,7 +122,7 @@ def _phase_json(phase: PhaseResult, samples: bool) -> dict[str, Any]:
              "at_s": round(o.started_s - phase.load.outcomes[0].started_s, 4)
              if phase.load.outcomes else 0.0,
              "degraded": list(o.degraded), "status": o.status, "charge_id": o.charge_id,
-             "trace_id": o.trace_id}
+             "trace_id": o.trace_id, "detail": o.detail}
             for o in phase.load.outcomes
         ]
     return out

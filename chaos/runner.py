@@ -90,6 +90,8 @@ class PhaseResult:
     counters: Snapshot
     metrics: dict[str, float]
     timeline: list[FaultEvent] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    """Scenario experiments: detail rows for the report (e.g. attempt times)."""
 
 
 @dataclass
@@ -279,6 +281,7 @@ class Runner:
                 rpc_mix=spec.rpc, timeout_s=spec.deadline_s, think_s=spec.think_s,
                 rate_per_s=spec.rate_per_s, max_duration_s=spec.max_duration_s,
                 api_key=self.target.api_key, on_outcome=tick, stop=stop,
+                client_retries=spec.client_retries,
             )
             merged.outcomes.extend(part.outcomes)
             merged.elapsed_s += part.elapsed_s
@@ -377,6 +380,8 @@ class Runner:
             result.skipped = ("the target's policy cannot be changed from here; "
                               "deploy it with MESH_POLICY and run this variant alone")
             return result
+        if exp.scenario is not None:
+            return await self._run_scenario(exp, variant, result)
         result.steady_before = await self._steady(exp, f"{variant.name}: steady state before")
         fault = await self._fault_phase(exp, variant)
         result.phases["fault"] = fault
@@ -402,6 +407,21 @@ class Runner:
                           if v != 0]
                 result.phases["recovery"].metrics["breakers_not_closed"] = float(len(opened))
         result.steady_after = await self._steady_again(exp, variant)
+        return result
+
+    async def _run_scenario(self, exp: Experiment, variant: Variant,
+                            result: VariantResult) -> VariantResult:
+        from chaos.scenarios import SCENARIOS, ScenarioContext
+
+        assert exp.scenario is not None
+        ctx = ScenarioContext(self.target, exp, variant, {**exp.params, **variant.params})
+        try:
+            outcome = await SCENARIOS[exp.scenario](ctx)
+        finally:
+            await self.injector.reset_all()
+        phase = PhaseResult(LoadResult(), Snapshot(), dict(outcome.metrics))
+        phase.rows = outcome.rows
+        result.phases["fault"] = phase
         return result
 
     async def _steady_again(self, exp: Experiment, variant: Variant,

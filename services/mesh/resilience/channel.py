@@ -35,8 +35,10 @@ def resilient_channel(
     bulkhead_pools: dict[str, Bulkhead] | None = None,
     services: Sequence[str] = (),
     call_observer: CallObserver | None = None,
+    credentials: grpc.ChannelCredentials | None = None,
 ) -> grpc.aio.Channel:
-    """An insecure channel to `target` protected by `policy` (the edge's pipeline).
+    """A channel to `target` protected by `policy` (the edge's pipeline); TLS when
+    `credentials` are given, else insecure.
 
     `edge` is the topology proxy name the policy was chosen by; `dependency` labels every event
     and metric of calls on this channel.
@@ -52,6 +54,10 @@ def resilient_channel(
         channel_options += native_retry_options(policy.native_retry, services)
     else:
         channel_options.append(NO_BUILTIN_RETRIES)
+    if credentials is not None:
+        return grpc.aio.secure_channel(
+            target, credentials, options=channel_options, interceptors=[interceptor]
+        )
     return grpc.aio.insecure_channel(target, options=channel_options, interceptors=[interceptor])
 
 

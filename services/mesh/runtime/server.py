@@ -22,8 +22,10 @@ from mesh.resilience.clock import SystemClock
 from mesh.resilience.events import EventBus
 from mesh.resilience.policy import EdgePolicy, MeshPolicy, load_policy
 from mesh.resilience.server import FaultAdminServicer, FaultTable, server_interceptors
+from mesh.runtime.auth import gateway_interceptors
 from mesh.runtime.config import ServiceConfig
 from mesh.runtime.logging import setup_logging
+from mesh.runtime.tls import MeshTls
 from mesh.runtime.topology import service
 from mesh.telemetry.metrics import MeshMetrics
 from mesh.telemetry.tracing import MeshTracing, server_tracing
@@ -44,6 +46,7 @@ class Runtime:
     channels: list[grpc.aio.Channel] = field(default_factory=list)
     bulkhead_pools: dict[str, Bulkhead] = field(default_factory=dict)
     tracing: MeshTracing | None = None
+    tls: MeshTls | None = None
 
     def edge_policy(self, callee: str) -> EdgePolicy:
         return self.policy.edge(f"{self.config.name}_to_{callee}")
@@ -62,7 +65,9 @@ class Runtime:
             policy=self.edge_policy(callee),
             bus=self.bus,
             clock=SystemClock(),
-            options=message_size_options(self.config.max_message_bytes),
+            options=[*message_size_options(self.config.max_message_bytes),
+                     *(self.tls.channel_options(callee) if self.tls else ())],
+            credentials=self.tls.channel_credentials() if self.tls else None,
             bulkhead_pools=self.bulkhead_pools,
             services=(service(callee).grpc_service,),
             attempt_observer=self.tracing.attempt_observer if self.tracing else None,
@@ -90,7 +95,7 @@ def message_size_options(max_bytes: int) -> list[tuple[str, Any]]:
 
 
 async def _start_admin(config: ServiceConfig, faults: FaultTable) -> grpc.aio.Server:
-    admin = grpc.aio.server()
+    admin = grpc.aio.server(options=message_size_options(config.max_message_bytes))
     admin_pb2_grpc.add_FaultAdminServicer_to_server(FaultAdminServicer(faults), admin)
     reflection.enable_server_reflection(
         (admin_pb2.DESCRIPTOR.services_by_name["FaultAdmin"].full_name, reflection.SERVICE_NAME),
@@ -116,15 +121,18 @@ async def serve(
     metrics = MeshMetrics(CollectorRegistry(), service=name)
     bus.subscribe(metrics.listener)
     faults = FaultTable.from_env(env)
+    front = gateway_interceptors(name, env)  # API key, then per-key rate limit
+    tls = MeshTls.from_env(env)
     tracing = MeshTracing.from_env(name, env)
     if tracing is not None:
         bus.subscribe(tracing.listener)
-    runtime = Runtime(config, policy, bus, faults, metrics, tracing=tracing)
+    runtime = Runtime(config, policy, bus, faults, metrics, tracing=tracing, tls=tls)
     built = await build(runtime)
 
     server = grpc.aio.server(
         interceptors=[
-            *server_tracing(tracing), *server_interceptors(name, policy.server(name), bus, faults)
+            *server_tracing(tracing), *front,
+            *server_interceptors(name, policy.server(name), bus, faults),
         ],
         options=message_size_options(config.max_message_bytes),
     )
@@ -134,7 +142,10 @@ async def serve(
     reflection.enable_server_reflection(
         (*built.names, health.SERVICE_NAME, reflection.SERVICE_NAME), server
     )
-    port = server.add_insecure_port(config.listen_addr)
+    if tls is not None and tls.serves_tls(name):
+        port = server.add_secure_port(config.listen_addr, tls.server_credentials(name))
+    else:
+        port = server.add_insecure_port(config.listen_addr)
     if port == 0:
         raise OSError(f"{name}: cannot bind LISTEN_ADDR={config.listen_addr}")
     await server.start()

@@ -21,8 +21,8 @@ from typing import Any
 
 import grpc
 import grpc.aio
-from opentelemetry import context as otel_context
 from opentelemetry import baggage, propagate, trace
+from opentelemetry import context as otel_context
 from opentelemetry.propagators.textmap import Setter, TextMapPropagator
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 from opentelemetry.util.types import AttributeValue

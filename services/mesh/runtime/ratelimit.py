@@ -1,0 +1,112 @@
+"""Per-key rate limit at the gateway: a token bucket per API key.
+
+A call that finds its key's bucket empty fails at once with RESOURCE_EXHAUSTED and
+`grpc-retry-pushback-ms` = the time until the bucket holds a token again (at least 1 ms: a
+pushback of 0 is read as "retry now" and hung calls in grpc's own retry). The defaults are
+generous (2000 calls/s, burst 4000) so chaos experiments measure the mesh, not this limit.
+Buckets are keyed by the configured key the call authenticated with, so their number is
+bounded by the number of keys; with MESH_AUTH=off every caller shares one bucket.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import grpc
+import grpc.aio
+
+from mesh.resilience.clock import Clock, SystemClock
+from mesh.resilience.errors import PUSHBACK_KEY
+from mesh.resilience.inbound import HandlerLookup, is_exempt
+from mesh.runtime.auth import ApiKeys, bearer_token, rejection
+from mesh.runtime.config import ConfigError
+
+
+@dataclass(frozen=True)
+class RateLimitPolicy:
+    """How fast one key may call."""
+
+    rate_per_s: float
+    """MESH_RATE_LIMIT_RPS: tokens added per second per key. Default 2000; 0 turns it off."""
+    burst: float
+    """MESH_RATE_LIMIT_BURST: bucket size, calls a key may make at once. Default 4000."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> RateLimitPolicy:
+        return cls(
+            rate_per_s=_positive(environ, "MESH_RATE_LIMIT_RPS", 2000.0),
+            burst=_positive(environ, "MESH_RATE_LIMIT_BURST", 4000.0),
+        )
+
+
+def _positive(environ: Mapping[str, str], var: str, default: float) -> float:
+    raw = environ.get(var)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{var}={raw!r} is not a number") from None
+    if not value >= 0 or math.isinf(value):
+        raise ConfigError(f"{var}={raw!r} must be a finite number >= 0")
+    return value
+
+
+class TokenBucket:
+    """`burst` tokens, refilled at `rate_per_s`; `take()` answers 0.0 or the wait for one."""
+
+    def __init__(self, rate_per_s: float, burst: float, clock: Clock) -> None:
+        self._rate = rate_per_s
+        self._burst = max(burst, 1.0)
+        self._clock = clock
+        self._tokens = self._burst
+        self._at = clock.now()
+
+    def take(self) -> float:
+        """Take one token: 0.0 if granted, else seconds until one will be there."""
+        now = self._clock.now()
+        self._tokens = min(self._burst, self._tokens + (now - self._at) * self._rate)
+        self._at = now
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return 0.0
+        return (1.0 - self._tokens) / self._rate
+
+
+class RateLimitInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Mounted after AuthInterceptor: each call reaching it has a valid key (or auth is off)."""
+
+    def __init__(self, policy: RateLimitPolicy, keys: ApiKeys, clock: Clock | None = None) -> None:
+        self._policy = policy
+        self._keys = keys
+        self._clock = clock or SystemClock()
+        self._buckets: dict[bytes, TokenBucket] = {}
+
+    def _bucket(self, handler_call_details: grpc.HandlerCallDetails) -> TokenBucket:
+        principal = b""
+        if self._keys.enabled:
+            presented = bearer_token(handler_call_details.invocation_metadata) or b""
+            principal = self._keys.match(presented) or b""
+        bucket = self._buckets.get(principal)
+        if bucket is None:
+            bucket = TokenBucket(self._policy.rate_per_s, self._policy.burst, self._clock)
+            self._buckets[principal] = bucket
+        return bucket
+
+    async def intercept_service(
+        self, continuation: HandlerLookup, handler_call_details: grpc.HandlerCallDetails
+    ) -> grpc.RpcMethodHandler | None:
+        if not self._policy.rate_per_s or is_exempt(handler_call_details.method):
+            return await continuation(handler_call_details)
+        wait_s = self._bucket(handler_call_details).take()
+        if wait_s > 0:
+            pushback_ms = max(1, math.ceil(wait_s * 1000))
+            return rejection(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"rate limit: {self._policy.rate_per_s:g} calls/s per API key "
+                f"(burst {self._policy.burst:g}); retry in {pushback_ms} ms",
+                ((PUSHBACK_KEY, str(pushback_ms)),),
+            )
+        return await continuation(handler_call_details)
