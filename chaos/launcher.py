@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -20,7 +21,16 @@ from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from mesh.runtime.topology import EDGES, SERVICES, TOXIPROXY_API_PORT, Edge, ServiceSpec
+
+from mesh.runtime.tls import CA_CERT, PLAINTEXT_LISTENERS, tls_enabled
+from mesh.runtime.topology import (
+    EDGES,
+    PEERS,
+    SERVICES,
+    TOXIPROXY_API_PORT,
+    Edge,
+    ServiceSpec,
+)
 
 STATE_FILE = "mesh.json"
 
@@ -48,7 +58,7 @@ class Ports:
 
     @classmethod
     def default(cls, gateway_port: int | None = None) -> Ports:
-        listen = {s.name: s.port for s in SERVICES}
+        listen = {s.name: s.port for s in (*SERVICES, *PEERS)}
         if gateway_port:
             listen["gateway"] = gateway_port
         return cls(
@@ -62,7 +72,7 @@ class Ports:
     @classmethod
     def auto(cls) -> Ports:
         return cls(
-            listen={s.name: free_port() for s in SERVICES},
+            listen={s.name: free_port() for s in (*SERVICES, *PEERS)},
             admin={s.name: free_port() for s in SERVICES},
             metrics={s.name: free_port() for s in SERVICES},
             proxies={e.proxy_name: free_port() for e in EDGES},
@@ -112,10 +122,20 @@ def _log_tail(path: Path, lines: int = 15) -> str:
     return "\n".join(text[-lines:]) or "(no output)"
 
 
-def wait_serving(addr: str, timeout_s: float, proc: _Proc | None = None) -> None:
-    """Block until `addr` answers grpc.health.v1 Check with SERVING."""
+def health_channel(addr: str, tls_dir: Path | None = None, name: str = "") -> grpc.Channel:
+    """A blocking channel for probes: TLS (verifying `name` against the mesh CA) if `tls_dir`."""
+    if tls_dir is None:
+        return grpc.insecure_channel(addr)
+    creds = grpc.ssl_channel_credentials((tls_dir / CA_CERT).read_bytes())
+    return grpc.secure_channel(addr, creds, options=[("grpc.ssl_target_name_override", name)])
+
+
+def wait_serving(
+    addr: str, timeout_s: float, proc: _Proc | None = None, tls_dir: Path | None = None
+) -> None:
+    """Block until `addr` answers grpc.health.v1 Check with SERVING (over TLS if `tls_dir`)."""
     deadline = time.monotonic() + timeout_s
-    with grpc.insecure_channel(addr) as channel:
+    with health_channel(addr, tls_dir, proc.name if proc else "") as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while True:
             if proc is not None and proc.popen.poll() is not None:
@@ -134,6 +154,32 @@ def wait_serving(addr: str, timeout_s: float, proc: _Proc | None = None) -> None
                 tail = _log_tail(proc.log_path) if proc else ""
                 raise LaunchError(f"{name} did not report SERVING within {timeout_s:.0f} s\n{tail}")
             time.sleep(0.05)
+
+
+def _first_key(path: Path) -> str | None:
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return None
+    return next((ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")), None)
+
+
+def _wait_tcp(addr: str, timeout_s: float, proc: _Proc) -> None:
+    host, _, port = addr.rpartition(":")
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if proc.popen.poll() is not None:
+            raise LaunchError(f"{proc.name} exited with code {proc.popen.returncode}:\n"
+                              f"{_log_tail(proc.log_path)}")
+        try:
+            with socket.create_connection((host, int(port)), timeout=0.5) as sock:
+                if sock.recv(3) == b"220":
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise LaunchError(f"{proc.name} did not greet at {addr} within {timeout_s:.0f} s")
+        time.sleep(0.05)
 
 
 def _wait_http(url: str, timeout_s: float, proc: _Proc) -> None:
@@ -174,6 +220,10 @@ class Mesh:
         self.env = dict(env or {})
         self.service_env = {k: dict(v) for k, v in (service_env or {}).items()}
         self.start_timeout_s = start_timeout_s
+        self.api_key: str | None = None
+        """The key `mesh call` and the load send; generated per start unless configured."""
+        self._generated_key: str | None = None
+        self.tls_dir: Path | None = None
         self.procs: list[_Proc] = []
         self.state: MeshState | None = None
 
@@ -181,13 +231,14 @@ class Mesh:
     def toxiproxy_url(self) -> str | None:
         return None if self.direct else f"http://127.0.0.1:{self.ports.toxiproxy_api}"
 
-    def _spawn(self, name: str, args: list[str], env: Mapping[str, str]) -> _Proc:
+    def _spawn(self, name: str, args: list[str], env: Mapping[str, str],
+               python: bool = True) -> _Proc:
         log_dir = self.state_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
         log_path = log_dir / f"{name}.log"
         with log_path.open("wb") as log:
             popen = subprocess.Popen(
-                [sys.executable, *args],
+                [sys.executable, *args] if python else args,
                 env={**os.environ, **env},
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -227,12 +278,40 @@ class Mesh:
         for e in EDGES:
             if e.caller == spec.name:
                 env[e.addr_env] = self._dependency_addr(e)
+        if spec.name == "gateway" and self._generated_key:
+            env["MESH_API_KEYS"] = self._generated_key
+        if self.tls_dir is not None:
+            env.update(MESH_TLS="1", MESH_TLS_DIR=str(self.tls_dir))
         env.update(self.service_env.get(spec.name, {}))
         return env
 
+    def _prepare_security(self) -> None:
+        """Pick the API key (configured, else a fresh one) and, with MESH_TLS=1, certificates."""
+        env = {**os.environ, **self.env}
+        self._generated_key = None
+        if env.get("MESH_API_KEYS"):
+            self.api_key = env["MESH_API_KEYS"].split(",")[0].strip()
+        elif env.get("MESH_API_KEYS_FILE"):
+            self.api_key = _first_key(Path(env["MESH_API_KEYS_FILE"]))
+        else:
+            self.api_key = self._generated_key = secrets.token_urlsafe(24)
+        self.tls_dir = None
+        if tls_enabled(env):
+            self.tls_dir = Path(env.get("MESH_TLS_DIR") or self.state_dir / "certs").resolve()
+            if not (self.tls_dir / CA_CERT).exists():
+                from chaos.cli.certs import write_certs
+
+                write_certs(self.tls_dir)
+
+    def _wait_serving(self, spec: ServiceSpec, env: Mapping[str, str], proc: _Proc) -> None:
+        tls = self.tls_dir if spec.name not in PLAINTEXT_LISTENERS else None
+        wait_serving(env["LISTEN_ADDR"], self.start_timeout_s, proc, tls)
+
     def start(self) -> MeshState:
         self.state_dir.mkdir(parents=True, exist_ok=True)
+        self._prepare_security()
         try:
+            self._start_peers()
             if not self.direct:
                 config = self.state_dir / "toxiproxy.json"
                 config.write_text(json.dumps(self.proxy_config(), indent=2))
@@ -245,7 +324,7 @@ class Mesh:
             for spec in SERVICES:
                 env = self._service_env(spec)
                 proc = self._spawn(spec.name, ["-m", spec.module], env)
-                wait_serving(env["LISTEN_ADDR"], self.start_timeout_s, proc)
+                self._wait_serving(spec, env, proc)
         except BaseException:
             self.stop()
             raise
@@ -275,7 +354,12 @@ class Mesh:
             pids={p.name: p.popen.pid for p in self.procs},
             policy=self.policy,
             state_dir=str(self.state_dir),
-            api_key=self.env.get("MESH_API_KEYS"),
+            api_key=self.api_key,
+            extra={
+                "redis": f"127.0.0.1:{self.ports.listen['redis']}",
+                "smtp": f"127.0.0.1:{self.ports.listen['smtp']}",
+                "mailbox": str(self.state_dir / "mailbox"),
+            },
         )
 
     def restart_service(self, name: str, sig: signal.Signals = signal.SIGTERM) -> int:
@@ -290,7 +374,7 @@ class Mesh:
         self.procs.remove(proc)
         env = self._service_env(spec)
         new = self._spawn(spec.name, ["-m", spec.module], env)
-        wait_serving(env["LISTEN_ADDR"], self.start_timeout_s, new)
+        self._wait_serving(spec, env, new)
         if self.state is not None:
             self.state.pids[name] = new.popen.pid
             self.state.save(self.state_dir)
@@ -302,7 +386,8 @@ class Mesh:
         How an experiment switches between its variants: each variant starts from fresh
         breakers, budgets and caches, as after a deploy.
         """
-        services = [p for p in self.procs if p.name != "toxiproxy"]
+        names = {s.name for s in SERVICES}
+        services = [p for p in self.procs if p.name in names]
         for proc in reversed(services):
             if proc.popen.poll() is None:
                 proc.popen.send_signal(signal.SIGTERM)
@@ -318,12 +403,47 @@ class Mesh:
             for spec in SERVICES:
                 env = self._service_env(spec)
                 new = self._spawn(spec.name, ["-m", spec.module], env)
-                wait_serving(env["LISTEN_ADDR"], self.start_timeout_s, new)
+                self._wait_serving(spec, env, new)
         except BaseException:
             self.stop()
             raise
         self.state = self._describe()
         self.state.save(self.state_dir)
+
+    def _start_peers(self) -> None:
+        """Redis (the receipt queue) and the SMTP sink, ready before anything calls them."""
+        from chaos.jobs.redis_server import redis_args, wait_ping
+
+        redis_addr = f"127.0.0.1:{self.ports.listen['redis']}"
+        proc = self._spawn("redis", redis_args(self.ports.listen["redis"],
+                                               self.state_dir / "redis"), {}, python=False)
+        if not wait_ping(redis_addr, self.start_timeout_s) or proc.popen.poll() is not None:
+            raise LaunchError(f"redis-server did not answer PING at {redis_addr}:\n"
+                              f"{_log_tail(proc.log_path)}")
+        smtp_addr = f"127.0.0.1:{self.ports.listen['smtp']}"
+        proc = self._spawn("smtp", ["-m", "chaos.jobs.smtp_sink", "--listen", smtp_addr,
+                                    "--dir", str(self.state_dir / "mailbox")], {})
+        _wait_tcp(smtp_addr, self.start_timeout_s, proc)
+
+    def start_worker(self, name: str, env: Mapping[str, str]) -> int:
+        """One more receipt worker (experiments crash it); stopped with the mesh. Its PID."""
+        from mesh.runtime.topology import service
+
+        spec = service("notification")
+        worker_env = {**self._service_env(spec), "LISTEN_ADDR": f"127.0.0.1:{free_port()}",
+                      "ADMIN_ADDR": f"127.0.0.1:{free_port()}",
+                      "METRICS_ADDR": f"127.0.0.1:{free_port()}", **env}
+        proc = self._spawn(name, ["-m", spec.module], worker_env)
+        self._wait_serving(spec, worker_env, proc)
+        return proc.popen.pid
+
+    def kill(self, name: str, sig: signal.Signals = signal.SIGKILL) -> int:
+        """Signal one process by name (kill -9 by default) and wait for it; its exit code.
+        It stays listed, so restart_service() can bring a mesh service back."""
+        proc = next(p for p in self.procs if p.name == name)
+        if proc.popen.poll() is None:
+            proc.popen.send_signal(sig)
+        return proc.popen.wait(15)
 
     def alive(self) -> list[str]:
         return [p.name for p in self.procs if p.popen.poll() is None]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from chaos.cli import bench, call, chaos_cmd, demo, toxiproxy, traces, up
+from chaos.cli import bench, call, certs, chaos_cmd, demo, soak, toxiproxy, traces, up
+from chaos.cli.jobs import app as jobs_app
 
 app = typer.Typer(
     name="mesh",
@@ -20,7 +21,10 @@ app.command("toxiproxy")(toxiproxy.toxiproxy)
 app.add_typer(bench.app, name="bench")
 app.command("demo")(demo.demo)
 app.add_typer(chaos_cmd.app, name="chaos")
+app.add_typer(jobs_app, name="jobs")
 app.command("traces")(traces.traces)
+app.command("certs")(certs.certs)
+app.command("soak")(soak.soak)
 
 
 def main() -> None:

@@ -53,37 +53,22 @@ def verdict_table(results: list[ExperimentResult]) -> Table:
 
 
 async def _run_all(runner: Runner, experiments: list[tuple[str, Path]],
-                   progress: Progress) -> list[ExperimentResult]:
+                   progress: Progress, reports: Path) -> list[ExperimentResult]:
     results = []
     for name, path in experiments:
         _, exp = load_experiment(str(path))
         progress.console.rule(f"{name}")
         result = await runner.run(name, path, exp)
         print_result(progress.console, result)
+        write_report(result, reports / name)
         results.append(result)
     return results
 
 
-@app.command()
-def run(
-    experiments: Annotated[list[str] | None, typer.Argument(
-        help="Names from `mesh chaos list`, or paths to YAML files.")] = None,
-    all_: Annotated[bool, typer.Option("--all", help="Run the whole catalogue.")] = False,
-    target: Annotated[str | None, typer.Option(
-        help="Run against a running mesh instead of starting one: "
-        "toxiproxy=URL,gateway=HOST:PORT[,admin.SERVICE=ADDR][,metrics.SERVICE=URL]")] = None,
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write all numbers here.")]
-    = None,
-    reports: Annotated[Path, typer.Option(help="Folder for report.md and plots.")]
-    = Path("reports"),
-    state_dir: Annotated[Path, typer.Option(help="State of the embedded mesh.")]
-    = Path("var/chaos"),
-) -> None:
-    """Run experiments; exit 1 when a hypothesis does not hold, 2 on bad input."""
-    names = list(experiments or [])
+def execute(names: list[str], target: str | None, json_path: Path | None, reports: Path,
+            state_dir: Path) -> list[ExperimentResult]:
+    """Run the named experiments (embedded mesh unless `target`); print and write reports."""
     try:
-        if all_:
-            names = [p.stem for p, _ in catalogue()]
         if not names:
             raise ExperimentError("name at least one experiment, or --all")
         resolved = [(Path(n).stem, load_experiment(n)[0]) for n in names]
@@ -107,7 +92,7 @@ def run(
             def tick(label: str, done: int, total: int) -> None:
                 progress.update(bar, description=label, completed=done, total=total)
 
-            results = asyncio.run(_run_all(Runner(tgt, tick), resolved, progress))
+            results = asyncio.run(_run_all(Runner(tgt, tick), resolved, progress, reports))
     except LaunchError as err:
         console.print(f"[red]could not start the mesh:[/red] {err}")
         raise typer.Exit(1) from None
@@ -115,17 +100,39 @@ def run(
         console.print(f"[red]error:[/red] {err}")
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted: every fault was removed[/yellow]")
+        console.print("[yellow]interrupted: every fault was removed, the mesh stopped[/yellow]")
         raise typer.Exit(130) from None
     finally:
         if mesh is not None:
             mesh.stop()
-    for r in results:
-        write_report(r, reports / r.name)
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps([to_json(r) for r in results], indent=1))
     console.print(verdict_table(results))
-    console.print(f"reports in {reports}/ ({time.monotonic() - started:.0f} s in all)")
+    held = sum(r.held for r in results)
+    console.print(f"{held} of {len(results)} hypotheses held; reports in {reports}/ "
+                  f"({time.monotonic() - started:.0f} s in all)")
+    return results
+
+
+@app.command()
+def run(
+    experiments: Annotated[list[str] | None, typer.Argument(
+        help="Names from `mesh chaos list`, or paths to YAML files.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Run the whole catalogue.")] = False,
+    target: Annotated[str | None, typer.Option(
+        help="Run against a running mesh instead of starting one: "
+        "toxiproxy=URL,gateway=HOST:PORT[,api_key=KEY][,admin.SERVICE=ADDR]"
+        "[,metrics.SERVICE=URL]")] = None,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write all numbers here.")]
+    = None,
+    reports: Annotated[Path, typer.Option(help="Folder for report.md and plots.")]
+    = Path("reports"),
+    state_dir: Annotated[Path, typer.Option(help="State of the embedded mesh.")]
+    = Path("var/chaos"),
+) -> None:
+    """Run experiments; exit 1 when a hypothesis does not hold, 2 on bad input."""
+    names = [p.stem for p, _ in catalogue()] if all_ else list(experiments or [])
+    results = execute(names, target, json_path, reports, state_dir)
     if not all(r.held for r in results):
         raise typer.Exit(1)

@@ -73,6 +73,15 @@ def up(
         f"\ntry:  [bold]mesh call home --user u-0001[/bold]   "
         f"(gateway {state.gateway}; state in {state_dir / 'mesh.json'})"
     )
+    if state.api_key:
+        console.print(
+            "\nthe gateway wants an API key (generated for this run unless MESH_API_KEYS is set):\n"
+            f"  export MESH_API_KEY={state.api_key}   # `mesh call` also finds it in mesh.json\n"
+            f"  grpcurl -plaintext -H 'authorization: Bearer {state.api_key}' "
+            f"-d '{{\"user_id\": \"u-0001\"}}' {state.gateway} mesh.v1.Gateway/GetHome"
+        )
+    if mesh.tls_dir is not None:
+        console.print(f"TLS between services: on (certificates in {mesh.tls_dir})")
     console.print("Ctrl-C stops everything.")
     while not stop.wait(0.5):
         dead = [p.name for p in mesh.procs if p.popen.poll() is not None]

@@ -1,5 +1,9 @@
 """The payment ledger: SQLite in WAL mode, one charge per idempotency key, durable on commit.
 
+Outbox: a SUCCEEDED charge and its receipt job commit in one transaction (table `outbox`);
+the relay (mesh.payment.outbox) hands unsent rows to the queue later, so a charge committed
+while Redis is down still gets its receipt, and a receipt never exists without its charge.
+
 Durability: `journal_mode=WAL` with `synchronous=FULL` fsyncs the WAL on every commit, so a
 charge acknowledged to a caller survives kill -9 and power loss (NORMAL would only survive a
 process crash). Every write runs on one dedicated thread, so SQLite sees a single writer and
@@ -10,13 +14,19 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import sqlite3
 import time
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
+from mesh.notification.receipt import Receipt, job_id_for
 from mesh.payment.ids import charge_id_for
+
+T = TypeVar("T")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS charges (
@@ -30,6 +40,14 @@ CREATE TABLE IF NOT EXISTS charges (
     decline_reason  TEXT NOT NULL DEFAULT '',
     created_at      REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS outbox (
+    job_id     TEXT PRIMARY KEY,
+    charge_id  TEXT NOT NULL REFERENCES charges (charge_id),
+    payload    TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    sent_at    REAL
+);
+CREATE INDEX IF NOT EXISTS outbox_unsent ON outbox (created_at) WHERE sent_at IS NULL;
 """
 
 
@@ -44,6 +62,17 @@ class ChargeRecord:
     currency: str
     status: str
     decline_reason: str
+    created_at: float
+
+
+@dataclass(frozen=True)
+class OutboxRow:
+    """A receipt job waiting for the relay."""
+
+    job_id: str
+    charge_id: str
+    payload: str
+    """The job's data as JSON."""
     created_at: float
 
 
@@ -68,24 +97,42 @@ class Ledger:
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(SCHEMA)
 
-    async def _run(self, fn, *args):  # type: ignore[no-untyped-def]
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
 
     async def charge(
-        self, key: str, user_id: str, amount_cents: int, currency: str, decline_reason: str
+        self, key: str, user_id: str, amount_cents: int, currency: str, decline_reason: str,
+        trace: Mapping[str, str] | None = None,
     ) -> tuple[ChargeRecord, bool]:
-        """Commit a charge for `key`, or return the one it already made (replayed=True)."""
+        """Commit a charge for `key`, or return the one it already made (replayed=True).
+
+        A new SUCCEEDED charge commits its receipt job (carrying `trace`) with it."""
         result: tuple[ChargeRecord, bool] = await self._run(
-            self._charge_sync, key, user_id, amount_cents, currency, decline_reason
+            self._charge_sync, key, user_id, amount_cents, currency, decline_reason, trace
         )
         return result
+
+    async def unsent(self, limit: int = 100) -> list[OutboxRow]:
+        """Receipt jobs not yet handed to the queue, oldest first."""
+        rows: list[OutboxRow] = await self._run(self._unsent_sync, limit)
+        return rows
+
+    async def mark_sent(self, job_ids: list[str]) -> None:
+        await self._run(self._mark_sent_sync, job_ids, time.time())
+
+    async def outbox_pending(self) -> int:
+        n: int = await self._run(lambda: self._db.execute(
+            "SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL").fetchone()[0])
+        return n
 
     async def get(self, charge_id: str = "", key: str = "") -> ChargeRecord | None:
         record: ChargeRecord | None = await self._run(self._get_sync, charge_id, key)
         return record
 
     async def count(self) -> int:
-        n: int = await self._run(lambda: self._db.execute("SELECT COUNT(*) FROM charges").fetchone()[0])
+        n: int = await self._run(
+            lambda: self._db.execute("SELECT COUNT(*) FROM charges").fetchone()[0]
+        )
         return n
 
     async def close(self) -> None:
@@ -93,7 +140,8 @@ class Ledger:
         self._pool.shutdown(wait=True)
 
     def _charge_sync(
-        self, key: str, user_id: str, amount_cents: int, currency: str, decline_reason: str
+        self, key: str, user_id: str, amount_cents: int, currency: str, decline_reason: str,
+        trace: Mapping[str, str] | None = None,
     ) -> tuple[ChargeRecord, bool]:
         digest = request_hash(user_id, amount_cents, currency)
         self._db.execute("BEGIN IMMEDIATE")
@@ -119,11 +167,39 @@ class Ledger:
                 (record.charge_id, key, digest, user_id, amount_cents, currency,
                  record.status, decline_reason, record.created_at),
             )
+            if record.status == "SUCCEEDED":
+                self._add_receipt_job(record, trace)
             self._db.execute("COMMIT")
             return record, False
         except BaseException:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
+            raise
+
+    def _add_receipt_job(self, record: ChargeRecord, trace: Mapping[str, str] | None) -> None:
+        receipt = Receipt(record.charge_id, record.user_id, record.amount_cents,
+                          record.currency, record.created_at)
+        self._db.execute(
+            "INSERT INTO outbox (job_id, charge_id, payload, created_at) VALUES (?, ?, ?, ?)",
+            (job_id_for(record.charge_id), record.charge_id,
+             json.dumps(receipt.to_data(trace)), record.created_at),
+        )
+
+    def _unsent_sync(self, limit: int) -> list[OutboxRow]:
+        rows = self._db.execute(
+            "SELECT job_id, charge_id, payload, created_at FROM outbox WHERE sent_at IS NULL "
+            "ORDER BY created_at LIMIT ?", (limit,),
+        ).fetchall()
+        return [OutboxRow(*row) for row in rows]
+
+    def _mark_sent_sync(self, job_ids: list[str], now: float) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.executemany("UPDATE outbox SET sent_at = ? WHERE job_id = ?",
+                                 [(now, j) for j in job_ids])
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
             raise
 
     def _get_sync(self, charge_id: str, key: str) -> ChargeRecord | None:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import grpc
+from opentelemetry import propagate
 
 from mesh.catalogue import TIER_LIMIT_CENTS, User
+from mesh.notification.metrics import JobMetrics
 from mesh.payment.ledger import ChargeRecord, IdempotencyConflict, Ledger
+from mesh.payment.outbox import relay_from_env
 from mesh.runtime.server import Runtime, Service
 from mesh.runtime.validation import (
     FieldError,
@@ -48,8 +52,9 @@ def to_proto(record: ChargeRecord) -> payment_pb2.Charge:
 class PaymentServicer(payment_pb2_grpc.PaymentServiceServicer):
     """Charge is safe to retry with the same key: the ledger maps a key to one charge."""
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: Ledger, on_commit: Callable[[], None] | None = None) -> None:
         self._ledger = ledger
+        self._on_commit = on_commit
 
     async def Charge(
         self, request: payment_pb2.ChargeRequest, context: grpc.aio.ServicerContext
@@ -64,9 +69,12 @@ class PaymentServicer(payment_pb2_grpc.PaymentServiceServicer):
         user = known_user(user_id)
         if user is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"user_id: no user {user_id!r}")
+            return payment_pb2.ChargeResponse()  # abort raised; for the type checker
+        trace: dict[str, str] = {}
+        propagate.inject(trace)  # the receipt job continues this trace
         try:
             record, replayed = await self._ledger.charge(
-                key, user_id, amount, currency, decline_reason(user, amount)
+                key, user_id, amount, currency, decline_reason(user, amount), trace
             )
         except IdempotencyConflict:
             await context.abort(
@@ -74,6 +82,8 @@ class PaymentServicer(payment_pb2_grpc.PaymentServiceServicer):
                 "idempotency_key: already used for a charge with a different "
                 "user, amount or currency",
             )
+        if not replayed and self._on_commit is not None:
+            self._on_commit()
         return payment_pb2.ChargeResponse(charge=to_proto(record), replayed=replayed)
 
     async def GetCharge(
@@ -90,6 +100,7 @@ class PaymentServicer(payment_pb2_grpc.PaymentServiceServicer):
                 "charge_id: no such charge (if a checkout was PENDING, nothing was charged: "
                 "retry it with the same idempotency key)",
             )
+            return payment_pb2.ChargeResponse()  # abort raised; for the type checker
         return payment_pb2.ChargeResponse(charge=to_proto(record), replayed=True)
 
 
@@ -100,11 +111,19 @@ def ledger_path() -> Path:
 
 async def build(runtime: Runtime) -> Service:
     ledger = Ledger(ledger_path())
-    servicer = PaymentServicer(ledger)
+    relay = relay_from_env(ledger, runtime.config.dependencies["redis"],
+                           JobMetrics(runtime.metrics.registry, "receipts"))
+    relay.start()
+    servicer = PaymentServicer(ledger, on_commit=relay.notify)
+
+    async def close() -> None:
+        await relay.close()
+        await ledger.close()
+
     return Service(
         names=[payment_pb2.DESCRIPTOR.services_by_name["PaymentService"].full_name],
         register=lambda server: payment_pb2_grpc.add_PaymentServiceServicer_to_server(
             servicer, server
         ),
-        close=ledger.close,
+        close=close,
     )

@@ -24,6 +24,7 @@ from mesh.resilience.policy import EdgePolicy, MeshPolicy, load_policy
 from mesh.resilience.server import FaultAdminServicer, FaultTable, server_interceptors
 from mesh.runtime.auth import gateway_interceptors
 from mesh.runtime.config import ServiceConfig
+from mesh.runtime.decoding import RequestDecodingInterceptor
 from mesh.runtime.logging import setup_logging
 from mesh.runtime.tls import MeshTls
 from mesh.runtime.topology import service
@@ -95,7 +96,10 @@ def message_size_options(max_bytes: int) -> list[tuple[str, Any]]:
 
 
 async def _start_admin(config: ServiceConfig, faults: FaultTable) -> grpc.aio.Server:
-    admin = grpc.aio.server(options=message_size_options(config.max_message_bytes))
+    admin = grpc.aio.server(
+        interceptors=[RequestDecodingInterceptor()],
+        options=message_size_options(config.max_message_bytes),
+    )
     admin_pb2_grpc.add_FaultAdminServicer_to_server(FaultAdminServicer(faults), admin)
     reflection.enable_server_reflection(
         (admin_pb2.DESCRIPTOR.services_by_name["FaultAdmin"].full_name, reflection.SERVICE_NAME),
@@ -131,6 +135,7 @@ async def serve(
 
     server = grpc.aio.server(
         interceptors=[
+            RequestDecodingInterceptor(),  # outermost: a corrupt payload -> INVALID_ARGUMENT
             *server_tracing(tracing), *front,
             *server_interceptors(name, policy.server(name), bus, faults),
         ],

@@ -47,25 +47,40 @@ RECOMMENDATION = ServiceSpec(
     "recommendation", 50053, 50153, 9466, "mesh.recommendation", "mesh.v1.RecommendationService"
 )
 PAYMENT = ServiceSpec("payment", 50054, 50154, 9467, "mesh.payment", "mesh.v1.PaymentService")
+NOTIFICATION = ServiceSpec(
+    "notification", 50055, 50155, 9468, "mesh.notification", "grpc.health.v1.Health"
+)
+"""The receipt worker: a BullMQ consumer; its gRPC port serves health only."""
 
-SERVICES: tuple[ServiceSpec, ...] = (PROFILE, RECOMMENDATION, PAYMENT, GATEWAY)
+SERVICES: tuple[ServiceSpec, ...] = (PROFILE, RECOMMENDATION, PAYMENT, NOTIFICATION, GATEWAY)
 """In start-up order: dependencies before their callers."""
+
+REDIS = ServiceSpec("redis", 6390, 0, 0, "", "")
+SMTP = ServiceSpec("smtp", 2525, 0, 0, "", "")
+PEERS: tuple[ServiceSpec, ...] = (REDIS, SMTP)
+"""Third-party peers (not gRPC: no admin or metrics port, no module), started before Toxiproxy.
+Redis holds the receipt queue; SMTP is where receipts go (a local sink, Mailpit in compose)."""
 
 EDGES: tuple[Edge, ...] = (
     Edge("gateway", "payment", 26054),
     Edge("gateway", "profile", 26052),
     Edge("gateway", "recommendation", 26053),
     Edge("recommendation", "profile", 26152),
+    Edge("payment", "redis", 26390),
+    Edge("notification", "redis", 26391),
+    Edge("notification", "smtp", 26525),
 )
 
 TOXIPROXY_API_PORT = 8474
 
 
 def service(name: str) -> ServiceSpec:
-    for spec in SERVICES:
+    """A service or a peer by name."""
+    for spec in (*SERVICES, *PEERS):
         if spec.name == name:
             return spec
-    raise KeyError(f"unknown service {name!r}; known: {', '.join(s.name for s in SERVICES)}")
+    known = ", ".join(s.name for s in (*SERVICES, *PEERS))
+    raise KeyError(f"unknown service {name!r}; known: {known}")
 
 
 def edges_from(caller: str) -> tuple[Edge, ...]:

@@ -1,0 +1,136 @@
+"""The receipt job's contract, shared by its producer (payment's relay) and its consumer.
+
+A receipt job is named `receipt`, lives on the `receipts` queue and has the id
+`receipt-<charge id>`: BullMQ adds a job id once, so one charge can never queue two receipts.
+Its attempts and backoff travel with the job (set at enqueue), so whoever enqueues decides how
+hard a receipt is retried; the worker only computes the delays.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+QUEUE = "receipts"
+JOB_NAME = "receipt"
+BACKOFF_TYPE = "exponential-jitter"
+_CHARGE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_USER_ID = re.compile(r"^u-\d{4}$")
+_CURRENCY = re.compile(r"^[A-Z]{3}$")
+
+
+class BadPayload(ValueError):
+    """A job's data is not a receipt; retrying cannot fix it (the message says which field)."""
+
+
+def job_id_for(charge_id: str) -> str:
+    return f"receipt-{charge_id}"
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """What a receipt says: one successful charge."""
+
+    charge_id: str
+    user_id: str
+    amount_cents: int
+    currency: str
+    created_at: float
+
+    def to_data(self, trace: Mapping[str, str] | None = None) -> dict[str, Any]:
+        return {
+            "charge_id": self.charge_id, "user_id": self.user_id,
+            "amount_cents": self.amount_cents, "currency": self.currency,
+            "created_at": self.created_at, "trace": dict(trace or {}),
+        }
+
+    @classmethod
+    def from_data(cls, data: Any) -> Receipt:
+        """Validate job data; raise BadPayload naming the first bad field."""
+        if not isinstance(data, dict):
+            raise BadPayload(f"bad payload: job data is {type(data).__name__}, not an object")
+
+        def field(name: str, kind: type, pattern: re.Pattern[str] | None = None) -> Any:
+            if name not in data:
+                raise BadPayload(f"bad payload: {name}: required")
+            value = data[name]
+            if kind is float and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise BadPayload(f"bad payload: {name}: {value!r} is not {kind.__name__}")
+            if pattern is not None and not pattern.match(str(value)):
+                raise BadPayload(f"bad payload: {name}: {value!r} is malformed")
+            return value
+
+        amount = field("amount_cents", int)
+        if amount <= 0:
+            raise BadPayload(f"bad payload: amount_cents: {amount} must be > 0")
+        created = field("created_at", float)
+        if not math.isfinite(created):
+            raise BadPayload("bad payload: created_at: not a finite number")
+        return cls(
+            charge_id=field("charge_id", str, _CHARGE_ID),
+            user_id=field("user_id", str, _USER_ID),
+            amount_cents=amount,
+            currency=field("currency", str, _CURRENCY),
+            created_at=created,
+        )
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How hard one receipt is tried, set on the job when it is enqueued."""
+
+    attempts: int = 5
+    """RECEIPT_ATTEMPTS: total tries (BullMQ's default 1 means no retry at all)."""
+    backoff_s: float = 2.0
+    """RECEIPT_BACKOFF_S: the first retry's delay; the n-th waits backoff_s * 2**(n-1)."""
+    jitter: float = 0.2
+    """RECEIPT_BACKOFF_JITTER: each delay is cut by up to this fraction at random, so receipts
+    that failed together do not all come back together."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> RetryPolicy:
+        from mesh.runtime.config import ConfigError
+
+        try:
+            policy = cls(
+                attempts=int(environ.get("RECEIPT_ATTEMPTS", cls.attempts)),
+                backoff_s=float(environ.get("RECEIPT_BACKOFF_S", cls.backoff_s)),
+                jitter=float(environ.get("RECEIPT_BACKOFF_JITTER", cls.jitter)),
+            )
+        except ValueError as err:
+            raise ConfigError(f"RECEIPT_*: {err}") from None
+        if policy.attempts < 1 or policy.backoff_s < 0 or not 0 <= policy.jitter <= 1:
+            raise ConfigError("RECEIPT_ATTEMPTS >= 1, RECEIPT_BACKOFF_S >= 0, "
+                              "0 <= RECEIPT_BACKOFF_JITTER <= 1")
+        return policy
+
+    def job_options(self, job_id: str) -> dict[str, Any]:
+        """BullMQ job options (the API speaks milliseconds)."""
+        return {
+            "jobId": job_id,
+            "attempts": self.attempts,
+            "backoff": {"type": BACKOFF_TYPE, "delay": round(self.backoff_s * 1000),
+                        "jitter": self.jitter},
+            "removeOnComplete": {"age": 7 * 24 * 3600, "count": 10_000},
+            "removeOnFail": {"age": 30 * 24 * 3600},
+        }
+
+    def schedule_s(self) -> list[float]:
+        """When each attempt starts, after the first, with no jitter: 0, 2, 6, 14, 30 at 2 s."""
+        return [self.backoff_s * (2**n - 1) for n in range(self.attempts)]
+
+
+def backoff_delay_ms(attempts_made: int, backoff: Mapping[str, Any],
+                     rng: random.Random | None = None) -> int:
+    """The delay before the next attempt after `attempts_made` failed ones."""
+    base = float(backoff.get("delay") or 0)
+    jitter = float(backoff.get("jitter", 0.0))
+    delay: float = base * 2.0 ** (max(attempts_made, 1) - 1)
+    cut: float = (rng or random).random() * jitter if jitter else 0.0
+    return round(delay * (1.0 - cut))

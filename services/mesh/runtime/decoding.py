@@ -1,0 +1,48 @@
+"""Undecodable requests answered as INVALID_ARGUMENT instead of grpc's UNKNOWN.
+
+grpc.aio decodes a request before any interceptor's behaviour runs, and a protobuf
+DecodeError there ends the call as UNKNOWN "Unexpected DecodeError" with a logged traceback:
+to a caller, and to our alerts, that looks like a bug in the service. This interceptor, the
+outermost, takes decoding over: the handler receives bytes, decodes them itself, and answers
+a corrupt payload with INVALID_ARGUMENT naming the expected message type.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+import grpc.aio
+
+from mesh.resilience.inbound import Behaviour, HandlerLookup
+
+
+class RequestDecodingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Decodes unary requests in the handler so a corrupt payload gets a deliberate status."""
+
+    async def intercept_service(
+        self, continuation: HandlerLookup, handler_call_details: grpc.HandlerCallDetails
+    ) -> grpc.RpcMethodHandler | None:
+        handler = await continuation(handler_call_details)
+        if handler is None or handler.unary_unary is None or handler.request_deserializer is None:
+            return handler
+        return handler._replace(
+            request_deserializer=None,
+            unary_unary=_decoding(
+                handler.unary_unary, handler.request_deserializer, handler_call_details.method
+            ),
+        )
+
+
+def _decoding(inner: Behaviour, decode: Any, method: str) -> Behaviour:
+    async def behaviour(request: bytes, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            message = decode(request)
+        except Exception:  # DecodeError, invalid UTF-8, ...: all mean a corrupt payload
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"request: not a valid encoding of the {method.rsplit('/', 1)[-1]} request",
+            )
+        return await inner(message, context)
+
+    return behaviour
