@@ -54,3 +54,14 @@ bench: $(STAMP) ## Pipeline and proxy overhead benchmarks
 
 clean: ## Remove state written by runs (var/, reports/)
 	rm -rf var reports
+
+.PHONY: fuzz soak
+FUZZ_EXAMPLES ?= 5000
+SOAK_DURATION ?= 600
+
+fuzz: $(STAMP) ## Fuzz every RPC with random and mutated bytes (FUZZ_EXAMPLES=5000)
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/integration/hardening/test_fuzz.py -q -s
+
+soak: $(STAMP) ## Load + random chaos; RSS/FD growth and lost charges (SOAK_DURATION=600 s)
+	@mkdir -p reports
+	$(BIN)/mesh soak --duration $(SOAK_DURATION) --json reports/soak.json

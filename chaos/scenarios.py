@@ -48,3 +48,6 @@ def scenario(name: str) -> Callable[[Scenario], Scenario]:
         return fn
 
     return register
+
+
+from chaos.jobs import experiments as _jobs  # noqa: E402,F401 - registers the job scenarios

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from decimal import Decimal, InvalidOperation
@@ -24,6 +25,8 @@ from chaos.load import metadata_for
 
 app = typer.Typer(help="Call the gateway's RPCs and print the answer.", no_args_is_help=True)
 console = Console()
+notes = Console(stderr=True)
+"""Timing notes go to stderr, so `--json` output on stdout stays machine-readable."""
 M = TypeVar("M", bound=Message)
 
 AddrOpt = Annotated[
@@ -51,10 +54,16 @@ def _invoke(addr: str | None, timeout: float,
 
     async def go() -> M:
         async with grpc.aio.insecure_channel(target) as channel:
-            return await fn(gateway_pb2_grpc.GatewayStub(channel), metadata_for(api_key))
+            started = time.perf_counter()
+            reply = await fn(gateway_pb2_grpc.GatewayStub(channel), metadata_for(api_key))
+            elapsed_ms[0] = (time.perf_counter() - started) * 1000
+            return reply
 
+    elapsed_ms = [0.0]
     try:
-        return asyncio.run(asyncio.wait_for(go(), timeout + 1))
+        reply = asyncio.run(asyncio.wait_for(go(), timeout + 1))
+        notes.print(f"[dim]answered in {elapsed_ms[0]:.0f} ms by {target}[/dim]", highlight=False)
+        return reply
     except grpc.aio.AioRpcError as err:
         console.print(f"[red]{err.code().name}[/red]: {err.details()}")
         for key, value in err.trailing_metadata() or ():

@@ -4,10 +4,12 @@ and the reply script (`script.json`).
 Script format (experiments write it; the sink rereads it when it changes):
     {"rules": [{"code": 421, "times": 2, "match": "ch_abc"},
                {"code": 550, "match": "u-0007"},
-               {"delay_s": 0.1}]}
+               {"delay_s": 0.1},
+               {"hold_rcpt_s": 5, "match": "someone@example.test"}]}
 A rule applies to a message whose recipient, charge id or job id contains `match` (every
 message without one), `times` times (always without it); `delay_s` holds the reply. The
 first rule that applies decides; codes 4xx/5xx refuse the message, otherwise it is accepted.
+`hold_rcpt_s` holds the reply to RCPT TO (a client killed then never sends the message).
 """
 
 from __future__ import annotations

@@ -56,6 +56,15 @@ class ScriptedHandler:
             return rule
         return None
 
+    async def handle_RCPT(self, server: SMTP, session: Session, envelope: Envelope,
+                          address: str, rcpt_options: list[str]) -> str:
+        for rule in self._load_script():  # a hold here: the client dies before DATA
+            if rule.get("hold_rcpt_s") and (not rule.get("match") or rule["match"] in address):
+                await asyncio.sleep(float(rule["hold_rcpt_s"]))
+                break
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
         raw = envelope.content if isinstance(envelope.content, bytes) else str(
             envelope.content).encode()

@@ -1,0 +1,125 @@
+"""kill -9 payment in the middle of a checkout load: no acknowledged charge lost, none doubled.
+
+Every checkout the gateway acknowledged (SUCCEEDED or DECLINED) must be in the ledger exactly
+once under the charge id derived from its key; replaying every charged key with the same
+payload must come back `replayed` with the same id and add no row. The ledger file is read
+read-only, straight from disk, as the restarted payment process sees it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import grpc.aio
+import pytest
+
+from chaos.launcher import Mesh, Ports
+from chaos.load import metadata_for, run_load
+from mesh.payment.ids import charge_id_for
+from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
+
+pytestmark = pytest.mark.e2e
+
+ACKED = ("SUCCEEDED", "DECLINED")
+
+
+@pytest.fixture
+def crash_mesh(tmp_path: Path) -> Iterator[Mesh]:
+    mesh = Mesh(state_dir=tmp_path / "var", ports=Ports.auto())
+    mesh.start()
+    try:
+        yield mesh
+    finally:
+        mesh.stop()
+
+
+def ledger_rows(path: Path) -> dict[str, tuple[str, str, int, str]]:
+    """idempotency_key -> (charge_id, user_id, amount_cents, currency), read-only."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = db.execute(
+            "SELECT idempotency_key, charge_id, user_id, amount_cents, currency FROM charges"
+        ).fetchall()
+    finally:
+        db.close()
+    return {key: (cid, user, amount, cur) for key, cid, user, amount, cur in rows}
+
+
+async def test_kill_9_payment_mid_checkout_loses_and_doubles_nothing(crash_mesh: Mesh) -> None:
+    state = crash_mesh.state
+    assert state is not None
+    killed_at: list[float] = []
+
+    async def crash() -> None:
+        await asyncio.sleep(1.5)
+        killed_at.append(time.perf_counter())
+        await asyncio.to_thread(crash_mesh.restart_service, "payment", signal.SIGKILL)
+
+    load, _ = await asyncio.gather(
+        run_load(
+            state.gateway,
+            requests=100_000,
+            concurrency=8,
+            rpc_mix=("checkout",),
+            timeout_s=3.0,
+            max_duration_s=6.0,
+            api_key=state.api_key,
+        ),
+        crash(),
+    )
+    outcomes = load.outcomes
+    acked = [o for o in outcomes if o.code == "OK" and o.status in ACKED]
+    before = [o for o in acked if o.started_s < killed_at[0]]
+    after = [o for o in acked if o.started_s > killed_at[0] + 0.5]
+    assert len(before) > 20 and len(after) > 20, "the load must span the crash"
+
+    db = Path(state.state_dir) / "payment" / "ledger.sqlite3"
+    rows = ledger_rows(db)
+    assert len(rows) == len(set(rows))  # one row per key (UNIQUE), checked anyway
+    for o in acked:
+        assert o.key in rows, f"acknowledged charge {o.charge_id} lost"
+        assert rows[o.key][0] == o.charge_id == charge_id_for(o.key)
+    loaded_keys = {o.key for o in outcomes}
+    assert set(rows) <= loaded_keys  # nothing charged that nobody asked for
+
+    md = metadata_for(state.api_key)
+    async with grpc.aio.insecure_channel(state.gateway) as channel:
+        stub = gateway_pb2_grpc.GatewayStub(channel)
+        sem = asyncio.Semaphore(16)
+
+        async def resolve(key: str) -> str:
+            async with sem:
+                reply = await stub.GetCharge(
+                    payment_pb2.GetChargeRequest(idempotency_key=key), timeout=5, metadata=md
+                )
+                return str(reply.charge_id)
+
+        async def replay(key: str) -> gateway_pb2.CheckoutResponse:
+            _, user, amount, currency = rows[key]
+            async with sem:
+                return await stub.Checkout(
+                    gateway_pb2.CheckoutRequest(
+                        user_id=user, amount_cents=amount, currency=currency, idempotency_key=key
+                    ),
+                    timeout=5,
+                    metadata=md,
+                )
+
+        resolved = await asyncio.gather(*(resolve(o.key) for o in acked))
+        assert resolved == [o.charge_id for o in acked]
+        replies = await asyncio.gather(*(replay(key) for key in rows))
+    assert all(r.replayed for r in replies)
+    assert [r.charge_id for r in replies] == [rows[key][0] for key in rows]
+    assert len(ledger_rows(db)) == len(rows)
+    pending = sum(1 for o in outcomes if o.code == "OK" and o.status == "PENDING")
+    print(
+        f"\ncheckouts {len(outcomes)}, acknowledged {len(acked)}, pending {pending}, "
+        f"failed {len(outcomes) - len(acked) - pending}, ledger rows {len(rows)}, "
+        f"replayed {len(replies)}"
+    )

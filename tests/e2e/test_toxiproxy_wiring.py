@@ -1,0 +1,76 @@
+"""Every edge of `mesh up` goes through its own proxy: toxiproxy-python breaks it, `mesh call`
+shows it."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+from toxiproxy import Toxiproxy
+from toxiproxy.api import APIConsumer
+
+from chaos.launcher import Mesh
+from mesh.runtime.topology import EDGES, SERVICES
+
+pytestmark = pytest.mark.e2e
+ON_THE_HOME_PATH = {"gateway_to_profile", "gateway_to_recommendation", "recommendation_to_profile"}
+
+
+@pytest.fixture
+def toxiproxy(mesh: Mesh) -> Iterator[Toxiproxy]:
+    assert mesh.state is not None and mesh.state.toxiproxy
+    saved = (APIConsumer.host, APIConsumer.port)
+    server = Toxiproxy()
+    host, port = mesh.state.toxiproxy.removeprefix("http://").rsplit(":", 1)
+    server.update_api_consumer(host, int(port))
+    try:
+        yield server
+    finally:
+        server.reset()
+        APIConsumer.host, APIConsumer.port = saved
+
+
+def call_home(mesh: Mesh) -> tuple[float, list[dict[str, str]]]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "chaos.cli", "call", "home", "--user", "u-0003", "--json"],
+        capture_output=True, text=True, timeout=30,
+        env={**os.environ, "MESH_STATE_DIR": str(mesh.state_dir)},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    elapsed = re.search(r"answered in (\d+) ms", proc.stderr)
+    assert elapsed, proc.stderr
+    return float(elapsed.group(1)), json.loads(proc.stdout).get("degraded", [])
+
+
+def test_every_edge_has_its_own_proxy(toxiproxy: Toxiproxy) -> None:
+    assert set(toxiproxy.proxies()) == {e.proxy_name for e in EDGES}
+
+
+GRPC_EDGES = [e.proxy_name for e in EDGES if e.callee in {s.name for s in SERVICES}]
+
+
+@pytest.mark.parametrize("edge", GRPC_EDGES)
+def test_a_latency_toxic_on_any_edge_shows_in_mesh_call(
+    mesh: Mesh, toxiproxy: Toxiproxy, edge: str
+) -> None:
+    before, degraded = call_home(mesh)
+    assert degraded == []
+    proxy = toxiproxy.get_proxy(edge)
+    proxy.add_toxic(type="latency", attributes={"latency": 250})
+    after, degraded = call_home(mesh)
+    proxy.destroy_toxic("latency_downstream")
+    if edge not in ON_THE_HOME_PATH:
+        # GetHome does not cross this edge: the toxic must leave it untouched.
+        assert after < 250 and degraded == []
+    elif edge == "recommendation_to_profile":
+        # 250 ms exceeds that hop's 100 ms attempt budget: recommendations degrade.
+        assert [d["served_by"] for d in degraded] == ["popular"]
+    else:
+        assert after >= 250, f"{edge}: {after} ms"
+    restored, degraded = call_home(mesh)
+    assert degraded == [] and restored < 250

@@ -1,0 +1,95 @@
+"""A worker killed mid-job: its job is recovered after the lock expires and sent once.
+A charge committed while Redis is down: its receipt goes out once Redis is back."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bullmq import Queue
+from conftest import start_redis, worker_config, worker_process_env
+from helpers import enqueue, job, receipt, wait_state
+from prometheus_client import CollectorRegistry
+
+from chaos.launcher import free_port
+from mesh.catalogue import catalogue
+from mesh.notification.metrics import JobMetrics
+from mesh.notification.receipt import QUEUE, RetryPolicy
+from mesh.payment.ledger import Ledger
+from mesh.payment.outbox import OutboxRelay
+
+
+async def test_stalled_job_is_recovered_by_another_worker_and_sent_once(
+    redis_server: Any, smtp_sink: Any, queue_name: str, run_worker: Callable[..., Any],
+) -> None:
+    q = Queue(queue_name, {"connection": f"redis://{redis_server.addr}"})
+    r = receipt("u-0003")
+    email = catalogue().users["u-0003"].email
+    smtp_sink.mailbox.set_script([{"hold_rcpt_s": 30, "match": email}])
+    victim = subprocess.Popen(
+        [sys.executable, "-m", "mesh.notification"], stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=worker_process_env(redis_server.addr, smtp_sink.addr, queue_name,
+                               NOTIFY_LOCK_MS="1000", NOTIFY_STALLED_INTERVAL_MS="200"),
+    )
+    try:
+        job_id = await enqueue(q, r, RetryPolicy(attempts=1))
+        await wait_state(q, job_id, ("active",), timeout_s=20)  # the victim has it
+        started = (await job(q, job_id)).processedOn / 1000
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(5)
+        smtp_sink.mailbox.clear_script()
+        run_worker(worker_config(redis_server.addr, smtp_sink.addr, queue_name,
+                                 lock_ms=1000, stalled_interval_ms=200))
+        assert await wait_state(q, job_id, timeout_s=15) == "completed"
+        rerun = await job(q, job_id)
+        recovered_after = rerun.processedOn / 1000 - started
+        assert 0.9 <= recovered_after <= 4.0, recovered_after  # not before the lock expired
+        assert rerun.attemptsStarted == 2, "it ran again from the start: at-least-once"
+        assert [m.charge_id for m in smtp_sink.mailbox.messages()].count(r.charge_id) == 1
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+        await q.obliterate(force=True)
+        await q.close()
+
+
+async def test_charge_committed_while_redis_is_down_gets_its_receipt_when_it_returns(
+    tmp_path: Path, smtp_sink: Any, run_worker: Callable[..., Any],
+) -> None:
+    port = free_port()
+    addr = f"127.0.0.1:{port}"
+    ledger = Ledger(tmp_path / "ledger.sqlite3")
+    relay = OutboxRelay(ledger, addr, RetryPolicy(attempts=3, backoff_s=0.1),
+                        JobMetrics(CollectorRegistry(), QUEUE), poll_s=0.2, max_backoff_s=0.5)
+    relay.start()
+    redis = None
+    try:
+        record, _ = await ledger.charge("outbox-key-1", "u-0002", 4200, "USD", "")
+        declined, _ = await ledger.charge("outbox-key-2", "u-0002", 4300, "USD", "card_blocked")
+        relay.notify()
+        await asyncio.sleep(1.0)  # Redis is down: the relay keeps the row and backs off
+        assert [row.charge_id for row in await ledger.unsent()] == [record.charge_id]
+
+        redis = start_redis(port, tmp_path / "redis")
+        run_worker(worker_config(addr, smtp_sink.addr, QUEUE))
+        deadline = time.monotonic() + 15
+        while record.charge_id not in {m.charge_id for m in smtp_sink.mailbox.messages()}:
+            assert time.monotonic() < deadline, "no receipt after Redis came back"
+            await asyncio.sleep(0.05)
+        assert await ledger.unsent() == []
+        charges = [m.charge_id for m in smtp_sink.mailbox.messages()]
+        assert charges.count(record.charge_id) == 1
+        assert declined.charge_id not in charges, "a declined charge has no receipt"
+    finally:
+        await relay.close()
+        await ledger.close()
+        if redis is not None:
+            redis.stop()

@@ -1,0 +1,72 @@
+"""Concurrency is per worker, a limiter is per queue; one job id is one job, one receipt."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from bullmq import Queue
+from conftest import worker_config
+from helpers import enqueue, job, receipt, wait_state
+
+from mesh.notification.receipt import RetryPolicy
+
+
+@pytest.fixture
+async def queue(redis_server: Any, queue_name: str) -> Any:
+    q = Queue(queue_name, {"connection": f"redis://{redis_server.addr}"})
+    yield q
+    await q.obliterate(force=True)
+    await q.close()
+
+
+async def _drain(queue: Any, n: int) -> float:
+    ids = [await enqueue(queue, receipt()) for _ in range(n)]
+    started = time.monotonic()
+    for job_id in ids:
+        assert await wait_state(queue, job_id, timeout_s=20) == "completed"
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize(
+    ("concurrency", "rate_max", "low_s", "high_s"),
+    [(1, 0, 1.0, 3.0), (10, 0, 0.0, 0.8), (10, 10, 1.0, 2.5)],
+    ids=["concurrency-1", "concurrency-10", "concurrency-10-limit-10ps"],
+)
+async def test_concurrency_and_limiter_set_the_pace(
+    queue: Any, queue_name: str, redis_server: Any, smtp_sink: Any,
+    run_worker: Callable[..., Any], concurrency: int, rate_max: int, low_s: float, high_s: float,
+) -> None:
+    """20 jobs of 50 ms: theory 1.0 s, 0.1 s, and 1.05 s (the 20th starts in the 3rd window)."""
+    smtp_sink.mailbox.set_script([{"delay_s": 0.05, "match": "ch_t_"}])
+    run_worker(worker_config(redis_server.addr, smtp_sink.addr, queue_name,
+                             concurrency=concurrency, rate_max=rate_max))
+    elapsed = await _drain(queue, 20)
+    assert low_s <= elapsed <= high_s
+
+
+async def test_same_job_id_twice_is_one_job_and_one_receipt(
+    queue: Any, queue_name: str, redis_server: Any, smtp_sink: Any,
+    run_worker: Callable[..., Any],
+) -> None:
+    r = receipt()
+    first = await enqueue(queue, r, RetryPolicy(attempts=3))
+    second = await enqueue(queue, r, RetryPolicy(attempts=3))
+    assert first == second == f"receipt-{r.charge_id}"
+    assert sum((await queue.getJobCounts("waiting")).values()) == 1
+    worker = run_worker(worker_config(redis_server.addr, smtp_sink.addr, queue_name))
+    assert await wait_state(queue, first) == "completed"
+    await enqueue(queue, r)  # after completion too: the id is taken while the job is kept
+    await asyncio.sleep(0.3)
+    assert (await job(queue, first)).attemptsMade == 1
+    assert [m.charge_id for m in smtp_sink.mailbox.messages()].count(r.charge_id) == 1
+
+    # A job that runs again (e.g. retried by hand) finds its receipt sent: no second mail.
+    await (await job(queue, first)).retry("completed")
+    assert await wait_state(queue, first) == "completed"
+    await asyncio.sleep(0.1)
+    assert [m.charge_id for m in smtp_sink.mailbox.messages()].count(r.charge_id) == 1
+    assert worker.metrics._dupes.labels(queue_name)._value.get() == 1
