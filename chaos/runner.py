@@ -14,9 +14,11 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import grpc
 import yaml
 
 from chaos.checks import CHECKS, CheckContext
@@ -26,7 +28,9 @@ from chaos.faults import FaultEvent, Injector
 from chaos.launcher import Mesh
 from chaos.load import LoadResult, Outcome, percentile, run_load
 from chaos.toxiproxy.client import ToxiproxyClient
-from mesh.resilience.policy import PolicyError, load_policy
+from mesh.resilience.policy import PRESETS, PolicyError, load_policy
+from mesh.runtime.topology import SERVICES
+from mesh.v1 import admin_pb2, admin_pb2_grpc
 
 Progress = Callable[[str, int, int], None]
 """progress(label, done, total): called as requests complete."""
@@ -245,6 +249,13 @@ def materialise_policy(exp_path: Path, exp_name: str, variant: Variant, out_dir:
     return str(path)
 
 
+def policy_text(source: str) -> str:
+    """The YAML of a preset name or a policy file."""
+    if source in PRESETS:
+        return (resources.files("mesh") / "policies" / f"{source}.yaml").read_text()
+    return Path(source).read_text()
+
+
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> None:
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(base.get(key), dict):
@@ -359,6 +370,22 @@ class Runner:
             metrics["aborted"] = 1.0
         return PhaseResult(load, counters, metrics, list(self.injector.timeline))
 
+    async def _set_policy(self, source: str) -> bool:
+        """Swap every service's policy in place through its loopback PolicyAdmin: fresh
+        breakers, budgets and bulkheads without a restart. False when some service cannot
+        (no admin address, or a change such as gRPC's own retries that needs a restart)."""
+        services = {s.name for s in SERVICES}
+        if not services <= set(self.target.admin):
+            return False
+        request = admin_pb2.SetPolicyRequest(yaml=policy_text(source))
+        try:
+            for service in sorted(services):
+                async with grpc.aio.insecure_channel(self.target.admin[service]) as channel:
+                    await admin_pb2_grpc.PolicyAdminStub(channel).SetPolicy(request, timeout=5)
+        except grpc.aio.AioRpcError:
+            return False
+        return True
+
     async def _settle(self, limit_s: float = 15.0) -> float:
         """Wait until no service has a call in flight (the backlog of an overload drained)."""
         started = time.monotonic()
@@ -374,7 +401,9 @@ class Runner:
         policy = materialise_policy(path, name, variant, self.target.state_dir / "policies")
         result = VariantResult(variant, policy)
         await self.injector.reset_all()
-        if self.target.mesh is not None:
+        if await self._set_policy(policy):
+            pass
+        elif self.target.mesh is not None:
             await asyncio.to_thread(self.target.mesh.restart_services, policy)
         elif variant.policy != "full" or variant.overrides:
             result.skipped = ("the target's policy cannot be changed from here; "

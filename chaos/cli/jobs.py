@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, TypeVar
@@ -22,6 +23,7 @@ T = TypeVar("T")
 
 StateDir = Annotated[Path, typer.Option(help="The running mesh's state directory.")]
 RedisOpt = Annotated[str | None, typer.Option("--redis", help="HOST:PORT (default: the mesh's).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="JSON instead of a table.")]
 
 
 def _with_admin(state_dir: Path, redis: str | None,
@@ -54,6 +56,7 @@ def list_(
     limit: Annotated[int, typer.Option(help="At most this many per state.")] = 50,
     state_dir: StateDir = Path("var"),
     redis: RedisOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Jobs by state, with attempts and the reason of the last failure."""
     if state is not None and state not in STATES:
@@ -61,6 +64,9 @@ def list_(
         raise typer.Exit(2)
     states = (state,) if state else STATES
     views = _with_admin(state_dir, redis, lambda a: a.list(states, limit))
+    if as_json:
+        print(json.dumps([v.as_dict() for v in views], indent=1, default=str))
+        return
     table = Table("job", "state", "attempts", "processed", "finished", "failed reason")
     for v in views:
         table.add_row(v.id, v.state, f"{v.attempts_made}/{v.attempts}", _when(v.processed_on),
@@ -93,10 +99,14 @@ def retry(job_id: str, state_dir: StateDir = Path("var"), redis: RedisOpt = None
 def mailbox(
     state_dir: StateDir = Path("var"),
     limit: Annotated[int, typer.Option(help="The last N messages.")] = 20,
+    as_json: JsonOpt = False,
 ) -> None:
     """Receipts the local SMTP sink accepted (<state_dir>/mailbox), newest last."""
     box = Mailbox(state_dir / "mailbox")
     mails = box.messages()
+    if as_json:
+        print(json.dumps([{**vars(m), "path": str(m.path)} for m in mails[-limit:]], indent=1))
+        return
     table = Table("received", "to", "subject", "charge", "message-id",
                   title=f"{len(mails)} message(s) in {box.root}", title_justify="left")
     for m in mails[-limit:]:

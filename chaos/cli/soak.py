@@ -37,7 +37,7 @@ def growth_table(result: SoakResult) -> Table:
             _shown(g.metric, g.first),
             _shown(g.metric, g.last),
             f"{g.growth:+.1%}",
-            "[green]ok[/green]" if g.passed else "[red]GROWTH[/red]",
+            ("[green]ok[/green]" if g.passed else "[red]GROWTH[/red]") if g.judged else "info",
         )
     return table
 

@@ -55,11 +55,15 @@ async def test_kill_9_payment_mid_checkout_loses_and_doubles_nothing(crash_mesh:
     state = crash_mesh.state
     assert state is not None
     killed_at: list[float] = []
+    stop = asyncio.Event()
 
     async def crash() -> None:
         await asyncio.sleep(1.5)
         killed_at.append(time.perf_counter())
         await asyncio.to_thread(crash_mesh.restart_service, "payment", signal.SIGKILL)
+        killed_at.append(time.perf_counter())
+        await asyncio.sleep(3.0)  # checkouts against the restarted payment
+        stop.set()
 
     load, _ = await asyncio.gather(
         run_load(
@@ -68,15 +72,16 @@ async def test_kill_9_payment_mid_checkout_loses_and_doubles_nothing(crash_mesh:
             concurrency=8,
             rpc_mix=("checkout",),
             timeout_s=3.0,
-            max_duration_s=6.0,
+            max_duration_s=40.0,
             api_key=state.api_key,
+            stop=stop,
         ),
         crash(),
     )
     outcomes = load.outcomes
     acked = [o for o in outcomes if o.code == "OK" and o.status in ACKED]
     before = [o for o in acked if o.started_s < killed_at[0]]
-    after = [o for o in acked if o.started_s > killed_at[0] + 0.5]
+    after = [o for o in acked if o.started_s > killed_at[1]]
     assert len(before) > 20 and len(after) > 20, "the load must span the crash"
 
     db = Path(state.state_dir) / "payment" / "ledger.sqlite3"

@@ -53,6 +53,6 @@ def test_one_minute_soak_meets_its_targets(tmp_path: Path) -> None:
         "recommendation",
         "payment",
     }
-    assert all(g["passed"] for g in result["growth"]), summary
+    assert all(g["passed"] for g in result["growth"] if g["judged"]), summary
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert not list((tmp_path / "var").glob("mesh.json"))  # the mesh was stopped

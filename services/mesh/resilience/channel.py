@@ -36,12 +36,14 @@ def resilient_channel(
     services: Sequence[str] = (),
     call_observer: CallObserver | None = None,
     credentials: grpc.ChannelCredentials | None = None,
+    interceptor_out: list[ResilienceInterceptor] | None = None,
 ) -> grpc.aio.Channel:
     """A channel to `target` protected by `policy` (the edge's pipeline); TLS when
     `credentials` are given, else insecure.
 
     `edge` is the topology proxy name the policy was chosen by; `dependency` labels every event
-    and metric of calls on this channel.
+    and metric of calls on this channel. The interceptor is appended to `interceptor_out` when
+    given, so its `pipeline` can be replaced when the policy changes at runtime.
     """
     clock = clock or SystemClock()
     pipeline = build_pipeline(
@@ -49,6 +51,8 @@ def resilient_channel(
         bulkhead_pools=bulkhead_pools, call_observer=call_observer,
     )
     interceptor = ResilienceInterceptor(pipeline, dependency=dependency, clock=clock)
+    if interceptor_out is not None:
+        interceptor_out.append(interceptor)
     channel_options = [o for o in options if o[0] != NO_BUILTIN_RETRIES[0]]
     if policy.native_retry.enabled:
         channel_options += native_retry_options(policy.native_retry, services)

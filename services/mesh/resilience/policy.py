@@ -209,6 +209,14 @@ def load_policy(source: str | None = None, environ: Mapping[str, str] | None = N
     env = os.environ if environ is None else environ
     source = source or env.get("MESH_POLICY") or "full"
     path, text = _read_source(source)
+    return load_policy_text(text, path, env)
+
+
+def load_policy_text(
+    text: str, path: str = "<policy>", environ: Mapping[str, str] | None = None
+) -> MeshPolicy:
+    """A policy from YAML text (`path` names it in errors), then env overrides."""
+    env = os.environ if environ is None else environ
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -41,3 +41,21 @@ class FaultList(_message.Message):
     FAULTS_FIELD_NUMBER: _ClassVar[int]
     faults: _containers.RepeatedCompositeFieldContainer[Fault]
     def __init__(self, faults: _Optional[_Iterable[_Union[Fault, _Mapping]]] = ...) -> None: ...
+
+class SetPolicyRequest(_message.Message):
+    __slots__ = ("yaml",)
+    YAML_FIELD_NUMBER: _ClassVar[int]
+    yaml: str
+    def __init__(self, yaml: _Optional[str] = ...) -> None: ...
+
+class GetPolicyRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class PolicyInfo(_message.Message):
+    __slots__ = ("name", "yaml")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    YAML_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    yaml: str
+    def __init__(self, name: _Optional[str] = ..., yaml: _Optional[str] = ...) -> None: ...

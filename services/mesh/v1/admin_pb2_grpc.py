@@ -184,3 +184,124 @@ class FaultAdmin:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class PolicyAdminStub:
+    """Loopback-only: replace the resilience policy of a running service (fresh breakers, budgets
+    and bulkheads, new limits), so an experiment's variants need no restart.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.SetPolicy = channel.unary_unary(
+                '/mesh.v1.PolicyAdmin/SetPolicy',
+                request_serializer=mesh_dot_v1_dot_admin__pb2.SetPolicyRequest.SerializeToString,
+                response_deserializer=mesh_dot_v1_dot_admin__pb2.PolicyInfo.FromString,
+                _registered_method=True)
+        self.GetPolicy = channel.unary_unary(
+                '/mesh.v1.PolicyAdmin/GetPolicy',
+                request_serializer=mesh_dot_v1_dot_admin__pb2.GetPolicyRequest.SerializeToString,
+                response_deserializer=mesh_dot_v1_dot_admin__pb2.PolicyInfo.FromString,
+                _registered_method=True)
+
+
+class PolicyAdminServicer:
+    """Loopback-only: replace the resilience policy of a running service (fresh breakers, budgets
+    and bulkheads, new limits), so an experiment's variants need no restart.
+    """
+
+    def SetPolicy(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetPolicy(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_PolicyAdminServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'SetPolicy': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetPolicy,
+                    request_deserializer=mesh_dot_v1_dot_admin__pb2.SetPolicyRequest.FromString,
+                    response_serializer=mesh_dot_v1_dot_admin__pb2.PolicyInfo.SerializeToString,
+            ),
+            'GetPolicy': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetPolicy,
+                    request_deserializer=mesh_dot_v1_dot_admin__pb2.GetPolicyRequest.FromString,
+                    response_serializer=mesh_dot_v1_dot_admin__pb2.PolicyInfo.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'mesh.v1.PolicyAdmin', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('mesh.v1.PolicyAdmin', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class PolicyAdmin:
+    """Loopback-only: replace the resilience policy of a running service (fresh breakers, budgets
+    and bulkheads, new limits), so an experiment's variants need no restart.
+    """
+
+    @staticmethod
+    def SetPolicy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mesh.v1.PolicyAdmin/SetPolicy',
+            mesh_dot_v1_dot_admin__pb2.SetPolicyRequest.SerializeToString,
+            mesh_dot_v1_dot_admin__pb2.PolicyInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetPolicy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mesh.v1.PolicyAdmin/GetPolicy',
+            mesh_dot_v1_dot_admin__pb2.GetPolicyRequest.SerializeToString,
+            mesh_dot_v1_dot_admin__pb2.PolicyInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 from bullmq import Queue
 from conftest import start_redis, worker_config, worker_process_env
 from helpers import enqueue, job, receipt, wait_state
@@ -33,8 +32,8 @@ async def test_stalled_job_is_recovered_by_another_worker_and_sent_once(
     r = receipt("u-0003")
     email = catalogue().users["u-0003"].email
     smtp_sink.mailbox.set_script([{"hold_rcpt_s": 30, "match": email}])
-    victim = subprocess.Popen(
-        [sys.executable, "-m", "mesh.notification"], stdout=subprocess.DEVNULL,
+    victim = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "mesh.notification", stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=worker_process_env(redis_server.addr, smtp_sink.addr, queue_name,
                                NOTIFY_LOCK_MS="1000", NOTIFY_STALLED_INTERVAL_MS="200"),
@@ -44,7 +43,7 @@ async def test_stalled_job_is_recovered_by_another_worker_and_sent_once(
         await wait_state(q, job_id, ("active",), timeout_s=20)  # the victim has it
         started = (await job(q, job_id)).processedOn / 1000
         victim.send_signal(signal.SIGKILL)
-        victim.wait(5)
+        await victim.wait()
         smtp_sink.mailbox.clear_script()
         run_worker(worker_config(redis_server.addr, smtp_sink.addr, queue_name,
                                  lock_ms=1000, stalled_interval_ms=200))
@@ -55,8 +54,9 @@ async def test_stalled_job_is_recovered_by_another_worker_and_sent_once(
         assert rerun.attemptsStarted == 2, "it ran again from the start: at-least-once"
         assert [m.charge_id for m in smtp_sink.mailbox.messages()].count(r.charge_id) == 1
     finally:
-        if victim.poll() is None:
+        if victim.returncode is None:
             victim.kill()
+            await victim.wait()
         await q.obliterate(force=True)
         await q.close()
 

@@ -85,7 +85,8 @@ def test_services_stay_healthy_after_bad_input(mesh: Mesh, gateway, md) -> None:
         with grpc.insecure_channel(addrs["listen"]) as ch:
             reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=2)
         assert reply.status == health_pb2.HealthCheckResponse.SERVING, name
-    assert mesh.alive() == ["toxiproxy", "profile", "recommendation", "payment", "gateway"]
+    assert mesh.alive() == ["redis", "smtp", "toxiproxy", "profile", "recommendation", "payment",
+                            "notification", "gateway"]
 
 
 def test_same_key_twice_gives_the_same_charge(gateway, md) -> None:  # type: ignore[no-untyped-def]

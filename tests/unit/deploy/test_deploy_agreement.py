@@ -22,7 +22,7 @@ from kustomize_lite import build, containers
 
 from chaos.launcher import Mesh, Ports
 from mesh.runtime.config import ServiceConfig
-from mesh.runtime.topology import EDGES, SERVICES, TOXIPROXY_API_PORT, edges_from, service
+from mesh.runtime.topology import EDGES, PEERS, SERVICES, TOXIPROXY_API_PORT, edges_from, service
 
 
 def expected_env(name: str, dependency_host: dict[str, str]) -> dict[str, str]:
@@ -99,7 +99,10 @@ def test_dotenv_ports_are_the_topologys() -> None:
         "JAEGER_UI_PORT": str(JAEGER_UI_PORT),
         "JAEGER_OTLP_GRPC_PORT": str(JAEGER_OTLP_GRPC_PORT),
         "JAEGER_HEALTH_PORT": str(JAEGER_HEALTH_PORT),
+        "MAILPIT_UI_PORT": "8025",
     }
+    for peer in PEERS:
+        expected[f"{peer.name.upper()}_PORT"] = str(peer.port)
     for spec in SERVICES:
         prefix = spec.name.upper()
         expected[f"{prefix}_GRPC_PORT"] = str(spec.port)
@@ -113,7 +116,7 @@ def test_dotenv_ports_are_the_topologys() -> None:
 
 def test_compose_wires_every_edge_through_toxiproxy() -> None:
     services = load_compose()["services"]
-    assert set(services) == {s.name for s in SERVICES} | {"toxiproxy", "jaeger"}
+    assert set(services) == {s.name for s in (*SERVICES, *PEERS)} | {"toxiproxy", "jaeger"}
     for spec in SERVICES:
         assert_service_env(spec.name, services[spec.name]["environment"], VIA_TOXIPROXY)
 

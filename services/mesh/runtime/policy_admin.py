@@ -1,0 +1,51 @@
+"""Loopback admin: replace a running service's resilience policy (experiments' variants)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import grpc
+import yaml
+
+from mesh.resilience.policy import MeshPolicy, PolicyError, load_policy_text
+from mesh.v1 import admin_pb2, admin_pb2_grpc
+
+if TYPE_CHECKING:
+    from mesh.runtime.server import Runtime
+
+
+class PolicyNeedsRestart(Exception):
+    """The change cannot be applied in place (e.g. gRPC's own retries are switched)."""
+
+
+def policy_yaml(policy: MeshPolicy) -> str:
+    return yaml.safe_dump(policy.model_dump(mode="json"), sort_keys=False)
+
+
+class PolicyAdminServicer(admin_pb2_grpc.PolicyAdminServicer):
+    """SetPolicy validates the document, then swaps every pipeline of this service at once:
+    calls already in flight finish under the old one, new calls start under the new one."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+
+    async def SetPolicy(
+        self, request: admin_pb2.SetPolicyRequest, context: grpc.aio.ServicerContext
+    ) -> admin_pb2.PolicyInfo:
+        if not request.yaml.strip():
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "yaml: required")
+        try:
+            policy = load_policy_text(request.yaml, "SetPolicy.yaml")
+        except PolicyError as err:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
+        try:
+            self._runtime.apply_policy(policy)
+        except PolicyNeedsRestart as err:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(err))
+        return admin_pb2.PolicyInfo(name=policy.name, yaml=policy_yaml(policy))
+
+    async def GetPolicy(
+        self, request: admin_pb2.GetPolicyRequest, context: grpc.aio.ServicerContext
+    ) -> admin_pb2.PolicyInfo:
+        policy = self._runtime.policy
+        return admin_pb2.PolicyInfo(name=policy.name, yaml=policy_yaml(policy))
