@@ -62,6 +62,11 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
             runtime.bus,
             popular_ttl_s=runtime.policy.fallbacks.popular_ttl_s,
         )
+        runtime.on_policy(lambda _: self._policy_changed(runtime))
+
+    def _policy_changed(self, runtime: Runtime) -> None:
+        self._retried = {dep: runtime.retries_on(dep) for dep in ("profile", "payment")}
+        self.recommendations.popular.ttl_s = runtime.policy.fallbacks.popular_ttl_s
 
     async def GetHome(
         self, request: gateway_pb2.GetHomeRequest, context: grpc.aio.ServicerContext

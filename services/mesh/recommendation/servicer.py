@@ -36,7 +36,8 @@ class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServic
 
     def __init__(self, profiles: profile_pb2_grpc.ProfileServiceStub, retried: bool) -> None:
         self._profiles = profiles
-        self._retried = retried
+        self.retried = retried
+        """Whether this hop retries profile calls itself (then callers are told not to)."""
 
     async def Recommend(
         self, request: recommendation_pb2.RecommendRequest, context: grpc.aio.ServicerContext
@@ -51,7 +52,7 @@ class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServic
                 profile_pb2.GetProfileRequest(user_id=user_id)
             )
         except grpc.aio.AioRpcError as err:
-            await relay_failure(context, err, "profile", self._retried)
+            await relay_failure(context, err, "profile", self.retried)
         products = personalised(list(reply.profile.interests), limit)
         return recommendation_pb2.RecommendResponse(products=products, source="personalised")
 
@@ -70,6 +71,11 @@ async def build(runtime: Runtime) -> Service:
         profile_pb2_grpc.ProfileServiceStub(runtime.channel_to("profile")),
         retried=runtime.retries_on("profile"),
     )
+
+    def policy_changed(_: object) -> None:
+        servicer.retried = runtime.retries_on("profile")
+
+    runtime.on_policy(policy_changed)
     return Service(
         names=[recommendation_pb2.DESCRIPTOR.services_by_name["RecommendationService"].full_name],
         register=lambda server: recommendation_pb2_grpc.add_RecommendationServiceServicer_to_server(

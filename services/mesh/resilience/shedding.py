@@ -24,6 +24,11 @@ class SheddingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         self._bus = bus
         self.in_flight = 0
 
+    def update(self, policy: ServerPolicy) -> None:
+        """A new limit for calls arriving from now on (a policy swapped at runtime)."""
+        self.limit = policy.max_in_flight
+        self._pushback_s = policy.shed_pushback_ms / 1000.0
+
     async def intercept_service(
         self, continuation: HandlerLookup, handler_call_details: grpc.HandlerCallDetails
     ) -> grpc.RpcMethodHandler | None:

@@ -18,6 +18,9 @@ from prometheus_client import CollectorRegistry
 
 from mesh.resilience.bulkhead import Bulkhead
 from mesh.resilience.channel import resilient_channel
+from mesh.resilience.interceptor import ResilienceInterceptor
+from mesh.resilience.pipeline import Pipeline, build_pipeline
+from mesh.resilience.shedding import SheddingInterceptor
 from mesh.resilience.clock import SystemClock
 from mesh.resilience.events import EventBus
 from mesh.resilience.policy import EdgePolicy, MeshPolicy, load_policy
@@ -26,6 +29,7 @@ from mesh.runtime.auth import gateway_interceptors
 from mesh.runtime.config import ServiceConfig
 from mesh.runtime.decoding import RequestDecodingInterceptor
 from mesh.runtime.logging import setup_logging
+from mesh.runtime.policy_admin import PolicyAdminServicer, PolicyNeedsRestart
 from mesh.runtime.tls import MeshTls
 from mesh.runtime.topology import service
 from mesh.telemetry.metrics import MeshMetrics
@@ -48,6 +52,39 @@ class Runtime:
     bulkhead_pools: dict[str, Bulkhead] = field(default_factory=dict)
     tracing: MeshTracing | None = None
     tls: MeshTls | None = None
+    interceptors: dict[str, ResilienceInterceptor] = field(default_factory=dict)
+    """The one interceptor of each outbound edge, by callee: its pipeline is swappable."""
+    policy_hooks: list[Callable[[MeshPolicy], None]] = field(default_factory=list)
+
+    def on_policy(self, hook: Callable[[MeshPolicy], None]) -> None:
+        """Call `hook` with the new policy whenever PolicyAdmin replaces it."""
+        self.policy_hooks.append(hook)
+
+    def _pipeline(self, callee: str, policy: EdgePolicy, pools: dict[str, Bulkhead]) -> Pipeline:
+        return build_pipeline(
+            policy, dependency=callee, bus=self.bus, clock=SystemClock(), bulkhead_pools=pools,
+            attempt_observer=self.tracing.attempt_observer if self.tracing else None,
+            call_observer=self.tracing.call_observer if self.tracing else None,
+        )
+
+    def apply_policy(self, policy: MeshPolicy) -> None:
+        """Swap every edge's pipeline (fresh breakers, budgets, bulkheads) and tell the hooks.
+
+        gRPC's own retries live in the channel's service config, so switching them needs a
+        restart; everything else changes in place.
+        """
+        for callee in self.interceptors:
+            edge = f"{self.config.name}_to_{callee}"
+            if policy.edge(edge).native_retry != self.policy.edge(edge).native_retry:
+                raise PolicyNeedsRestart(f"{edge}: native_retry changes need a restart")
+        pools: dict[str, Bulkhead] = {}
+        for callee, interceptor in self.interceptors.items():
+            edge_policy = policy.edge(f"{self.config.name}_to_{callee}")
+            interceptor.pipeline = self._pipeline(callee, edge_policy, pools)
+        self.bulkhead_pools = pools
+        self.policy = policy
+        for hook in self.policy_hooks:
+            hook(policy)
 
     def edge_policy(self, callee: str) -> EdgePolicy:
         return self.policy.edge(f"{self.config.name}_to_{callee}")
@@ -59,6 +96,7 @@ class Runtime:
 
     def channel_to(self, callee: str) -> grpc.aio.Channel:
         """A channel to `callee` guarded by this edge's resilience pipeline."""
+        made: list[ResilienceInterceptor] = []
         channel = resilient_channel(
             self.config.dependencies[callee],
             edge=f"{self.config.name}_to_{callee}",
@@ -73,7 +111,9 @@ class Runtime:
             services=(service(callee).grpc_service,),
             attempt_observer=self.tracing.attempt_observer if self.tracing else None,
             call_observer=self.tracing.call_observer if self.tracing else None,
+            interceptor_out=made,
         )
+        self.interceptors[callee] = made[0]
         self.channels.append(channel)
         return channel
 
@@ -95,14 +135,17 @@ def message_size_options(max_bytes: int) -> list[tuple[str, Any]]:
     ]
 
 
-async def _start_admin(config: ServiceConfig, faults: FaultTable) -> grpc.aio.Server:
+async def _start_admin(runtime: Runtime) -> grpc.aio.Server:
+    config = runtime.config
     admin = grpc.aio.server(
         interceptors=[RequestDecodingInterceptor()],
         options=message_size_options(config.max_message_bytes),
     )
-    admin_pb2_grpc.add_FaultAdminServicer_to_server(FaultAdminServicer(faults), admin)
+    admin_pb2_grpc.add_FaultAdminServicer_to_server(FaultAdminServicer(runtime.faults), admin)
+    admin_pb2_grpc.add_PolicyAdminServicer_to_server(PolicyAdminServicer(runtime), admin)
     reflection.enable_server_reflection(
-        (admin_pb2.DESCRIPTOR.services_by_name["FaultAdmin"].full_name, reflection.SERVICE_NAME),
+        (*(admin_pb2.DESCRIPTOR.services_by_name[s].full_name
+           for s in ("FaultAdmin", "PolicyAdmin")), reflection.SERVICE_NAME),
         admin,
     )
     admin.add_insecure_port(config.admin_addr)
@@ -133,11 +176,14 @@ async def serve(
     runtime = Runtime(config, policy, bus, faults, metrics, tracing=tracing, tls=tls)
     built = await build(runtime)
 
+    resilience = server_interceptors(name, policy.server(name), bus, faults)
+    for interceptor in resilience:
+        if isinstance(interceptor, SheddingInterceptor):
+            runtime.on_policy(lambda p, shed=interceptor: shed.update(p.server(name)))
     server = grpc.aio.server(
         interceptors=[
             RequestDecodingInterceptor(),  # outermost: a corrupt payload -> INVALID_ARGUMENT
-            *server_tracing(tracing), *front,
-            *server_interceptors(name, policy.server(name), bus, faults),
+            *server_tracing(tracing), *front, *resilience,
         ],
         options=message_size_options(config.max_message_bytes),
     )
@@ -154,7 +200,7 @@ async def serve(
     if port == 0:
         raise OSError(f"{name}: cannot bind LISTEN_ADDR={config.listen_addr}")
     await server.start()
-    admin = await _start_admin(config, faults)
+    admin = await _start_admin(runtime)
     metrics_port = metrics.start_http(config.metrics_addr)
     for svc in (*built.names, ""):
         await health_servicer.set(svc, health_pb2.HealthCheckResponse.SERVING)
