@@ -2,45 +2,22 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
+from jobs_helpers import RedisProc, start_redis
 from prometheus_client import CollectorRegistry
 
 from chaos.jobs.mailbox import Mailbox
-from chaos.jobs.redis_server import redis_args, wait_ping
 from chaos.launcher import free_port
 from mesh.notification.config import NotificationConfig
 from mesh.notification.metrics import JobMetrics
 from mesh.notification.worker import ReceiptWorker
-
-
-@dataclass
-class RedisProc:
-    addr: str
-    port: int
-    popen: subprocess.Popen[bytes]
-
-    def stop(self) -> None:
-        self.popen.terminate()
-        self.popen.wait(10)
-
-
-def start_redis(port: int, data_dir: Path) -> RedisProc:
-    popen = subprocess.Popen(redis_args(port, data_dir), stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
-    addr = f"127.0.0.1:{port}"
-    if not wait_ping(addr, 10):
-        popen.kill()
-        raise RuntimeError(f"redis-server did not start on {addr}")
-    return RedisProc(addr, port, popen)
 
 
 @pytest.fixture(scope="session")
@@ -89,14 +66,6 @@ def _clear_script(request: pytest.FixtureRequest) -> Iterator[None]:
         request.getfixturevalue("smtp_sink").mailbox.clear_script()
 
 
-def worker_config(redis: str, smtp: str, queue: str, **overrides: object) -> NotificationConfig:
-    base = dict(redis_addr=redis, smtp_addr=smtp, queue=queue, concurrency=1, rate_max=0,
-                rate_duration_ms=1000, lock_ms=5000, stalled_interval_ms=250, max_stalled=1,
-                smtp_timeout_s=5.0, sender="receipts@test", sent_ttl_s=600.0)
-    base.update(overrides)
-    return NotificationConfig(**base)  # type: ignore[arg-type]
-
-
 @pytest.fixture
 async def run_worker() -> AsyncIterator[object]:
     """run_worker(config) -> a started ReceiptWorker, closed after the test."""
@@ -111,9 +80,3 @@ async def run_worker() -> AsyncIterator[object]:
     yield start
     for worker in started:
         await worker.close()
-
-
-def worker_process_env(redis: str, smtp: str, queue: str, **extra: str) -> dict[str, str]:
-    return {**os.environ, "LISTEN_ADDR": f"127.0.0.1:{free_port()}",
-            "ADMIN_ADDR": f"127.0.0.1:{free_port()}", "METRICS_ADDR": f"127.0.0.1:{free_port()}",
-            "REDIS_ADDR": redis, "SMTP_ADDR": smtp, "NOTIFY_QUEUE": queue, **extra}

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from bullmq import Queue
-from helpers import enqueue, job, receipt, wait_state
+from jobs_helpers import enqueue, job, receipt, wait_state
 
 from mesh.notification.receipt import JOB_NAME, RetryPolicy
 
@@ -24,7 +24,7 @@ async def queue(redis_server: Any, queue_name: str) -> Any:
 @pytest.fixture
 async def worker(redis_server: Any, smtp_sink: Any, queue_name: str,
            run_worker: Callable[..., Any]) -> Any:
-    from conftest import worker_config
+    from jobs_helpers import worker_config
 
     return run_worker(worker_config(redis_server.addr, smtp_sink.addr, queue_name))
 

@@ -13,8 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from bullmq import Queue
-from conftest import start_redis, worker_config, worker_process_env
-from helpers import enqueue, job, receipt, wait_state
+from jobs_helpers import (
+    enqueue,
+    job,
+    receipt,
+    start_redis,
+    wait_state,
+    worker_config,
+    worker_process_env,
+)
 from prometheus_client import CollectorRegistry
 
 from chaos.launcher import free_port

@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 from bullmq import Queue
-from conftest import worker_config
-from helpers import enqueue, job, receipt, wait_state
+from jobs_helpers import enqueue, job, receipt, wait_state, worker_config
 
 from mesh.notification.receipt import RetryPolicy
 
