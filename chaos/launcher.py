@@ -195,7 +195,9 @@ def _wait_http(url: str, timeout_s: float, proc: _Proc) -> None:
                 return
         except OSError:
             if time.monotonic() > deadline:
-                raise LaunchError(f"toxiproxy did not answer at {url} within {timeout_s:.0f} s")
+                raise LaunchError(
+                    f"toxiproxy did not answer at {url} within {timeout_s:.0f} s"
+                ) from None
             time.sleep(0.05)
 
 
@@ -261,7 +263,8 @@ class Mesh:
         ]
 
     def _dependency_addr(self, edge: Edge) -> str:
-        port = self.ports.listen[edge.callee] if self.direct else self.ports.proxies[edge.proxy_name]
+        ports = self.ports
+        port = ports.listen[edge.callee] if self.direct else ports.proxies[edge.proxy_name]
         return f"127.0.0.1:{port}"
 
     def _service_env(self, spec: ServiceSpec) -> dict[str, str]:

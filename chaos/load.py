@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import grpc
+
 from mesh.catalogue import USER_COUNT, user_id
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 

@@ -10,6 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from chaos.experiment import ReferenceRow
 from chaos.faults import FaultEvent
 from chaos.runner import ExperimentResult, PhaseResult
 
@@ -69,7 +70,7 @@ def experiment_table(result: ExperimentResult) -> Table:
     table.add_column("errors")
     for _, header, _ in COLUMNS[3:]:
         table.add_column(header, justify="right")
-    refs = {(r.variant, r.phase): r for r in exp.reference}
+    refs: dict[tuple[str, str], ReferenceRow] = {(r.variant, r.phase): r for r in exp.reference}
     for v in result.variants:
         if v.skipped or v.error:
             table.add_row(v.variant.name, "-", *[""] * 3, v.skipped or v.error)
@@ -98,11 +99,12 @@ def print_result(console: Console, result: ExperimentResult) -> None:
             for row in phase.rows:
                 console.print(f"  {v.variant.name}: " + ", ".join(
                     f"{k}={val}" for k, val in row.items()))
-    for v in result.verdicts:
-        mark = "[green]PASS[/green]" if v.passed else "[red]FAIL[/red]"
-        measured = "n/a" if v.measured is None else f"{v.measured:.4g}"
-        console.print(f"  {mark} {v.variant}/{v.phase}: {v.metric} = {measured} (want {v.bound})"
-                      + (f"  [dim]{v.why}[/dim]" if v.why else ""))
+    for verdict in result.verdicts:
+        mark = "[green]PASS[/green]" if verdict.passed else "[red]FAIL[/red]"
+        measured = "n/a" if verdict.measured is None else f"{verdict.measured:.4g}"
+        console.print(f"  {mark} {verdict.variant}/{verdict.phase}: {verdict.metric} = "
+                      f"{measured} (want {verdict.bound})"
+                      + (f"  [dim]{verdict.why}[/dim]" if verdict.why else ""))
     if result.aborted:
         console.print(f"  [red]aborted[/red]: {result.aborted}")
     held = "[green]held[/green]" if result.held else "[red]did not hold[/red]"

@@ -479,7 +479,7 @@ class Runner:
                     out.variants.append(VariantResult(variant, variant.policy, error=str(err)))
                     out.aborted = f"steady state failed: {err}"
                     break
-                except Exception as err:  # noqa: BLE001 - reported, faults already removed
+                except Exception as err:
                     out.variants.append(VariantResult(
                         variant, variant.policy, error=f"{type(err).__name__}: {err}"
                     ))

@@ -42,7 +42,7 @@ class _FixedProfile(profile_pb2_grpc.ProfileServiceServicer):
 
 async def _start(interceptors: list[grpc.aio.ServerInterceptor]) -> tuple[grpc.aio.Server, str]:
     server = grpc.aio.server(interceptors=interceptors)
-    profile_pb2_grpc.add_ProfileServiceServicer_to_server(_FixedProfile(), server)  # type: ignore[no-untyped-call]
+    profile_pb2_grpc.add_ProfileServiceServicer_to_server(_FixedProfile(), server)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     return server, f"127.0.0.1:{port}"
@@ -156,7 +156,7 @@ async def run_overhead_bench(
             stock_target, options=[NO_BUILTIN_RETRIES],
             interceptors=aio_client_interceptors(tracer_provider=stock_provider),  # type: ignore[no-untyped-call]
         )
-    stubs = {n: profile_pb2_grpc.ProfileServiceStub(c) for n, c in channels.items()}  # type: ignore[no-untyped-call]
+    stubs = {n: profile_pb2_grpc.ProfileServiceStub(c) for n, c in channels.items()}
     samples: dict[str, list[float]] = {n: [] for n in stubs}
     elapsed: dict[str, float] = dict.fromkeys(stubs, 0.0)
     try:

@@ -16,12 +16,12 @@ import grpc
 import typer
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 from rich.console import Console
 from rich.table import Table
 
 from chaos.launcher import MeshState
 from chaos.load import metadata_for
+from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 
 app = typer.Typer(help="Call the gateway's RPCs and print the answer.", no_args_is_help=True)
 console = Console()
@@ -79,7 +79,8 @@ def _print_json(message: Message) -> None:
 
 
 def _status_name(status: int) -> str:
-    return payment_pb2.ChargeStatus.Name(status).removeprefix("CHARGE_STATUS_")
+    name: str = payment_pb2.ChargeStatus.Name(status)
+    return name.removeprefix("CHARGE_STATUS_")
 
 
 @app.command()

@@ -39,12 +39,16 @@ def list_() -> None:
     console.print(table)
 
 
+def _measured(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4g}"
+
+
 def verdict_table(results: list[ExperimentResult]) -> Table:
     table = Table("experiment", "verdict", "failed expectations (measured, wanted)",
                   title="verdict", title_justify="left")
     for r in results:
-        failed = [f"{v.variant}/{v.phase} {v.metric}={'n/a' if v.measured is None else f'{v.measured:.4g}'}"
-                  f" (want {v.bound})" for v in r.verdicts if not v.passed]
+        failed = [f"{v.variant}/{v.phase} {v.metric}={_measured(v.measured)} (want {v.bound})"
+                  for v in r.verdicts if not v.passed]
         if r.aborted:
             failed.insert(0, r.aborted)
         table.add_row(r.name, "[green]held[/green]" if r.held else "[red]did not hold[/red]",

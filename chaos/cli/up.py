@@ -41,7 +41,9 @@ def proxy_table(state: MeshState) -> Table:
 
 
 def up(
-    policy: Annotated[str, typer.Option(help="Preset (unprotected, retry-only, full) or YAML file.")]
+    policy: Annotated[
+        str, typer.Option(help="Preset (unprotected, retry-only, full) or YAML file.")
+    ]
     = "full",
     direct: Annotated[bool, typer.Option("--direct", help="Skip the Toxiproxy proxies.")] = False,
     gateway_port: Annotated[int, typer.Option(help="Gateway port on 127.0.0.1.")] = 50051,

@@ -58,7 +58,7 @@ GRPC_EDGES = [e.proxy_name for e in EDGES if e.callee in {s.name for s in SERVIC
 def test_a_latency_toxic_on_any_edge_shows_in_mesh_call(
     mesh: Mesh, toxiproxy: Toxiproxy, edge: str
 ) -> None:
-    before, degraded = call_home(mesh)
+    _, degraded = call_home(mesh)
     assert degraded == []
     proxy = toxiproxy.get_proxy(edge)
     proxy.add_toxic(type="latency", attributes={"latency": 250})

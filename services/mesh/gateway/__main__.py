@@ -1,4 +1,4 @@
-"""Run the gateway service: `python -m mesh.gateway` (configured from the environment)."""
+"""Run the gateway service: `python -m mesh.gateway` (configured from env)."""
 
 from mesh.gateway.servicer import build
 from mesh.runtime.server import run

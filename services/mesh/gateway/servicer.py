@@ -78,7 +78,9 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
             await abort_invalid(context, err)
         recs = asyncio.create_task(self.recommendations.get(user_id, limit))
         try:
-            profile = await self._profiles.GetProfile(profile_pb2.GetProfileRequest(user_id=user_id))
+            profile = await self._profiles.GetProfile(
+                profile_pb2.GetProfileRequest(user_id=user_id)
+            )
         except grpc.aio.AioRpcError as err:
             recs.cancel()
             await relay_failure(context, err, "profile", self._retried["profile"])

@@ -1,4 +1,4 @@
-"""Run the payment service: `python -m mesh.payment` (configured from the environment)."""
+"""Run the payment service: `python -m mesh.payment` (configured from env)."""
 
 from mesh.payment.servicer import build
 from mesh.runtime.server import run

@@ -122,7 +122,7 @@ async def build(runtime: Runtime) -> Service:
 
     return Service(
         names=[payment_pb2.DESCRIPTOR.services_by_name["PaymentService"].full_name],
-        register=lambda server: payment_pb2_grpc.add_PaymentServiceServicer_to_server(  # type: ignore[no-untyped-call]
+        register=lambda server: payment_pb2_grpc.add_PaymentServiceServicer_to_server(
             servicer, server
         ),
         close=close,

@@ -1,4 +1,4 @@
-"""Run the profile service: `python -m mesh.profile` (configured from the environment)."""
+"""Run the profile service: `python -m mesh.profile` (configured from env)."""
 
 from mesh.profile.servicer import build
 from mesh.runtime.server import run

@@ -22,6 +22,7 @@ class ProfileServicer(profile_pb2_grpc.ProfileServiceServicer):
         user = known_user(user_id)
         if user is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"user_id: no user {user_id!r}")
+            raise AssertionError("unreachable: abort raises")
         return profile_pb2.GetProfileResponse(profile=profile_pb2.Profile(
             user_id=user.user_id,
             display_name=user.display_name,

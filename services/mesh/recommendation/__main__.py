@@ -1,4 +1,4 @@
-"""Run the recommendation service: `python -m mesh.recommendation` (configured from the environment)."""
+"""Run the recommendation service: `python -m mesh.recommendation` (configured from env)."""
 
 from mesh.recommendation.servicer import build
 from mesh.runtime.server import run

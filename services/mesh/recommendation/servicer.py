@@ -1,4 +1,4 @@
-"""RecommendationService: personalised picks (needs ProfileService) and popular items (no dependency)."""
+"""RecommendationService: personalised picks (via ProfileService) and popular items."""
 
 from __future__ import annotations
 

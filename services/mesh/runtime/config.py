@@ -51,7 +51,7 @@ class ServiceConfig:
     listen_addr: str
     """LISTEN_ADDR: the public gRPC port. Default 127.0.0.1:<topology port>."""
     admin_addr: str
-    """ADMIN_ADDR: fault-injection admin gRPC; keep it on loopback. Default 127.0.0.1:<admin port>."""
+    """ADMIN_ADDR: fault and policy admin gRPC; keep it on loopback. Default 127.0.0.1:<admin>."""
     metrics_addr: str
     """METRICS_ADDR: Prometheus /metrics over HTTP. Default 127.0.0.1:<metrics port>."""
     policy: str | None

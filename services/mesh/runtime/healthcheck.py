@@ -22,14 +22,15 @@ def check(addr: str, service: str = "", timeout_s: float = 2.0) -> bool:
             return False
     status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
     print(f"{addr}: {status}")
-    return reply.status == health_pb2.HealthCheckResponse.SERVING
+    serving: bool = reply.status == health_pb2.HealthCheckResponse.SERVING
+    return serving
 
 
 def main(argv: list[str]) -> int:
     if not 1 <= len(argv) <= 2:
         print(__doc__, file=sys.stderr)
         return 2
-    return 0 if check(*argv) else 1
+    return 0 if check(argv[0], argv[1] if len(argv) > 1 else "") else 1
 
 
 if __name__ == "__main__":

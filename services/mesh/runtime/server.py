@@ -7,6 +7,7 @@ import asyncio
 import logging
 import os
 import signal
+from functools import partial
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,13 +19,13 @@ from prometheus_client import CollectorRegistry
 
 from mesh.resilience.bulkhead import Bulkhead
 from mesh.resilience.channel import resilient_channel
-from mesh.resilience.interceptor import ResilienceInterceptor
-from mesh.resilience.pipeline import Pipeline, build_pipeline
-from mesh.resilience.shedding import SheddingInterceptor
 from mesh.resilience.clock import SystemClock
 from mesh.resilience.events import EventBus
+from mesh.resilience.interceptor import ResilienceInterceptor
+from mesh.resilience.pipeline import Pipeline, build_pipeline
 from mesh.resilience.policy import EdgePolicy, MeshPolicy, load_policy
 from mesh.resilience.server import FaultAdminServicer, FaultTable, server_interceptors
+from mesh.resilience.shedding import SheddingInterceptor
 from mesh.runtime.auth import gateway_interceptors
 from mesh.runtime.config import ServiceConfig
 from mesh.runtime.decoding import RequestDecodingInterceptor
@@ -135,6 +136,10 @@ def message_size_options(max_bytes: int) -> list[tuple[str, Any]]:
     ]
 
 
+def _update_shedding(shedding: SheddingInterceptor, name: str, policy: MeshPolicy) -> None:
+    shedding.update(policy.server(name))
+
+
 async def _start_admin(runtime: Runtime) -> grpc.aio.Server:
     config = runtime.config
     admin = grpc.aio.server(
@@ -179,7 +184,7 @@ async def serve(
     resilience = server_interceptors(name, policy.server(name), bus, faults)
     for interceptor in resilience:
         if isinstance(interceptor, SheddingInterceptor):
-            runtime.on_policy(lambda p, shed=interceptor: shed.update(p.server(name)))
+            runtime.on_policy(partial(_update_shedding, interceptor, name))
     server = grpc.aio.server(
         interceptors=[
             RequestDecodingInterceptor(),  # outermost: a corrupt payload -> INVALID_ARGUMENT

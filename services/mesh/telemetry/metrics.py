@@ -23,9 +23,10 @@
 `outcome` and `code` are gRPC status code names ("OK", "UNAVAILABLE", ...); `method` is the
 full gRPC method name, or "*" for a per-dependency breaker; `mesh_breaker_state` is 0 closed,
 1 half-open, 2 open; retry `reason` is the failing code name; skip `reason` is one of
-attempts, budget, pushback, not_retryable_method, retries_off; `stage` is attempt or backoff. `mesh_server_deadline_overrun_seconds` observes, for each call
-that arrived with a deadline and ended CANCELLED or DEADLINE_EXCEEDED, how long it kept running
-past that deadline (0 when it stopped in time): how fast cancellation reaches this service.
+attempts, budget, pushback, not_retryable_method, retries_off; `stage` is attempt or backoff.
+`mesh_server_deadline_overrun_seconds` observes, for each call that arrived with a deadline
+and ended CANCELLED or DEADLINE_EXCEEDED, how long it kept running past that deadline (0 when
+it stopped in time): how fast cancellation reaches this service.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ _DM = ("dependency", "method")
 class _Cached:
     """A labelled metric whose children are looked up once per label set (hot path)."""
 
-    def __init__(self, metric: Counter | Gauge) -> None:
+    def __init__(self, metric: Counter | Gauge | Histogram) -> None:
         self._metric = metric
         self._children: dict[tuple[str, ...], Any] = {}
 

@@ -8,12 +8,13 @@ import time
 import grpc
 import grpc.aio
 import pytest
+from servers import ProfileFake, profile_servicer, serving
+
 from mesh.resilience.channel import resilient_channel
 from mesh.resilience.events import EventBus
 from mesh.resilience.policy import EdgePolicy, ServerPolicy
 from mesh.resilience.server import FaultTable, server_interceptors
 from mesh.v1 import profile_pb2, profile_pb2_grpc
-from servers import ProfileFake, profile_servicer, serving
 
 REQUEST = profile_pb2.GetProfileRequest(user_id="u1")
 

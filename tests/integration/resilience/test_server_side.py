@@ -10,14 +10,15 @@ import grpc
 import grpc.aio
 import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from prometheus_client import CollectorRegistry
+from servers import ProfileFake, serving
+
 from mesh.resilience.events import EventBus
 from mesh.resilience.faults import FaultSpec
 from mesh.resilience.policy import ServerPolicy
 from mesh.resilience.server import FaultAdminServicer, FaultTable, server_interceptors
 from mesh.telemetry.metrics import MeshMetrics
 from mesh.v1 import admin_pb2, admin_pb2_grpc, profile_pb2, profile_pb2_grpc
-from prometheus_client import CollectorRegistry
-from servers import ProfileFake, serving
 
 GET_PROFILE = "/mesh.v1.ProfileService/GetProfile"
 REQUEST = profile_pb2.GetProfileRequest(user_id="u1")

@@ -7,11 +7,12 @@ from collections import Counter
 
 import grpc
 import grpc.aio
+from servers import serving
+
 from mesh.resilience.channel import resilient_channel
 from mesh.resilience.events import EventBus
 from mesh.resilience.policy import EdgePolicy
 from mesh.v1 import recommendation_pb2, recommendation_pb2_grpc
-from servers import serving
 
 
 class Recommendations(recommendation_pb2_grpc.RecommendationServiceServicer):
@@ -91,8 +92,11 @@ async def test_per_method_breakers_sequential() -> None:
 async def test_per_method_breakers_parallel_all_served() -> None:
     calls, served = await scenario("method", parallel=True)
     # Over a real wire all 8 first attempts are in flight before any failure returns, so the
-    # breaker can only stop what comes after: at most one wave, never the 48 of no breaker.
-    assert calls["Recommend"] <= 8
+    # breaker can only stop what comes after: the 8 first attempts plus, at worst, the retries
+    # of the first 4 failures whose backoff ended before the 5th failure opened the breaker;
+    # never the 48 of no breaker. (The fake-wire unit test, where failures return one by one,
+    # pins the seed's 5.)
+    assert calls["Recommend"] <= 12
     assert served == Counter(fallback=16)
 
 

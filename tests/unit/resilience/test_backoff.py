@@ -6,6 +6,7 @@ import random
 import statistics
 
 import pytest
+
 from mesh.resilience.classify import NO_RETRY, pushback_s
 from mesh.resilience.retry import full_jitter_s, retry_delay_s
 

@@ -7,13 +7,14 @@ from typing import Any
 
 import grpc
 import pytest
+from unit_fakes import GET_PROFILE, recording_bus
+
 from mesh.resilience.bulkhead import Bulkhead
 from mesh.resilience.clock import FakeClock
 from mesh.resilience.context import CallContext
 from mesh.resilience.errors import BulkheadFullError
 from mesh.resilience.events import BulkheadRejected
 from mesh.resilience.policy import BulkheadPolicy
-from unit_fakes import GET_PROFILE, recording_bus
 
 
 def ctx(deadline_s: float = float("inf")) -> CallContext:

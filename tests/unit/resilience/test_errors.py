@@ -5,6 +5,7 @@ from __future__ import annotations
 import grpc
 import grpc.aio
 import pytest
+
 from mesh.resilience.errors import (
     BreakerOpenError,
     BulkheadFullError,

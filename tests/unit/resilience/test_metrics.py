@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import urllib.request
 
+from prometheus_client import CollectorRegistry
+
 from mesh.resilience import events as ev
 from mesh.telemetry.metrics import MeshMetrics
-from prometheus_client import CollectorRegistry
 
 M = "/mesh.v1.ProfileService/GetProfile"
 

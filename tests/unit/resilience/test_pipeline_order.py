@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from unit_fakes import recording_bus
+
 from mesh.resilience.channel import resilient_channel
 from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import PIPELINE_ORDER, build_pipeline
 from mesh.resilience.policy import PRESETS, load_policy
 from mesh.runtime.topology import EDGES
-from unit_fakes import recording_bus
 
 FULL = ("bulkhead", "total_deadline", "retry", "breaker", "attempt_timeout", "attempt_hook")
 EXPECTED = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from mesh.resilience.policy import PolicyError, load_policy
 
 

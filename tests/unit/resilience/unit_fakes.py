@@ -8,6 +8,7 @@ from typing import Any
 
 import grpc
 import grpc.aio
+
 from mesh.resilience.clock import FakeClock
 from mesh.resilience.context import CallContext
 from mesh.resilience.events import Event, EventBus
