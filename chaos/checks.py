@@ -7,6 +7,7 @@ charge per acknowledged checkout, whether anything still runs after the load end
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,10 @@ from mesh.v1 import gateway_pb2_grpc, payment_pb2
 if TYPE_CHECKING:
     from chaos.experiment import Experiment, Variant
     from chaos.runner import PhaseResult, Target
+
+
+TRANSIENT = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                       grpc.StatusCode.DEADLINE_EXCEEDED})
 
 
 @dataclass
@@ -48,15 +53,24 @@ async def ledger(ctx: CheckContext) -> dict[str, float]:
         sem = asyncio.Semaphore(16)
 
         async def resolve(key: str) -> None:
+            # As a client would: a refused lookup (the gateway's channel to payment may still
+            # be reconnecting after the fault) is tried again, for up to 15 s.
+            give_up = time.monotonic() + 15
             async with sem:
-                try:
-                    reply = await stub.GetCharge(
-                        payment_pb2.GetChargeRequest(idempotency_key=key), timeout=5, metadata=md
-                    )
-                    found[key] = reply.charge_id
-                except grpc.aio.AioRpcError as err:
-                    if err.code() != grpc.StatusCode.NOT_FOUND:
-                        raise
+                while True:
+                    try:
+                        reply = await stub.GetCharge(
+                            payment_pb2.GetChargeRequest(idempotency_key=key), timeout=5,
+                            metadata=md,
+                        )
+                        found[key] = reply.charge_id
+                        return
+                    except grpc.aio.AioRpcError as err:
+                        if err.code() == grpc.StatusCode.NOT_FOUND:
+                            return
+                        if err.code() not in TRANSIENT or time.monotonic() > give_up:
+                            raise
+                    await asyncio.sleep(0.2)
 
         await asyncio.gather(*(resolve(o.key) for o in checkouts))
     acked = [o for o in checkouts if o.code == "OK" and o.status in ("SUCCEEDED", "DECLINED")]
