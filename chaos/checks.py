@@ -23,8 +23,13 @@ if TYPE_CHECKING:
     from chaos.runner import PhaseResult, Target
 
 
-TRANSIENT = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED,
-                       grpc.StatusCode.DEADLINE_EXCEEDED})
+TRANSIENT = frozenset(
+    {
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+    }
+)
 
 
 @dataclass
@@ -60,7 +65,8 @@ async def ledger(ctx: CheckContext) -> dict[str, float]:
                 while True:
                     try:
                         reply = await stub.GetCharge(
-                            payment_pb2.GetChargeRequest(idempotency_key=key), timeout=5,
+                            payment_pb2.GetChargeRequest(idempotency_key=key),
+                            timeout=5,
                             metadata=md,
                         )
                         found[key] = reply.charge_id
@@ -136,8 +142,11 @@ async def flapping(ctx: CheckContext) -> dict[str, Any]:
         errors_down += bad and down
         errors_up += bad and not down
     for _, up in windows:
-        after = [o for o in outcomes if o.started_s - t0 >= up and o.code == "OK"
-                 and o.status == "SUCCEEDED"]
+        after = [
+            o
+            for o in outcomes
+            if o.started_s - t0 >= up and o.code == "OK" and o.status == "SUCCEEDED"
+        ]
         if after:
             first = after[0]
             recoveries.append(first.started_s - t0 + first.latency_s - up)
@@ -150,8 +159,7 @@ async def flapping(ctx: CheckContext) -> dict[str, Any]:
         "recover_max_s": max(recoveries, default=0.0),
         "recover_mean_s": sum(recoveries) / len(recoveries) if recoveries else 0.0,
         "breaker_to_open": snap.total("mesh_breaker_transitions_total", to_state="open"),
-        "breaker_to_half_open": snap.total("mesh_breaker_transitions_total",
-                                           to_state="half_open"),
+        "breaker_to_half_open": snap.total("mesh_breaker_transitions_total", to_state="half_open"),
         "breaker_to_closed": snap.total("mesh_breaker_transitions_total", to_state="closed"),
     }
 

@@ -18,13 +18,32 @@ from mesh.runtime import topology
 
 EXPERIMENTS_DIR = Path(__file__).parent / "experiments"
 STATUS_CODES = (
-    "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-    "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
-    "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
     "UNAUTHENTICATED",
 )
-TOXIC_TYPES = ("latency", "bandwidth", "slow_close", "timeout", "reset_peer", "slicer",
-               "limit_data")
+TOXIC_TYPES = (
+    "latency",
+    "bandwidth",
+    "slow_close",
+    "timeout",
+    "reset_peer",
+    "slicer",
+    "limit_data",
+)
 
 
 class ExperimentError(ValueError):
@@ -49,11 +68,15 @@ class LoadSpec(_Model):
     max_duration_s: float = Field(default=60.0, gt=0, le=600)
     repeat: int = Field(default=1, ge=1, le=10, description="run the load N times (waves)")
     client_retries: int = Field(
-        default=0, ge=0, le=10,
+        default=0,
+        ge=0,
+        le=10,
         description="retry a refused call after its pushback (checkouts keep their key)",
     )
     rate_x_capacity: float | None = Field(
-        default=None, gt=0, le=20,
+        default=None,
+        gt=0,
+        le=20,
         description="open loop at this multiple of the capacity measured first",
     )
     capacity_concurrency: int = Field(default=16, ge=1, le=512)
@@ -92,8 +115,9 @@ class ToxicFault(_Timed):
 
     type: Literal["toxic"]
     edge: str
-    toxic: Literal["latency", "bandwidth", "slow_close", "timeout", "reset_peer", "slicer",
-                   "limit_data"]
+    toxic: Literal[
+        "latency", "bandwidth", "slow_close", "timeout", "reset_peer", "slicer", "limit_data"
+    ]
     stream: Literal["upstream", "downstream"] = "downstream"
     toxicity: float = Field(default=1.0, ge=0, le=1)
     attributes: dict[str, int] = {}
@@ -144,9 +168,12 @@ class AppFault(_Timed):
     def full_method(self) -> str:
         if self.method == "*" or self.method.startswith("/"):
             return self.method
-        service = {"gateway": "Gateway", "profile": "ProfileService",
-                   "recommendation": "RecommendationService",
-                   "payment": "PaymentService"}[self.service]
+        service = {
+            "gateway": "Gateway",
+            "profile": "ProfileService",
+            "recommendation": "RecommendationService",
+            "payment": "PaymentService",
+        }[self.service]
         return f"/mesh.v1.{service}/{self.method}"
 
 

@@ -55,10 +55,18 @@ class Injector:
         async with grpc.aio.insecure_channel(addr) as channel:
             stub = admin_pb2_grpc.FaultAdminStub(channel)
             if on:
-                await stub.SetFault(admin_pb2.SetFaultRequest(fault=admin_pb2.Fault(
-                    method=fault.full_method, error_rate=fault.error_rate, code=fault.code,
-                    delay_s=fault.delay_s, pushback_ms=fault.pushback_ms,
-                )), timeout=2)
+                await stub.SetFault(
+                    admin_pb2.SetFaultRequest(
+                        fault=admin_pb2.Fault(
+                            method=fault.full_method,
+                            error_rate=fault.error_rate,
+                            code=fault.code,
+                            delay_s=fault.delay_s,
+                            pushback_ms=fault.pushback_ms,
+                        )
+                    ),
+                    timeout=2,
+                )
             else:
                 await stub.ClearFaults(
                     admin_pb2.ClearFaultsRequest(method=fault.full_method), timeout=2
@@ -71,8 +79,13 @@ class Injector:
             name = f"exp{index}_{fault.toxic}_{fault.stream}"
             if on:
                 await asyncio.to_thread(
-                    client.add_toxic, fault.edge, fault.toxic, stream=fault.stream,
-                    toxicity=fault.toxicity, attributes=dict(fault.attributes), name=name,
+                    client.add_toxic,
+                    fault.edge,
+                    fault.toxic,
+                    stream=fault.stream,
+                    toxicity=fault.toxicity,
+                    attributes=dict(fault.attributes),
+                    name=name,
                 )
             else:
                 await asyncio.to_thread(_ignore_missing, client.remove_toxic, fault.edge, name)
@@ -93,8 +106,9 @@ class Injector:
         """
         self._t0 = time.monotonic()
         at_start = [asyncio.Event() for _ in faults]
-        tasks = [asyncio.create_task(self._one(i, f, stop, at_start[i]))
-                 for i, f in enumerate(faults)]
+        tasks = [
+            asyncio.create_task(self._one(i, f, stop, at_start[i])) for i, f in enumerate(faults)
+        ]
         try:
             for i, fault in enumerate(faults):
                 if fault.start_s == 0:
@@ -107,15 +121,17 @@ class Injector:
             for t in tasks:
                 t.cancel()
 
-    async def _one(self, index: int, fault: Fault, stop: asyncio.Event,
-                   started: asyncio.Event) -> None:
+    async def _one(
+        self, index: int, fault: Fault, stop: asyncio.Event, started: asyncio.Event
+    ) -> None:
         try:
             await self._run_one(index, fault, stop, started)
         finally:
             started.set()
 
-    async def _run_one(self, index: int, fault: Fault, stop: asyncio.Event,
-                       started: asyncio.Event) -> None:
+    async def _run_one(
+        self, index: int, fault: Fault, stop: asyncio.Event, started: asyncio.Event
+    ) -> None:
         if fault.start_s > 0 and await _wait_or_stop(stop, fault.start_s):
             return
         end = None if fault.stop_s is None else self._t0 + fault.stop_s

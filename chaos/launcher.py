@@ -169,8 +169,9 @@ def _wait_tcp(addr: str, timeout_s: float, proc: _Proc) -> None:
     deadline = time.monotonic() + timeout_s
     while True:
         if proc.popen.poll() is not None:
-            raise LaunchError(f"{proc.name} exited with code {proc.popen.returncode}:\n"
-                              f"{_log_tail(proc.log_path)}")
+            raise LaunchError(
+                f"{proc.name} exited with code {proc.popen.returncode}:\n{_log_tail(proc.log_path)}"
+            )
         try:
             with socket.create_connection((host, int(port)), timeout=0.5) as sock:
                 if sock.recv(3) == b"220":
@@ -188,8 +189,9 @@ def _wait_http(url: str, timeout_s: float, proc: _Proc) -> None:
     deadline = time.monotonic() + timeout_s
     while True:
         if proc.popen.poll() is not None:
-            raise LaunchError(f"toxiproxy exited with code {proc.popen.returncode}:\n"
-                              f"{_log_tail(proc.log_path)}")
+            raise LaunchError(
+                f"toxiproxy exited with code {proc.popen.returncode}:\n{_log_tail(proc.log_path)}"
+            )
         try:
             with urllib.request.urlopen(url + "/version", timeout=0.5):
                 return
@@ -233,8 +235,9 @@ class Mesh:
     def toxiproxy_url(self) -> str | None:
         return None if self.direct else f"http://127.0.0.1:{self.ports.toxiproxy_api}"
 
-    def _spawn(self, name: str, args: list[str], env: Mapping[str, str],
-               python: bool = True) -> _Proc:
+    def _spawn(
+        self, name: str, args: list[str], env: Mapping[str, str], python: bool = True
+    ) -> _Proc:
         log_dir = self.state_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
         log_path = log_dir / f"{name}.log"
@@ -318,10 +321,21 @@ class Mesh:
             if not self.direct:
                 config = self.state_dir / "toxiproxy.json"
                 config.write_text(json.dumps(self.proxy_config(), indent=2))
-                proc = self._spawn("toxiproxy", [
-                    "-m", "chaos.cli", "toxiproxy", "--host", "127.0.0.1",
-                    "--port", str(self.ports.toxiproxy_api), "--config", str(config),
-                ], {})
+                proc = self._spawn(
+                    "toxiproxy",
+                    [
+                        "-m",
+                        "chaos.cli",
+                        "toxiproxy",
+                        "--host",
+                        "127.0.0.1",
+                        "--port",
+                        str(self.ports.toxiproxy_api),
+                        "--config",
+                        str(config),
+                    ],
+                    {},
+                )
                 assert self.toxiproxy_url
                 _wait_http(self.toxiproxy_url, self.start_timeout_s, proc)
             self._start_services()
@@ -335,8 +349,10 @@ class Mesh:
     def _start_services(self) -> None:
         """Every service but the gateway at once (none needs another to become ready), then
         the gateway, whose start-up warms its popular-items cache from recommendation."""
-        waves = ([s for s in SERVICES if s.name != "gateway"],
-                 [s for s in SERVICES if s.name == "gateway"])
+        waves = (
+            [s for s in SERVICES if s.name != "gateway"],
+            [s for s in SERVICES if s.name == "gateway"],
+        )
         for wave in waves:
             started = []
             for spec in wave:
@@ -425,14 +441,29 @@ class Mesh:
         from chaos.jobs.redis_server import redis_args, wait_ping
 
         redis_addr = f"127.0.0.1:{self.ports.listen['redis']}"
-        proc = self._spawn("redis", redis_args(self.ports.listen["redis"],
-                                               self.state_dir / "redis"), {}, python=False)
+        proc = self._spawn(
+            "redis",
+            redis_args(self.ports.listen["redis"], self.state_dir / "redis"),
+            {},
+            python=False,
+        )
         if not wait_ping(redis_addr, self.start_timeout_s) or proc.popen.poll() is not None:
-            raise LaunchError(f"redis-server did not answer PING at {redis_addr}:\n"
-                              f"{_log_tail(proc.log_path)}")
+            raise LaunchError(
+                f"redis-server did not answer PING at {redis_addr}:\n{_log_tail(proc.log_path)}"
+            )
         smtp_addr = f"127.0.0.1:{self.ports.listen['smtp']}"
-        proc = self._spawn("smtp", ["-m", "chaos.jobs.smtp_sink", "--listen", smtp_addr,
-                                    "--dir", str(self.state_dir / "mailbox")], {})
+        proc = self._spawn(
+            "smtp",
+            [
+                "-m",
+                "chaos.jobs.smtp_sink",
+                "--listen",
+                smtp_addr,
+                "--dir",
+                str(self.state_dir / "mailbox"),
+            ],
+            {},
+        )
         _wait_tcp(smtp_addr, self.start_timeout_s, proc)
 
     def start_worker(self, name: str, env: Mapping[str, str]) -> int:
@@ -440,9 +471,13 @@ class Mesh:
         from mesh.runtime.topology import service
 
         spec = service("notification")
-        worker_env = {**self._service_env(spec), "LISTEN_ADDR": f"127.0.0.1:{free_port()}",
-                      "ADMIN_ADDR": f"127.0.0.1:{free_port()}",
-                      "METRICS_ADDR": f"127.0.0.1:{free_port()}", **env}
+        worker_env = {
+            **self._service_env(spec),
+            "LISTEN_ADDR": f"127.0.0.1:{free_port()}",
+            "ADMIN_ADDR": f"127.0.0.1:{free_port()}",
+            "METRICS_ADDR": f"127.0.0.1:{free_port()}",
+            **env,
+        }
         proc = self._spawn(name, ["-m", spec.module], worker_env)
         self._wait_serving(spec, worker_env, proc)
         return proc.popen.pid

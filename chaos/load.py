@@ -80,44 +80,76 @@ def metadata_for(api_key: str | None) -> tuple[tuple[str, str], ...]:
     return (("authorization", f"Bearer {api_key}"),) if api_key else ()
 
 
-async def _home(stub: gateway_pb2_grpc.GatewayStub, n: int, timeout_s: float,
-                md: tuple[tuple[str, str], ...]) -> Outcome:
+async def _home(
+    stub: gateway_pb2_grpc.GatewayStub, n: int, timeout_s: float, md: tuple[tuple[str, str], ...]
+) -> Outcome:
     trace_id, md = traced(md)
     start = time.perf_counter()
     try:
         reply = await stub.GetHome(
             gateway_pb2.GetHomeRequest(user_id=user_id(n % USER_COUNT + 1)),
-            timeout=timeout_s, metadata=md,
+            timeout=timeout_s,
+            metadata=md,
         )
         degraded = tuple(f"{d.part}:{d.served_by}" for d in reply.degraded)
-        return Outcome("home", "OK", time.perf_counter() - start, degraded, started_s=start,
-                       trace_id=trace_id)
+        return Outcome(
+            "home", "OK", time.perf_counter() - start, degraded, started_s=start, trace_id=trace_id
+        )
     except grpc.aio.AioRpcError as err:
-        return Outcome("home", err.code().name, time.perf_counter() - start, started_s=start,
-                       pushback_ms=_pushback(err), trace_id=trace_id,
-                       detail=(err.details() or "")[:160])
+        return Outcome(
+            "home",
+            err.code().name,
+            time.perf_counter() - start,
+            started_s=start,
+            pushback_ms=_pushback(err),
+            trace_id=trace_id,
+            detail=(err.details() or "")[:160],
+        )
 
 
-async def _checkout(stub: gateway_pb2_grpc.GatewayStub, n: int, timeout_s: float,
-                    md: tuple[tuple[str, str], ...], key: str = "") -> Outcome:
+async def _checkout(
+    stub: gateway_pb2_grpc.GatewayStub,
+    n: int,
+    timeout_s: float,
+    md: tuple[tuple[str, str], ...],
+    key: str = "",
+) -> Outcome:
     key = key or f"load-{uuid.uuid4().hex}"
     trace_id, md = traced(md)
     start = time.perf_counter()
     try:
         reply = await stub.Checkout(
             gateway_pb2.CheckoutRequest(
-                user_id=user_id(n % USER_COUNT + 1), amount_cents=1000 + n % 500,
-                currency="USD", idempotency_key=key,
+                user_id=user_id(n % USER_COUNT + 1),
+                amount_cents=1000 + n % 500,
+                currency="USD",
+                idempotency_key=key,
             ),
-            timeout=timeout_s, metadata=md,
+            timeout=timeout_s,
+            metadata=md,
         )
         status = payment_pb2.ChargeStatus.Name(reply.status).removeprefix("CHARGE_STATUS_")
-        return Outcome("checkout", "OK", time.perf_counter() - start, status=status,
-                       charge_id=reply.charge_id, key=key, started_s=start, trace_id=trace_id)
+        return Outcome(
+            "checkout",
+            "OK",
+            time.perf_counter() - start,
+            status=status,
+            charge_id=reply.charge_id,
+            key=key,
+            started_s=start,
+            trace_id=trace_id,
+        )
     except grpc.aio.AioRpcError as err:
-        return Outcome("checkout", err.code().name, time.perf_counter() - start, key=key,
-                       started_s=start, pushback_ms=_pushback(err), trace_id=trace_id,
-                       detail=(err.details() or "")[:160])
+        return Outcome(
+            "checkout",
+            err.code().name,
+            time.perf_counter() - start,
+            key=key,
+            started_s=start,
+            pushback_ms=_pushback(err),
+            trace_id=trace_id,
+            detail=(err.details() or "")[:160],
+        )
 
 
 RPCS = {"home": _home, "checkout": _checkout}
@@ -125,8 +157,12 @@ RETRYABLE = frozenset({"UNAVAILABLE", "RESOURCE_EXHAUSTED"})
 
 
 async def _with_client_retries(
-    stub: gateway_pb2_grpc.GatewayStub, rpc: str, n: int, timeout_s: float,
-    md: tuple[tuple[str, str], ...], retries: int,
+    stub: gateway_pb2_grpc.GatewayStub,
+    rpc: str,
+    n: int,
+    timeout_s: float,
+    md: tuple[tuple[str, str], ...],
+    retries: int,
 ) -> Outcome:
     """A well-behaved client: retries a refused call after the server's pushback (or 0.2 s),
     a checkout with the same idempotency key; gives up on a pushback of -1."""
@@ -143,9 +179,19 @@ async def _with_client_retries(
     if outcome is first:
         return first
     total_s = outcome.started_s + outcome.latency_s - first.started_s
-    return Outcome(rpc, outcome.code, total_s, outcome.degraded, outcome.status,
-                   outcome.charge_id, first.key or outcome.key, first.started_s,
-                   outcome.pushback_ms, outcome.trace_id, outcome.detail)
+    return Outcome(
+        rpc,
+        outcome.code,
+        total_s,
+        outcome.degraded,
+        outcome.status,
+        outcome.charge_id,
+        first.key or outcome.key,
+        first.started_s,
+        outcome.pushback_ms,
+        outcome.trace_id,
+        outcome.detail,
+    )
 
 
 async def run_load(
@@ -181,8 +227,11 @@ async def run_load(
             on_outcome(outcome)
 
     def over(n: int) -> bool:
-        return (n >= requests or time.perf_counter() - start > max_duration_s
-                or (stop is not None and stop.is_set()))
+        return (
+            n >= requests
+            or time.perf_counter() - start > max_duration_s
+            or (stop is not None and stop.is_set())
+        )
 
     async with grpc.aio.insecure_channel(gateway) as channel:
         stub = gateway_pb2_grpc.GatewayStub(channel)
@@ -217,8 +266,14 @@ async def run_load(
                 if delay > 0:
                     await asyncio.sleep(delay)
                 if slots.locked():
-                    done(Outcome(rpc_mix[n % len(rpc_mix)], "CLIENT_DROPPED", 0.0,
-                                 started_s=time.perf_counter()))
+                    done(
+                        Outcome(
+                            rpc_mix[n % len(rpc_mix)],
+                            "CLIENT_DROPPED",
+                            0.0,
+                            started_s=time.perf_counter(),
+                        )
+                    )
                     continue
                 tasks.append(asyncio.create_task(gated(n)))
             await asyncio.gather(*tasks)

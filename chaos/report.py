@@ -15,11 +15,18 @@ from chaos.faults import FaultEvent
 from chaos.runner import ExperimentResult, PhaseResult
 
 COLUMNS = (
-    ("requests", "req", "{:.0f}"), ("ok", "ok", "{:.0f}"), ("degraded", "degr", "{:.0f}"),
-    ("total_ms", "total ms", "{:.0f}"), ("p50_ms", "p50", "{:.0f}"), ("p95_ms", "p95", "{:.0f}"),
-    ("p99_ms", "p99", "{:.0f}"), ("dependency_calls", "dep calls", "{:.0f}"),
-    ("retries", "retries", "{:.0f}"), ("breaker_rejections", "brk rej", "{:.0f}"),
-    ("bulkhead_rejections", "bhd rej", "{:.0f}"), ("fallbacks", "fallb", "{:.0f}"),
+    ("requests", "req", "{:.0f}"),
+    ("ok", "ok", "{:.0f}"),
+    ("degraded", "degr", "{:.0f}"),
+    ("total_ms", "total ms", "{:.0f}"),
+    ("p50_ms", "p50", "{:.0f}"),
+    ("p95_ms", "p95", "{:.0f}"),
+    ("p99_ms", "p99", "{:.0f}"),
+    ("dependency_calls", "dep calls", "{:.0f}"),
+    ("retries", "retries", "{:.0f}"),
+    ("breaker_rejections", "brk rej", "{:.0f}"),
+    ("bulkhead_rejections", "bhd rej", "{:.0f}"),
+    ("fallbacks", "fallb", "{:.0f}"),
     ("shed", "shed", "{:.0f}"),
 )
 
@@ -32,8 +39,12 @@ def _errors(metrics: dict[str, float]) -> str:
 def scenario_table(result: ExperimentResult) -> Table:
     """Scenario experiments: the metrics their `columns` name, a row per variant."""
     exp = result.experiment
-    table = Table(title=f"{result.name}: {exp.title}", title_justify="left",
-                  caption=f"hypothesis: {exp.hypothesis}", caption_justify="left")
+    table = Table(
+        title=f"{result.name}: {exp.title}",
+        title_justify="left",
+        caption=f"hypothesis: {exp.hypothesis}",
+        caption_justify="left",
+    )
     table.add_column("variant")
     for col in exp.columns:
         table.add_column(col, justify="right")
@@ -46,8 +57,7 @@ def scenario_table(result: ExperimentResult) -> Table:
         table.add_row(v.variant.name, *[_cell(phase.metrics.get(c)) for c in exp.columns])
         ref = refs.get(v.variant.name)
         if ref is not None:
-            table.add_row("  seed", *[str(ref.values.get(c, "")) for c in exp.columns],
-                          style="dim")
+            table.add_row("  seed", *[str(ref.values.get(c, "")) for c in exp.columns], style="dim")
     return table
 
 
@@ -61,8 +71,12 @@ def experiment_table(result: ExperimentResult) -> Table:
     exp = result.experiment
     if exp.scenario is not None:
         return scenario_table(result)
-    table = Table(title=f"{result.name}: {exp.title}", title_justify="left",
-                  caption=f"hypothesis: {exp.hypothesis}", caption_justify="left")
+    table = Table(
+        title=f"{result.name}: {exp.title}",
+        title_justify="left",
+        caption=f"hypothesis: {exp.hypothesis}",
+        caption_justify="left",
+    )
     table.add_column("variant")
     table.add_column("phase")
     for _, header, _ in COLUMNS[:3]:
@@ -83,7 +97,8 @@ def experiment_table(result: ExperimentResult) -> Table:
             if ref is not None:
                 rv = ref.values
                 table.add_row(
-                    "  seed", phase_name,
+                    "  seed",
+                    phase_name,
                     *[str(rv.get(key, "")) for key, _, _ in COLUMNS[:3]],
                     str(rv.get("errors", "")),
                     *[str(rv.get(key, "")) for key, _, _ in COLUMNS[3:]],
@@ -97,14 +112,17 @@ def print_result(console: Console, result: ExperimentResult) -> None:
     for v in result.variants:
         for phase in v.phases.values():
             for row in phase.rows:
-                console.print(f"  {v.variant.name}: " + ", ".join(
-                    f"{k}={val}" for k, val in row.items()))
+                console.print(
+                    f"  {v.variant.name}: " + ", ".join(f"{k}={val}" for k, val in row.items())
+                )
     for verdict in result.verdicts:
         mark = "[green]PASS[/green]" if verdict.passed else "[red]FAIL[/red]"
         measured = "n/a" if verdict.measured is None else f"{verdict.measured:.4g}"
-        console.print(f"  {mark} {verdict.variant}/{verdict.phase}: {verdict.metric} = "
-                      f"{measured} (want {verdict.bound})"
-                      + (f"  [dim]{verdict.why}[/dim]" if verdict.why else ""))
+        console.print(
+            f"  {mark} {verdict.variant}/{verdict.phase}: {verdict.metric} = "
+            f"{measured} (want {verdict.bound})"
+            + (f"  [dim]{verdict.why}[/dim]" if verdict.why else "")
+        )
     if result.aborted:
         console.print(f"  [red]aborted[/red]: {result.aborted}")
     held = "[green]held[/green]" if result.held else "[red]did not hold[/red]"
@@ -120,11 +138,19 @@ def _phase_json(phase: PhaseResult, samples: bool) -> dict[str, Any]:
     }
     if samples:
         out["samples"] = [
-            {"rpc": o.rpc, "code": o.code, "latency_ms": round(o.latency_s * 1000, 3),
-             "at_s": round(o.started_s - phase.load.outcomes[0].started_s, 4)
-             if phase.load.outcomes else 0.0,
-             "degraded": list(o.degraded), "status": o.status, "charge_id": o.charge_id,
-             "trace_id": o.trace_id, "detail": o.detail}
+            {
+                "rpc": o.rpc,
+                "code": o.code,
+                "latency_ms": round(o.latency_s * 1000, 3),
+                "at_s": round(o.started_s - phase.load.outcomes[0].started_s, 4)
+                if phase.load.outcomes
+                else 0.0,
+                "degraded": list(o.degraded),
+                "status": o.status,
+                "charge_id": o.charge_id,
+                "trace_id": o.trace_id,
+                "detail": o.detail,
+            }
             for o in phase.load.outcomes
         ]
     return out
@@ -153,8 +179,11 @@ def to_json(result: ExperimentResult, samples: bool = True) -> dict[str, Any]:
         "aborted": result.aborted,
         "variants": [
             {
-                "name": v.variant.name, "policy": v.policy, "skipped": v.skipped,
-                "error": v.error, "steady_before": v.steady_before,
+                "name": v.variant.name,
+                "policy": v.policy,
+                "skipped": v.skipped,
+                "error": v.error,
+                "steady_before": v.steady_before,
                 "steady_after": v.steady_after,
                 "phases": {k: _phase_json(p, samples) for k, p in v.phases.items()},
             }
@@ -186,19 +215,22 @@ def plot(result: ExperimentResult, out_dir: Path) -> list[Path]:
     runs = [v for v in result.variants if "fault" in v.phases]
     if not runs:
         return []
-    fig, axes = plt.subplots(len(runs), 1, figsize=(9, 2.4 * len(runs)), squeeze=False,
-                             sharex=True)
+    fig, axes = plt.subplots(len(runs), 1, figsize=(9, 2.4 * len(runs)), squeeze=False, sharex=True)
     for ax, v in zip(axes[:, 0], runs, strict=True):
         phase = v.phases["fault"]
         t0 = phase.load.outcomes[0].started_s if phase.load.outcomes else 0.0
         for ok, colour, label in ((True, "tab:blue", "ok"), (False, "tab:red", "error")):
-            pts = [(o.started_s - t0, o.latency_s * 1000) for o in phase.load.outcomes
-                   if (o.code == "OK") == ok]
+            pts = [
+                (o.started_s - t0, o.latency_s * 1000)
+                for o in phase.load.outcomes
+                if (o.code == "OK") == ok
+            ]
             if pts:
                 xs, ys = zip(*pts, strict=True)
                 ax.scatter(xs, ys, s=6, color=colour, label=label)
-        degraded = [(o.started_s - t0, o.latency_s * 1000) for o in phase.load.outcomes
-                    if o.degraded]
+        degraded = [
+            (o.started_s - t0, o.latency_s * 1000) for o in phase.load.outcomes if o.degraded
+        ]
         if degraded:
             xs, ys = zip(*degraded, strict=True)
             ax.scatter(xs, ys, s=6, color="tab:orange", label="degraded")
@@ -246,14 +278,20 @@ def write_report(result: ExperimentResult, out_dir: Path) -> Path:
         *[f"![{p.stem}]({p.name})" for p in images],
         "",
     ]
-    lines += ["## Traces worth opening", "",
-              "`mesh traces TRACE_ID --dir <state dir>/traces` shows one as a waterfall.", ""]
+    lines += [
+        "## Traces worth opening",
+        "",
+        "`mesh traces TRACE_ID --dir <state dir>/traces` shows one as a waterfall.",
+        "",
+    ]
     for v in result.variants:
         for phase_name, phase in v.phases.items():
             for kind, ids in notable_traces(phase).items():
                 if ids:
-                    lines.append(f"- {v.variant.name} / {phase_name}, {kind}: "
-                                 + ", ".join(f"`{i}`" for i in ids))
+                    lines.append(
+                        f"- {v.variant.name} / {phase_name}, {kind}: "
+                        + ", ".join(f"`{i}`" for i in ids)
+                    )
     lines.append("")
     path = out_dir / "report.md"
     path.write_text("\n".join(lines))

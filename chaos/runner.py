@@ -57,10 +57,13 @@ class Target:
         state = mesh.state
         assert state is not None, "start the mesh first"
         return cls(
-            gateway=state.gateway, toxiproxy=state.toxiproxy,
+            gateway=state.gateway,
+            toxiproxy=state.toxiproxy,
             admin={k: v["admin"] for k, v in state.services.items()},
             metrics={k: v["metrics"] for k, v in state.services.items()},
-            api_key=state.api_key, mesh=mesh, state_dir=mesh.state_dir,
+            api_key=state.api_key,
+            mesh=mesh,
+            state_dir=mesh.state_dir,
         )
 
     @classmethod
@@ -79,7 +82,8 @@ class Target:
             if key not in known and not key.startswith(("admin.", "metrics.")):
                 raise ValueError(f"--target: unknown key {key!r}")
         return cls(
-            gateway=fields["gateway"], toxiproxy=fields.get("toxiproxy"),
+            gateway=fields["gateway"],
+            toxiproxy=fields.get("toxiproxy"),
             admin={k[6:]: v for k, v in fields.items() if k.startswith("admin.")},
             metrics={k[8:]: v for k, v in fields.items() if k.startswith("metrics.")},
             api_key=fields.get("api_key"),
@@ -137,8 +141,10 @@ class ExperimentResult:
 
     @property
     def held(self) -> bool:
-        return not self.aborted and all(v.passed for v in self.verdicts) and not any(
-            v.error for v in self.variants
+        return (
+            not self.aborted
+            and all(v.passed for v in self.verdicts)
+            and not any(v.error for v in self.variants)
         )
 
 
@@ -165,9 +171,9 @@ def load_metrics(result: LoadResult) -> dict[str, float]:
         "ok_p99_ms": percentile(ok_lat, 99),
         "min_ms": min(lat, default=0.0),
         "goodput_per_s": len(ok) / result.elapsed_s if result.elapsed_s else 0.0,
-        "rejections_without_pushback": float(sum(
-            1 for o in outcomes if o.code == "RESOURCE_EXHAUSTED" and o.pushback_ms is None
-        )),
+        "rejections_without_pushback": float(
+            sum(1 for o in outcomes if o.code == "RESOURCE_EXHAUSTED" and o.pushback_ms is None)
+        ),
     }
     for served_by in ("popular", "cached-popular", "omitted"):
         metrics[f"served_{served_by.replace('-', '_')}"] = float(
@@ -273,8 +279,13 @@ class Runner:
         client = ToxiproxyClient(target.toxiproxy) if target.toxiproxy else None
         self.injector = Injector(client, target.admin)
 
-    async def _load(self, label: str, spec: LoadSpec, stop: asyncio.Event | None = None,
-                    on_outcome: Callable[[Outcome], None] | None = None) -> LoadResult:
+    async def _load(
+        self,
+        label: str,
+        spec: LoadSpec,
+        stop: asyncio.Event | None = None,
+        on_outcome: Callable[[Outcome], None] | None = None,
+    ) -> LoadResult:
         total = spec.requests * spec.repeat
         done = 0
 
@@ -288,10 +299,17 @@ class Runner:
         merged = LoadResult()
         for _ in range(spec.repeat):
             part = await run_load(
-                self.target.gateway, requests=spec.requests, concurrency=spec.concurrency,
-                rpc_mix=spec.rpc, timeout_s=spec.deadline_s, think_s=spec.think_s,
-                rate_per_s=spec.rate_per_s, max_duration_s=spec.max_duration_s,
-                api_key=self.target.api_key, on_outcome=tick, stop=stop,
+                self.target.gateway,
+                requests=spec.requests,
+                concurrency=spec.concurrency,
+                rpc_mix=spec.rpc,
+                timeout_s=spec.deadline_s,
+                think_s=spec.think_s,
+                rate_per_s=spec.rate_per_s,
+                max_duration_s=spec.max_duration_s,
+                api_key=self.target.api_key,
+                on_outcome=tick,
+                stop=stop,
                 client_retries=spec.client_retries,
             )
             merged.outcomes.extend(part.outcomes)
@@ -307,20 +325,23 @@ class Runner:
 
     async def _capacity(self, variant: Variant, spec: LoadSpec) -> dict[str, float]:
         """Closed-loop throughput at `capacity_concurrency`: what the mesh sustains."""
-        probe = LoadSpec(rpc=spec.rpc, requests=spec.capacity_requests,
-                         concurrency=spec.capacity_concurrency, deadline_s=spec.deadline_s)
+        probe = LoadSpec(
+            rpc=spec.rpc,
+            requests=spec.capacity_requests,
+            concurrency=spec.capacity_concurrency,
+            deadline_s=spec.deadline_s,
+        )
         metrics = load_metrics(await self._load(f"{variant.name}: measuring capacity", probe))
-        return {"capacity_per_s": metrics["goodput_per_s"],
-                "capacity_p99_ms": metrics["p99_ms"]}
+        return {"capacity_per_s": metrics["goodput_per_s"], "capacity_p99_ms": metrics["p99_ms"]}
 
     async def _fault_phase(self, exp: Experiment, variant: Variant) -> PhaseResult:
         spec = exp.load_for(variant)
         capacity: dict[str, float] = {}
         if spec.rate_x_capacity is not None:
             capacity = await self._capacity(variant, spec)
-            spec = spec.model_copy(update={
-                "rate_per_s": max(1.0, capacity["capacity_per_s"] * spec.rate_x_capacity)
-            })
+            spec = spec.model_copy(
+                update={"rate_per_s": max(1.0, capacity["capacity_per_s"] * spec.rate_x_capacity)}
+            )
         stop = asyncio.Event()
         window: deque[tuple[float, bool]] = deque()
         bad_since: list[float] = []
@@ -358,14 +379,20 @@ class Runner:
         aborted = bool(bad_since) and stop.is_set() and len(load.outcomes) < spec.requests
         counters = scrape(self.target.metrics) - before
         settle_s = await self._settle()
-        metrics = {**load_metrics(load), **counter_metrics(counters, exp), **capacity,
-                   "settle_s": settle_s}
+        metrics = {
+            **load_metrics(load),
+            **counter_metrics(counters, exp),
+            **capacity,
+            "settle_s": settle_s,
+        }
         if capacity:
             metrics["offered_per_s"] = spec.rate_per_s or 0.0
             metrics["goodput_vs_capacity"] = metrics["goodput_per_s"] / max(
-                capacity["capacity_per_s"], 1e-9)
+                capacity["capacity_per_s"], 1e-9
+            )
             metrics["ok_p99_vs_capacity"] = metrics["ok_p99_ms"] / max(
-                capacity["capacity_p99_ms"], 1e-9)
+                capacity["capacity_p99_ms"], 1e-9
+            )
         if aborted:
             metrics["aborted"] = 1.0
         return PhaseResult(load, counters, metrics, list(self.injector.timeline))
@@ -396,8 +423,9 @@ class Runner:
             await asyncio.sleep(0.1)
         return time.monotonic() - started
 
-    async def run_variant(self, name: str, path: Path, exp: Experiment,
-                          variant: Variant) -> VariantResult:
+    async def run_variant(
+        self, name: str, path: Path, exp: Experiment, variant: Variant
+    ) -> VariantResult:
         policy = materialise_policy(path, name, variant, self.target.state_dir / "policies")
         result = VariantResult(variant, policy)
         await self.injector.reset_all()
@@ -406,8 +434,10 @@ class Runner:
         elif self.target.mesh is not None:
             await asyncio.to_thread(self.target.mesh.restart_services, policy)
         elif variant.policy != "full" or variant.overrides:
-            result.skipped = ("the target's policy cannot be changed from here; "
-                              "deploy it with MESH_POLICY and run this variant alone")
+            result.skipped = (
+                "the target's policy cannot be changed from here; "
+                "deploy it with MESH_POLICY and run this variant alone"
+            )
             return result
         if exp.scenario is not None:
             return await self._run_scenario(exp, variant, result)
@@ -432,14 +462,16 @@ class Runner:
             )
             if self.target.metrics:
                 after = scrape(self.target.metrics)
-                opened = [v for v in after.gauge("mesh_breaker_state", "gateway").values()
-                          if v != 0]
+                opened = [
+                    v for v in after.gauge("mesh_breaker_state", "gateway").values() if v != 0
+                ]
                 result.phases["recovery"].metrics["breakers_not_closed"] = float(len(opened))
         result.steady_after = await self._steady_again(exp, variant)
         return result
 
-    async def _run_scenario(self, exp: Experiment, variant: Variant,
-                            result: VariantResult) -> VariantResult:
+    async def _run_scenario(
+        self, exp: Experiment, variant: Variant, result: VariantResult
+    ) -> VariantResult:
         from chaos.scenarios import SCENARIOS, ScenarioContext
 
         assert exp.scenario is not None
@@ -453,8 +485,9 @@ class Runner:
         result.phases["fault"] = phase
         return result
 
-    async def _steady_again(self, exp: Experiment, variant: Variant,
-                            within_s: float = 15.0) -> dict[str, float]:
+    async def _steady_again(
+        self, exp: Experiment, variant: Variant, within_s: float = 15.0
+    ) -> dict[str, float]:
         """Steady state must come back once the faults are gone (open breakers close after
         their open time, backlogs drain): probe until it holds, for at most `within_s`."""
         started = time.monotonic()
@@ -480,9 +513,9 @@ class Runner:
                     out.aborted = f"steady state failed: {err}"
                     break
                 except Exception as err:
-                    out.variants.append(VariantResult(
-                        variant, variant.policy, error=f"{type(err).__name__}: {err}"
-                    ))
+                    out.variants.append(
+                        VariantResult(variant, variant.policy, error=f"{type(err).__name__}: {err}")
+                    )
                     out.aborted = f"{variant.name} failed: {type(err).__name__}: {err}"
                     break
         finally:
@@ -496,14 +529,20 @@ def evaluate(result: ExperimentResult) -> list[Verdict]:
     verdicts = []
     for exp in result.experiment.expectations:
         bound = " and ".join(
-            s for s in (f">= {exp.min:g}" if exp.min is not None else "",
-                        f"<= {exp.max:g}" if exp.max is not None else "") if s
+            s
+            for s in (
+                f">= {exp.min:g}" if exp.min is not None else "",
+                f"<= {exp.max:g}" if exp.max is not None else "",
+            )
+            if s
         )
         variant = by_name.get(exp.variant)
         phase = variant.phases.get(exp.phase) if variant else None
         value = phase.metrics.get(exp.metric) if phase else None
-        passed = value is not None and (exp.min is None or value >= exp.min) and (
-            exp.max is None or value <= exp.max
+        passed = (
+            value is not None
+            and (exp.min is None or value >= exp.min)
+            and (exp.max is None or value <= exp.max)
         )
         verdicts.append(Verdict(exp.variant, exp.phase, exp.metric, value, bound, passed, exp.why))
     return verdicts

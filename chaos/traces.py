@@ -86,8 +86,14 @@ def summarise(trace_id: str, spans: list[Span]) -> TraceSummary:
     start = min(s["start_ns"] for s in spans)
     end = max(s["end_ns"] for s in spans)
     return TraceSummary(
-        trace_id, root["name"], root.get("service", ""), start, (end - start) / 1e6,
-        status_of(root), is_degraded(spans), len(spans),
+        trace_id,
+        root["name"],
+        root.get("service", ""),
+        start,
+        (end - start) / 1e6,
+        status_of(root),
+        is_degraded(spans),
+        len(spans),
     )
 
 
@@ -147,8 +153,10 @@ def waterfall(spans: list[Span], width: int = 32) -> list[str]:
             if is_span:
                 walk(item, depth + 1)
             else:
-                lines.append(f"{(at_ns - start) / 1e6:8.1f}ms {'':10} {' ' * (width + 2)} "
-                             f"{'  ' * depth}  · {_event_text(item)}")
+                lines.append(
+                    f"{(at_ns - start) / 1e6:8.1f}ms {'':10} {' ' * (width + 2)} "
+                    f"{'  ' * depth}  · {_event_text(item)}"
+                )
 
     for top in sorted(children[None], key=lambda s: s["start_ns"]):
         walk(top, 0)
@@ -181,14 +189,19 @@ def _jaeger_span(span: Span, process_id: str) -> dict[str, Any]:
         "spanID": span["span_id"],
         "operationName": span["name"],
         "references": [{"refType": "CHILD_OF", "traceID": span["trace_id"], "spanID": parent}]
-        if parent else [],
+        if parent
+        else [],
         "startTime": span["start_ns"] // 1000,
         "duration": max((span["end_ns"] - span["start_ns"]) // 1000, 0),
         "tags": tags,
         "logs": [
-            {"timestamp": e["time_ns"] // 1000,
-             "fields": [_tag("event", e["name"]),
-                        *(_tag(k, v) for k, v in e.get("attributes", {}).items())]}
+            {
+                "timestamp": e["time_ns"] // 1000,
+                "fields": [
+                    _tag("event", e["name"]),
+                    *(_tag(k, v) for k, v in e.get("attributes", {}).items()),
+                ],
+            }
             for e in span.get("events", ())
         ],
         "processID": process_id,
@@ -202,11 +215,14 @@ def to_jaeger(traces: dict[str, list[Span]]) -> dict[str, Any]:
     for trace_id, spans in traces.items():
         services = sorted({s.get("service", "") for s in spans})
         pids = {svc: f"p{i + 1}" for i, svc in enumerate(services)}
-        data.append({
-            "traceID": trace_id,
-            "spans": [_jaeger_span(s, pids[s.get("service", "")]) for s in spans],
-            "processes": {pid: {"serviceName": svc or "unknown", "tags": []}
-                          for svc, pid in pids.items()},
-            "warnings": None,
-        })
+        data.append(
+            {
+                "traceID": trace_id,
+                "spans": [_jaeger_span(s, pids[s.get("service", "")]) for s in spans],
+                "processes": {
+                    pid: {"serviceName": svc or "unknown", "tags": []} for svc, pid in pids.items()
+                },
+                "warnings": None,
+            }
+        )
     return {"data": data, "total": 0, "limit": 0, "offset": 0, "errors": None}

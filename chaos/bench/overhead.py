@@ -108,10 +108,12 @@ async def run_overhead_bench(
     # Bulkhead sized to the offered concurrency: the bench measures cost, not rejections.
     edge = policy.edge("gateway_to_profile").model_copy(deep=True)
     # Deadlines as long as the caller's 5 s: a stall on a busy machine must not end the run.
-    edge = edge.model_copy(update={
-        "bulkhead": edge.bulkhead.model_copy(update={"max_concurrent": concurrency}),
-        "deadline": edge.deadline.model_copy(update={"total_s": 5.0, "attempt_s": 5.0}),
-    })
+    edge = edge.model_copy(
+        update={
+            "bulkhead": edge.bulkhead.model_copy(update={"max_concurrent": concurrency}),
+            "deadline": edge.deadline.model_copy(update={"total_s": 5.0, "attempt_s": 5.0}),
+        }
+    )
     servers: list[grpc.aio.Server] = []
     channels: dict[str, grpc.aio.Channel] = {}
     providers: list[TracerProvider] = []
@@ -121,13 +123,19 @@ async def run_overhead_bench(
         bus = EventBus()
         if tracing_on is not None:
             bus.subscribe(tracing_on.listener)
-        server, target = await _start([
-            *server_tracing(tracing_on),
-            *server_interceptors("profile", policy.server("profile"), bus, FaultTable()),
-        ])
+        server, target = await _start(
+            [
+                *server_tracing(tracing_on),
+                *server_interceptors("profile", policy.server("profile"), bus, FaultTable()),
+            ]
+        )
         servers.append(server)
         channels[name] = resilient_channel(
-            target, edge="gateway_to_profile", dependency="profile", policy=edge, bus=bus,
+            target,
+            edge="gateway_to_profile",
+            dependency="profile",
+            policy=edge,
+            bus=bus,
             attempt_observer=tracing_on.attempt_observer if tracing_on else None,
             call_observer=tracing_on.call_observer if tracing_on else None,
         )
@@ -153,7 +161,8 @@ async def run_overhead_bench(
         )
         servers.append(stock_server)
         channels["raw+stock-otel"] = grpc.aio.insecure_channel(
-            stock_target, options=[NO_BUILTIN_RETRIES],
+            stock_target,
+            options=[NO_BUILTIN_RETRIES],
             interceptors=aio_client_interceptors(tracer_provider=stock_provider),  # type: ignore[no-untyped-call]
         )
     stubs = {n: profile_pb2_grpc.ProfileServiceStub(c) for n, c in channels.items()}
@@ -205,8 +214,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--tracing", action="store_true",
-                        help="add full+tracing and raw+stock-otel variants")
+    parser.add_argument(
+        "--tracing", action="store_true", help="add full+tracing and raw+stock-otel variants"
+    )
     args = parser.parse_args()
     result = asyncio.run(
         run_overhead_bench(args.calls, args.concurrency, args.rounds, tracing=args.tracing)

@@ -43,8 +43,13 @@ async def _toxiproxy_process() -> AsyncIterator[ToxiproxyClient]:
     """The proxy runs in its own process, as `mesh toxiproxy` does, so it gets its own GIL."""
     port = _free_port()
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "chaos.toxiproxy.server", "--port", str(port),
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        sys.executable,
+        "-m",
+        "chaos.toxiproxy.server",
+        "--port",
+        str(port),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
     )
     client = ToxiproxyClient(f"http://127.0.0.1:{port}", timeout_s=2.0)
     try:
@@ -116,16 +121,32 @@ async def run_proxy_bench(
                 await channel.close()
     direct = _summary(samples["direct"], elapsed["direct"])
     proxied = _summary(samples["proxied"], elapsed["proxied"])
+    p50_ratio = proxied["p50_ms"] / direct["p50_ms"]
+    throughput_ratio = proxied["throughput_rps"] / direct["throughput_rps"]
     return {
+        "variants": {
+            "direct": {
+                "p50_ms": direct["p50_ms"],
+                "p99_ms": direct["p99_ms"],
+                "throughput": direct["throughput_rps"],
+            },
+            "proxied": {
+                "p50_ms": proxied["p50_ms"],
+                "p99_ms": proxied["p99_ms"],
+                "throughput": proxied["throughput_rps"],
+                "p50_ratio": p50_ratio,
+                "throughput_ratio": throughput_ratio,
+            },
+        },
         "calls": calls,
         "concurrency": concurrency,
         "rounds": rounds,
         "cpus": os.cpu_count(),
         "direct": direct,
         "proxied": proxied,
-        "p50_ratio": proxied["p50_ms"] / direct["p50_ms"],
+        "p50_ratio": p50_ratio,
         "p99_ratio": proxied["p99_ms"] / direct["p99_ms"],
-        "throughput_ratio": proxied["throughput_rps"] / direct["throughput_rps"],
+        "throughput_ratio": throughput_ratio,
     }
 
 

@@ -29,9 +29,14 @@ def print_result(title: str, result: dict[str, Any]) -> None:
     table.add_column("p50 ratio", justify="right")
     table.add_column("throughput ratio", justify="right")
     for name, row in result["variants"].items():
-        table.add_row(name, f"{row['p50_ms']:.2f}", f"{row['p99_ms']:.2f}",
-                      f"{row['throughput']:.0f}", f"{row.get('p50_ratio', 1.0):.2f}",
-                      f"{row.get('throughput_ratio', 1.0):.2f}")
+        table.add_row(
+            name,
+            f"{row['p50_ms']:.2f}",
+            f"{row['p99_ms']:.2f}",
+            f"{row['throughput']:.0f}",
+            f"{row.get('p50_ratio', 1.0):.2f}",
+            f"{row.get('throughput_ratio', 1.0):.2f}",
+        )
     console.print(table)
 
 
@@ -44,24 +49,33 @@ def _finish(title: str, result: dict[str, Any], json_path: Path | None) -> None:
 
 @app.command()
 def overhead(
-    calls: CallsOpt = 3000, concurrency: ConcOpt = 64, rounds: RoundsOpt = 3,
+    calls: CallsOpt = 3000,
+    concurrency: ConcOpt = 64,
+    rounds: RoundsOpt = 3,
     json_path: JsonOpt = None,
-    tracing: Annotated[bool, typer.Option(
-        "--tracing", help="Also full+tracing and raw+stock-otel (opentelemetry-instrumentation-"
-        "grpc), exporting via a BatchSpanProcessor that OTLP-encodes and drops.")] = False,
+    tracing: Annotated[
+        bool,
+        typer.Option(
+            "--tracing",
+            help="Also full+tracing and raw+stock-otel (opentelemetry-instrumentation-"
+            "grpc), exporting via a BatchSpanProcessor that OTLP-encodes and drops.",
+        ),
+    ] = False,
 ) -> None:
     """Raw grpc.aio vs the full resilience pipeline (no faults; tracing off unless --tracing)."""
     from chaos.bench.overhead import run_overhead_bench
 
-    result = asyncio.run(run_overhead_bench(
-        calls=calls, concurrency=concurrency, rounds=rounds, tracing=tracing
-    ))
+    result = asyncio.run(
+        run_overhead_bench(calls=calls, concurrency=concurrency, rounds=rounds, tracing=tracing)
+    )
     _finish("resilience pipeline overhead", result, json_path)
 
 
 @app.command()
 def proxy(
-    calls: CallsOpt = 3000, concurrency: ConcOpt = 64, rounds: RoundsOpt = 3,
+    calls: CallsOpt = 3000,
+    concurrency: ConcOpt = 64,
+    rounds: RoundsOpt = 3,
     json_path: JsonOpt = None,
 ) -> None:
     """A unary gRPC call direct vs through an embedded Toxiproxy proxy with no toxics."""

@@ -31,8 +31,11 @@ M = TypeVar("M", bound=Message)
 
 AddrOpt = Annotated[
     str | None,
-    typer.Option("--addr", help="Gateway HOST:PORT (default: from var/mesh.json, else "
-                 "$MESH_GATEWAY, else 127.0.0.1:50051)."),
+    typer.Option(
+        "--addr",
+        help="Gateway HOST:PORT (default: from var/mesh.json, else "
+        "$MESH_GATEWAY, else 127.0.0.1:50051).",
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the response as JSON.")]
 TimeoutOpt = Annotated[float, typer.Option(help="Deadline of the call, seconds.")]
@@ -48,8 +51,11 @@ def _target(addr: str | None) -> tuple[str, str | None]:
     return (state.gateway if state else "127.0.0.1:50051"), api_key
 
 
-def _invoke(addr: str | None, timeout: float,
-            fn: Callable[[gateway_pb2_grpc.GatewayStub, Any], Awaitable[M]]) -> M:
+def _invoke(
+    addr: str | None,
+    timeout: float,
+    fn: Callable[[gateway_pb2_grpc.GatewayStub, Any], Awaitable[M]],
+) -> M:
     target, api_key = _target(addr)
 
     async def go() -> M:
@@ -87,27 +93,37 @@ def _status_name(status: int) -> str:
 def home(
     user: Annotated[str, typer.Option(help="A user id such as u-0001 (u-0001..u-0200 exist).")],
     limit: Annotated[int, typer.Option(help="How many recommendations (1..50).")] = 5,
-    addr: AddrOpt = None, json_out: JsonOpt = False, timeout: TimeoutOpt = 2.0,
+    addr: AddrOpt = None,
+    json_out: JsonOpt = False,
+    timeout: TimeoutOpt = 2.0,
 ) -> None:
     """GetHome: the user's profile and recommendations, and what was degraded."""
-    reply = _invoke(addr, timeout, lambda stub, md: stub.GetHome(
-        gateway_pb2.GetHomeRequest(user_id=user, limit=limit), timeout=timeout, metadata=md))
+    reply = _invoke(
+        addr,
+        timeout,
+        lambda stub, md: stub.GetHome(
+            gateway_pb2.GetHomeRequest(user_id=user, limit=limit), timeout=timeout, metadata=md
+        ),
+    )
     if json_out:
         _print_json(reply)
         return
     p = reply.profile
-    console.print(f"[bold]{p.display_name}[/bold] ({p.user_id}, {p.tier}) "
-                  f"interests: {', '.join(p.interests)}")
+    console.print(
+        f"[bold]{p.display_name}[/bold] ({p.user_id}, {p.tier}) interests: {', '.join(p.interests)}"
+    )
     table = Table("product", "title", "category", "price", "score")
     for r in reply.recommendations:
-        table.add_row(r.product_id, r.title, r.category, f"{r.price_cents / 100:.2f}",
-                      f"{r.score:.3f}")
+        table.add_row(
+            r.product_id, r.title, r.category, f"{r.price_cents / 100:.2f}", f"{r.score:.3f}"
+        )
     console.print(table)
     if not reply.degraded:
         console.print("degraded: none")
     for d in reply.degraded:
-        console.print(f"[yellow]degraded[/yellow] {d.part}: served by {d.served_by} "
-                      f"({d.code}: {d.reason})")
+        console.print(
+            f"[yellow]degraded[/yellow] {d.part}: served by {d.served_by} ({d.code}: {d.reason})"
+        )
 
 
 def parse_amount(text: str) -> int:
@@ -127,23 +143,36 @@ def checkout(
     user: Annotated[str, typer.Option(help="A user id such as u-0001.")],
     amount: Annotated[str, typer.Option(help="Amount in major units, e.g. 12.50.")],
     currency: Annotated[str, typer.Option(help="USD, EUR, GBP or UZS.")] = "USD",
-    key: Annotated[str | None, typer.Option(
-        help="Idempotency key; reuse it to retry safely (default: a new random key).")] = None,
-    addr: AddrOpt = None, json_out: JsonOpt = False, timeout: TimeoutOpt = 5.0,
+    key: Annotated[
+        str | None,
+        typer.Option(help="Idempotency key; reuse it to retry safely (default: a new random key)."),
+    ] = None,
+    addr: AddrOpt = None,
+    json_out: JsonOpt = False,
+    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Checkout: charge the user once per idempotency key."""
     cents = parse_amount(amount)
     idem = key or f"cli-{uuid.uuid4().hex}"
-    reply = _invoke(addr, timeout, lambda stub, md: stub.Checkout(
-        gateway_pb2.CheckoutRequest(user_id=user, amount_cents=cents, currency=currency,
-                                    idempotency_key=idem),
-        timeout=timeout, metadata=md))
+    reply = _invoke(
+        addr,
+        timeout,
+        lambda stub, md: stub.Checkout(
+            gateway_pb2.CheckoutRequest(
+                user_id=user, amount_cents=cents, currency=currency, idempotency_key=idem
+            ),
+            timeout=timeout,
+            metadata=md,
+        ),
+    )
     if json_out:
         _print_json(reply)
         return
-    console.print(f"charge {reply.charge_id}: [bold]{_status_name(reply.status)}[/bold]"
-                  + (f" ({reply.decline_reason})" if reply.decline_reason else "")
-                  + (" (replayed: this key was already charged)" if reply.replayed else ""))
+    console.print(
+        f"charge {reply.charge_id}: [bold]{_status_name(reply.status)}[/bold]"
+        + (f" ({reply.decline_reason})" if reply.decline_reason else "")
+        + (" (replayed: this key was already charged)" if reply.replayed else "")
+    )
     console.print(f"idempotency key: {idem}")
 
 
@@ -151,16 +180,26 @@ def checkout(
 def charge(
     charge_id: Annotated[str | None, typer.Option("--id", help="Charge id (ch_...).")] = None,
     key: Annotated[str | None, typer.Option(help="The idempotency key of the checkout.")] = None,
-    addr: AddrOpt = None, json_out: JsonOpt = False, timeout: TimeoutOpt = 2.0,
+    addr: AddrOpt = None,
+    json_out: JsonOpt = False,
+    timeout: TimeoutOpt = 2.0,
 ) -> None:
     """GetCharge: resolve a PENDING checkout by charge id or idempotency key."""
     if not charge_id and not key:
         raise typer.BadParameter("give --id or --key")
-    reply = _invoke(addr, timeout, lambda stub, md: stub.GetCharge(
-        payment_pb2.GetChargeRequest(charge_id=charge_id or "", idempotency_key=key or ""),
-        timeout=timeout, metadata=md))
+    reply = _invoke(
+        addr,
+        timeout,
+        lambda stub, md: stub.GetCharge(
+            payment_pb2.GetChargeRequest(charge_id=charge_id or "", idempotency_key=key or ""),
+            timeout=timeout,
+            metadata=md,
+        ),
+    )
     if json_out:
         _print_json(reply)
         return
-    console.print(f"charge {reply.charge_id}: [bold]{_status_name(reply.status)}[/bold]"
-                  + (f" ({reply.decline_reason})" if reply.decline_reason else ""))
+    console.print(
+        f"charge {reply.charge_id}: [bold]{_status_name(reply.status)}[/bold]"
+        + (f" ({reply.decline_reason})" if reply.decline_reason else "")
+    )

@@ -20,8 +20,9 @@ from chaos.report import print_result, to_json, write_report
 from chaos.runner import ExperimentResult, Runner, Target
 from mesh.resilience.policy import PolicyError
 
-app = typer.Typer(help="Chaos experiments: steady state, faults, load, verdict.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Chaos experiments: steady state, faults, load, verdict.", no_args_is_help=True
+)
 console = Console(width=None if sys.stdout.isatty() else 150)
 
 
@@ -44,20 +45,32 @@ def _measured(value: float | None) -> str:
 
 
 def verdict_table(results: list[ExperimentResult]) -> Table:
-    table = Table("experiment", "verdict", "failed expectations (measured, wanted)",
-                  title="verdict", title_justify="left")
+    table = Table(
+        "experiment",
+        "verdict",
+        "failed expectations (measured, wanted)",
+        title="verdict",
+        title_justify="left",
+    )
     for r in results:
-        failed = [f"{v.variant}/{v.phase} {v.metric}={_measured(v.measured)} (want {v.bound})"
-                  for v in r.verdicts if not v.passed]
+        failed = [
+            f"{v.variant}/{v.phase} {v.metric}={_measured(v.measured)} (want {v.bound})"
+            for v in r.verdicts
+            if not v.passed
+        ]
         if r.aborted:
             failed.insert(0, r.aborted)
-        table.add_row(r.name, "[green]held[/green]" if r.held else "[red]did not hold[/red]",
-                      "\n".join(failed) or "-")
+        table.add_row(
+            r.name,
+            "[green]held[/green]" if r.held else "[red]did not hold[/red]",
+            "\n".join(failed) or "-",
+        )
     return table
 
 
-async def _run_all(runner: Runner, experiments: list[tuple[str, Path]],
-                   progress: Progress, reports: Path) -> list[ExperimentResult]:
+async def _run_all(
+    runner: Runner, experiments: list[tuple[str, Path]], progress: Progress, reports: Path
+) -> list[ExperimentResult]:
     results = []
     for name, path in experiments:
         _, exp = load_experiment(str(path))
@@ -69,8 +82,9 @@ async def _run_all(runner: Runner, experiments: list[tuple[str, Path]],
     return results
 
 
-def execute(names: list[str], target: str | None, json_path: Path | None, reports: Path,
-            state_dir: Path) -> list[ExperimentResult]:
+def execute(
+    names: list[str], target: str | None, json_path: Path | None, reports: Path, state_dir: Path
+) -> list[ExperimentResult]:
     """Run the named experiments (embedded mesh unless `target`); print and write reports."""
     try:
         if not names:
@@ -89,8 +103,14 @@ def execute(names: list[str], target: str | None, json_path: Path | None, report
             with console.status("starting the embedded mesh..."):
                 mesh.start()
         tgt = remote or Target.from_mesh(mesh)  # type: ignore[arg-type]
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=console, transient=True) as progress:
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        ) as progress:
             bar = progress.add_task("starting", total=1)
 
             def tick(label: str, done: int, total: int) -> None:
@@ -114,26 +134,37 @@ def execute(names: list[str], target: str | None, json_path: Path | None, report
         json_path.write_text(json.dumps([to_json(r) for r in results], indent=1))
     console.print(verdict_table(results))
     held = sum(r.held for r in results)
-    console.print(f"{held} of {len(results)} hypotheses held; reports in {reports}/ "
-                  f"({time.monotonic() - started:.0f} s in all)")
+    console.print(
+        f"{held} of {len(results)} hypotheses held; reports in {reports}/ "
+        f"({time.monotonic() - started:.0f} s in all)"
+    )
     return results
 
 
 @app.command()
 def run(
-    experiments: Annotated[list[str] | None, typer.Argument(
-        help="Names from `mesh chaos list`, or paths to YAML files.")] = None,
+    experiments: Annotated[
+        list[str] | None,
+        typer.Argument(help="Names from `mesh chaos list`, or paths to YAML files."),
+    ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Run the whole catalogue.")] = False,
-    target: Annotated[str | None, typer.Option(
-        help="Run against a running mesh instead of starting one: "
-        "toxiproxy=URL,gateway=HOST:PORT[,api_key=KEY][,admin.SERVICE=ADDR]"
-        "[,metrics.SERVICE=URL]")] = None,
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write all numbers here.")]
-    = None,
-    reports: Annotated[Path, typer.Option(help="Folder for report.md and plots.")]
-    = Path("reports"),
-    state_dir: Annotated[Path, typer.Option(help="State of the embedded mesh.")]
-    = Path("var/chaos"),
+    target: Annotated[
+        str | None,
+        typer.Option(
+            help="Run against a running mesh instead of starting one: "
+            "toxiproxy=URL,gateway=HOST:PORT[,api_key=KEY][,admin.SERVICE=ADDR]"
+            "[,metrics.SERVICE=URL]"
+        ),
+    ] = None,
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="Write all numbers here.")
+    ] = None,
+    reports: Annotated[Path, typer.Option(help="Folder for report.md and plots.")] = Path(
+        "reports"
+    ),
+    state_dir: Annotated[Path, typer.Option(help="State of the embedded mesh.")] = Path(
+        "var/chaos"
+    ),
 ) -> None:
     """Run experiments; exit 1 when a hypothesis does not hold, 2 on bad input."""
     names = [p.stem for p, _ in catalogue()] if all_ else list(experiments or [])

@@ -16,10 +16,10 @@ console = Console()
 
 def demo(
     reports: Annotated[Path, typer.Option(help="Folder for the reports.")] = Path("reports"),
-    state_dir: Annotated[Path, typer.Option(help="State of the demo mesh.")]
-    = Path("var/chaos"),
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write all numbers here.")]
-    = Path("reports/demo.json"),
+    state_dir: Annotated[Path, typer.Option(help="State of the demo mesh.")] = Path("var/chaos"),
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="Write all numbers here.")
+    ] = Path("reports/demo.json"),
 ) -> None:
     """Start the embedded mesh, run every experiment of the catalogue, print the verdict.
 
@@ -27,8 +27,10 @@ def demo(
     which did); `mesh chaos run --all` exits 1 when one did not hold.
     """
     names = [p.stem for p, _ in catalogue()]
-    console.print(f"[bold]mesh demo[/bold]: {len(names)} experiments on the embedded mesh "
-                  "(4 services behind the embedded Toxiproxy, every process on 127.0.0.1)")
+    console.print(
+        f"[bold]mesh demo[/bold]: {len(names)} experiments on the embedded mesh "
+        "(4 services behind the embedded Toxiproxy, every process on 127.0.0.1)"
+    )
     results = execute(names, None, json_path, reports, state_dir)
     broken = [r.name for r in results if r.aborted]
     if broken:

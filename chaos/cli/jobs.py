@@ -16,8 +16,9 @@ from rich.table import Table
 from chaos.jobs.mailbox import Mailbox
 from chaos.jobs.queue_admin import STATES, QueueAdmin, dumps, redis_addr
 
-app = typer.Typer(help="Receipts: the background-job queue and the local mailbox.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Receipts: the background-job queue and the local mailbox.", no_args_is_help=True
+)
 console = Console()
 T = TypeVar("T")
 
@@ -26,8 +27,7 @@ RedisOpt = Annotated[str | None, typer.Option("--redis", help="HOST:PORT (defaul
 JsonOpt = Annotated[bool, typer.Option("--json", help="JSON instead of a table.")]
 
 
-def _with_admin(state_dir: Path, redis: str | None,
-                fn: Callable[[QueueAdmin], Awaitable[T]]) -> T:
+def _with_admin(state_dir: Path, redis: str | None, fn: Callable[[QueueAdmin], Awaitable[T]]) -> T:
     try:
         addr = redis_addr(state_dir, redis)
     except LookupError as err:
@@ -69,8 +69,14 @@ def list_(
         return
     table = Table("job", "state", "attempts", "processed", "finished", "failed reason")
     for v in views:
-        table.add_row(v.id, v.state, f"{v.attempts_made}/{v.attempts}", _when(v.processed_on),
-                      _when(v.finished_on), v.failed_reason or "-")
+        table.add_row(
+            v.id,
+            v.state,
+            f"{v.attempts_made}/{v.attempts}",
+            _when(v.processed_on),
+            _when(v.finished_on),
+            v.failed_reason or "-",
+        )
     console.print(table)
 
 
@@ -107,9 +113,21 @@ def mailbox(
     if as_json:
         print(json.dumps([{**vars(m), "path": str(m.path)} for m in mails[-limit:]], indent=1))
         return
-    table = Table("received", "to", "subject", "charge", "message-id",
-                  title=f"{len(mails)} message(s) in {box.root}", title_justify="left")
+    table = Table(
+        "received",
+        "to",
+        "subject",
+        "charge",
+        "message-id",
+        title=f"{len(mails)} message(s) in {box.root}",
+        title_justify="left",
+    )
     for m in mails[-limit:]:
-        table.add_row(dt.datetime.fromtimestamp(m.received_at).strftime("%H:%M:%S.%f")[:-3],
-                      m.to, m.subject, m.charge_id, m.message_id)
+        table.add_row(
+            dt.datetime.fromtimestamp(m.received_at).strftime("%H:%M:%S.%f")[:-3],
+            m.to,
+            m.subject,
+            m.charge_id,
+            m.message_id,
+        )
     console.print(table)

@@ -10,8 +10,9 @@ import typer
 
 
 def toxiproxy(
-    host: Annotated[str, typer.Option(help="Admin API address; keep it on loopback.")]
-    = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option(help="Admin API address; keep it on loopback.")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Admin API port.")] = 8474,
     config: Annotated[
         Path | None, typer.Option(help="JSON list of proxies to create at start (like -config).")

@@ -29,20 +29,30 @@ def _table(rows: list[tr.TraceSummary], where: Path) -> Table:
     for r in rows:
         started = time.strftime("%H:%M:%S", time.localtime(r.start_ns / 1e9))
         status = r.status if r.status == "OK" else f"[red]{r.status}[/red]"
-        table.add_row(r.trace_id, escape(f"{r.operation} [{r.service}]"), started,
-                      f"{r.duration_ms:.1f}", status, "[yellow]yes[/yellow]" if r.degraded else "",
-                      str(r.span_count))
+        table.add_row(
+            r.trace_id,
+            escape(f"{r.operation} [{r.service}]"),
+            started,
+            f"{r.duration_ms:.1f}",
+            status,
+            "[yellow]yes[/yellow]" if r.degraded else "",
+            str(r.span_count),
+        )
     return table
 
 
 def traces(
     trace_id: Annotated[str | None, typer.Argument(help="Show this trace (or id prefix).")] = None,
-    export: Annotated[Path | None, typer.Option(
-        "--export", help="Write Jaeger UI JSON (this trace, or all) to FILE.")] = None,
-    state_dir: Annotated[Path, typer.Option(
-        help="The mesh's state directory; spans are read from its traces/.")] = Path("var"),
-    traces_dir: Annotated[Path | None, typer.Option(
-        "--dir", help="Read *.jsonl span files from here instead.")] = None,
+    export: Annotated[
+        Path | None,
+        typer.Option("--export", help="Write Jaeger UI JSON (this trace, or all) to FILE."),
+    ] = None,
+    state_dir: Annotated[
+        Path, typer.Option(help="The mesh's state directory; spans are read from its traces/.")
+    ] = Path("var"),
+    traces_dir: Annotated[
+        Path | None, typer.Option("--dir", help="Read *.jsonl span files from here instead.")
+    ] = None,
     limit: Annotated[int, typer.Option(help="Traces to list.")] = 20,
 ) -> None:
     """Traces the services wrote locally (no collector): list, waterfall, or Jaeger export.
@@ -69,9 +79,11 @@ def traces(
     if trace_id is None:
         console.print(_table(tr.recent(found, limit), where))
         return
-    (tid, spans), = found.items()
+    ((tid, spans),) = found.items()
     summary = tr.summarise(tid, spans)
-    console.print(f"trace {tid}: {summary.operation} {summary.duration_ms:.1f} ms "
-                  f"{summary.status}{' degraded' if summary.degraded else ''}")
+    console.print(
+        f"trace {tid}: {summary.operation} {summary.duration_ms:.1f} ms "
+        f"{summary.status}{' degraded' if summary.degraded else ''}"
+    )
     for line in tr.waterfall(spans):
         console.print(escape(line), highlight=False, soft_wrap=True)

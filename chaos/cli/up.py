@@ -24,14 +24,16 @@ def state_table(state: MeshState) -> Table:
     table.add_column("metrics")
     table.add_column("pid", justify="right")
     for name, addrs in state.services.items():
-        table.add_row(name, addrs["listen"], addrs["admin"], addrs["metrics"],
-                      str(state.pids.get(name, "")))
+        table.add_row(
+            name, addrs["listen"], addrs["admin"], addrs["metrics"], str(state.pids.get(name, ""))
+        )
     return table
 
 
 def proxy_table(state: MeshState) -> Table:
-    table = Table(title=f"edges (Toxiproxy API {state.toxiproxy or 'off: --direct'})",
-                  title_justify="left")
+    table = Table(
+        title=f"edges (Toxiproxy API {state.toxiproxy or 'off: --direct'})", title_justify="left"
+    )
     table.add_column("proxy / edge")
     table.add_column("caller connects to")
     table.add_column("upstream")
@@ -43,15 +45,15 @@ def proxy_table(state: MeshState) -> Table:
 def up(
     policy: Annotated[
         str, typer.Option(help="Preset (unprotected, retry-only, full) or YAML file.")
-    ]
-    = "full",
+    ] = "full",
     direct: Annotated[bool, typer.Option("--direct", help="Skip the Toxiproxy proxies.")] = False,
     gateway_port: Annotated[int, typer.Option(help="Gateway port on 127.0.0.1.")] = 50051,
     auto_ports: Annotated[
         bool, typer.Option("--auto-ports", help="Pick free ports for everything.")
     ] = False,
-    state_dir: Annotated[Path, typer.Option(help="Ledger, logs, traces and mesh.json.")]
-    = Path("var"),
+    state_dir: Annotated[Path, typer.Option(help="Ledger, logs, traces and mesh.json.")] = Path(
+        "var"
+    ),
 ) -> None:
     """Start the mesh on 127.0.0.1, wait until all of it is SERVING, stay in the foreground.
 
@@ -80,7 +82,7 @@ def up(
             "\nthe gateway wants an API key (generated for this run unless MESH_API_KEYS is set):\n"
             f"  export MESH_API_KEY={state.api_key}   # `mesh call` also finds it in mesh.json\n"
             f"  grpcurl -plaintext -H 'authorization: Bearer {state.api_key}' "
-            f"-d '{{\"user_id\": \"u-0001\"}}' {state.gateway} mesh.v1.Gateway/GetHome"
+            f'-d \'{{"user_id": "u-0001"}}\' {state.gateway} mesh.v1.Gateway/GetHome'
         )
     if mesh.tls_dir is not None:
         console.print(f"TLS between services: on (certificates in {mesh.tls_dir})")

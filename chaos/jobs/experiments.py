@@ -32,23 +32,32 @@ def _attempt_times(h: JobsHarness, charge_id: str) -> list[float]:
 async def receipt_backoff(ctx: ScenarioContext) -> ScenarioResult:
     """SMTP refuses by script; the attempts' times are compared with the configured schedule."""
     p = ctx.params
-    policy = RetryPolicy(attempts=int(p.get("attempts", 5)), backoff_s=float(p["backoff_s"]),
-                         jitter=float(p.get("jitter", 0.0)))
+    policy = RetryPolicy(
+        attempts=int(p.get("attempts", 5)),
+        backoff_s=float(p["backoff_s"]),
+        jitter=float(p.get("jitter", 0.0)),
+    )
     h = _harness(ctx)
     cases: dict[str, dict[str, Any]] = {}
     try:
         for case in p["cases"]:  # e.g. {"name": ..., "code": 421, "times": 2}
             r = receipt("backoff")
             cases[case["name"]] = {"receipt": r, **case}
-        h.mailbox.set_script([
-            {"code": c["code"], "match": c["receipt"].charge_id,
-             **({"times": c["times"]} if c.get("times") is not None else {})}
-            for c in cases.values()
-        ])
+        h.mailbox.set_script(
+            [
+                {
+                    "code": c["code"],
+                    "match": c["receipt"].charge_id,
+                    **({"times": c["times"]} if c.get("times") is not None else {}),
+                }
+                for c in cases.values()
+            ]
+        )
         await asyncio.sleep(0.1)
         ids = {n: await h.enqueue(QUEUE, c["receipt"], policy) for n, c in cases.items()}
-        finished = await h.wait_finished(QUEUE, list(ids.values()),
-                                         timeout_s=policy.schedule_s()[-1] + 10)
+        finished = await h.wait_finished(
+            QUEUE, list(ids.values()), timeout_s=policy.schedule_s()[-1] + 10
+        )
     finally:
         h.mailbox.clear_script()
         await h.close()
@@ -61,16 +70,23 @@ async def receipt_backoff(ctx: ScenarioContext) -> ScenarioResult:
         errors = [m - s for m, s in zip(measured, computed, strict=False)]
         drift = max([drift, *map(abs, errors)])
         step = max([step, *(abs(b - a) for a, b in itertools.pairwise(errors))])
-        rows.append(as_row(case=name, state=job.state, attempts=job.attempts_made,
-                           computed_s=[round(s, 3) for s in computed[:len(measured)]],
-                           measured_s=[round(m, 3) for m in measured],
-                           reason=job.failed_reason or "-"))
+        rows.append(
+            as_row(
+                case=name,
+                state=job.state,
+                attempts=job.attempts_made,
+                computed_s=[round(s, 3) for s in computed[: len(measured)]],
+                measured_s=[round(m, 3) for m in measured],
+                reason=job.failed_reason or "-",
+            )
+        )
         prefix = c.get("metric_prefix", "")
         metrics[f"{prefix}attempts_made"] = job.attempts_made
         metrics[f"{prefix}delivered"] = float(job.state == "completed")
         metrics[f"{prefix}last_attempt_s"] = round(measured[-1], 3) if measured else -1.0
-        metrics[f"{prefix}computed_last_s"] = round(computed[len(measured) - 1], 3) \
-            if measured else -1.0
+        metrics[f"{prefix}computed_last_s"] = (
+            round(computed[len(measured) - 1], 3) if measured else -1.0
+        )
     metrics["max_drift_ms"] = ms(drift)  # how late the last attempt is, overheads summed
     metrics["max_step_error_ms"] = ms(step)  # one wait against its configured delay
     return ScenarioResult(metrics, rows)
@@ -86,16 +102,20 @@ async def receipt_throughput(ctx: ScenarioContext) -> ScenarioResult:
     h = _harness(ctx)
     queue = f"tput-{ctx.variant.name}-{int(time.time())}"
     worker = f"worker-{queue}"
-    env = {"NOTIFY_QUEUE": queue, "NOTIFY_CONCURRENCY": str(concurrency),
-           "NOTIFY_RATE_MAX": str(rate_max),
-           "NOTIFY_RATE_DURATION_MS": str(round(window_s * 1000))}
+    env = {
+        "NOTIFY_QUEUE": queue,
+        "NOTIFY_CONCURRENCY": str(concurrency),
+        "NOTIFY_RATE_MAX": str(rate_max),
+        "NOTIFY_RATE_DURATION_MS": str(round(window_s * 1000)),
+    }
     try:
         h.mailbox.set_script([{"delay_s": job_s, "match": f"ch_tput{ctx.variant.name}"}])
         await asyncio.to_thread(h.mesh.start_worker, worker, env)
         policy = RetryPolicy(attempts=1)
         started = time.time()
-        ids = [await h.enqueue(queue, receipt(f"tput{ctx.variant.name}"), policy)
-               for _ in range(jobs)]
+        ids = [
+            await h.enqueue(queue, receipt(f"tput{ctx.variant.name}"), policy) for _ in range(jobs)
+        ]
         done = await h.wait_finished(queue, ids, timeout_s=jobs * job_s + 30)
     finally:
         h.mailbox.clear_script()
@@ -109,10 +129,20 @@ async def receipt_throughput(ctx: ScenarioContext) -> ScenarioResult:
         theory = max(theory, (-(-jobs // rate_max) - 1) * window_s + job_s)
     completed = sum(j.state == "completed" for j in done)
     return ScenarioResult(
-        {"measured_ms": ms(measured), "theory_ms": ms(theory), "completed": completed,
-         "overhead_ms": ms(measured - theory)},
-        [as_row(jobs=jobs, job_ms=ms(job_s), concurrency=concurrency,
-                limiter=f"{rate_max}/{window_s:g}s" if rate_max else "none")],
+        {
+            "measured_ms": ms(measured),
+            "theory_ms": ms(theory),
+            "completed": completed,
+            "overhead_ms": ms(measured - theory),
+        },
+        [
+            as_row(
+                jobs=jobs,
+                job_ms=ms(job_s),
+                concurrency=concurrency,
+                limiter=f"{rate_max}/{window_s:g}s" if rate_max else "none",
+            )
+        ],
     )
 
 
@@ -126,16 +156,25 @@ async def worker_crash(ctx: ScenarioContext) -> ScenarioResult:
     mesh = h.mesh
     assert ctx.target.toxiproxy is not None, "worker-crash needs Toxiproxy in front of SMTP"
     toxi = ToxiproxyClient(ctx.target.toxiproxy)
-    env = {"NOTIFY_LOCK_MS": str(lock_ms), "NOTIFY_CONCURRENCY": str(n),
-           "NOTIFY_STALLED_INTERVAL_MS": str(p.get("stalled_interval_ms", 250))}
+    env = {
+        "NOTIFY_LOCK_MS": str(lock_ms),
+        "NOTIFY_CONCURRENCY": str(n),
+        "NOTIFY_STALLED_INTERVAL_MS": str(p.get("stalled_interval_ms", 250)),
+    }
     q = h.queue(QUEUE)
     try:
         # Only the victim may take the jobs: the mesh's own worker stops (restarted below).
         await asyncio.to_thread(mesh.kill, "notification", signal.SIGTERM)
         # Hold every SMTP command 3 s so the kill lands before any message is accepted.
-        await asyncio.to_thread(toxi.add_toxic, "notification_to_smtp", "latency", "upstream",
-                                1.0, {"latency": int(p.get("smtp_latency_ms", 3000))},
-                                "hold-smtp")
+        await asyncio.to_thread(
+            toxi.add_toxic,
+            "notification_to_smtp",
+            "latency",
+            "upstream",
+            1.0,
+            {"latency": int(p.get("smtp_latency_ms", 3000))},
+            "hold-smtp",
+        )
         await asyncio.to_thread(mesh.start_worker, "victim", env)
         charges = await checkouts(ctx.target.gateway, ctx.target.api_key, n)
         ids = [f"receipt-{c}" for c in charges]
@@ -158,19 +197,30 @@ async def worker_crash(ctx: ScenarioContext) -> ScenarioResult:
     mails = Counter(m.charge_id for m in h.mailbox.messages() if m.charge_id in set(charges))
     recovered = [j.processed_on - killed_at for j in done if j.state == "completed"]
     since_start = [j.processed_on - first_started[j.id] for j in done if first_started[j.id]]
-    ran_twice = sum(1 for j in done if j.attempts_started >= 2 or j.processed_on >
-                    first_started.get(j.id, j.processed_on))
+    ran_twice = sum(
+        1
+        for j in done
+        if j.attempts_started >= 2 or j.processed_on > first_started.get(j.id, j.processed_on)
+    )
     metrics = {
-        "charges": n, "completed": sum(j.state == "completed" for j in done),
+        "charges": n,
+        "completed": sum(j.state == "completed" for j in done),
         "ran_twice": ran_twice,
-        "receipts": sum(mails.values()), "duplicates": sum(c - 1 for c in mails.values()),
+        "receipts": sum(mails.values()),
+        "duplicates": sum(c - 1 for c in mails.values()),
         "missing": sum(1 for c in charges if mails[c] == 0),
         "recovered_after_kill_s": round(max(recovered), 3) if recovered else -1.0,
         "recovered_after_start_s": round(max(since_start), 3) if since_start else -1.0,
     }
-    rows = [as_row(job=j.id, state=j.state, attempts_started=j.attempts_started,
-                   rerun_after_s=round(j.processed_on - first_started[j.id], 3))
-            for j in done]
+    rows = [
+        as_row(
+            job=j.id,
+            state=j.state,
+            attempts_started=j.attempts_started,
+            rerun_after_s=round(j.processed_on - first_started[j.id], 3),
+        )
+        for j in done
+    ]
     return ScenarioResult(metrics, rows)
 
 
@@ -194,8 +244,12 @@ async def duplicate_enqueue(ctx: ScenarioContext) -> ScenarioResult:
         await h.close()
     receipts = sum(1 for m in h.mailbox.messages() if m.charge_id == charge)
     return ScenarioResult(
-        {"enqueued": copies + 1, "jobs": 1.0 if after.state != "unknown" else 0.0,
-         "runs": after.attempts_started or after.attempts_made, "receipts": receipts,
-         "queued_after": float(sum(counts.values()))},
+        {
+            "enqueued": copies + 1,
+            "jobs": 1.0 if after.state != "unknown" else 0.0,
+            "runs": after.attempts_started or after.attempts_made,
+            "receipts": receipts,
+            "queued_after": float(sum(counts.values())),
+        },
         [as_row(job=job_id, state=first[0].state, state_after_copies=after.state)],
     )

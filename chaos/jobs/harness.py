@@ -54,8 +54,9 @@ class JobsHarness:
         await self.queue(queue).add(JOB_NAME, receipt.to_data(), policy.job_options(job_id))
         return job_id
 
-    async def wait_finished(self, queue: str, job_ids: list[str],
-                            timeout_s: float) -> list[JobTimes]:
+    async def wait_finished(
+        self, queue: str, job_ids: list[str], timeout_s: float
+    ) -> list[JobTimes]:
         q = self.queue(queue)
         deadline = time.monotonic() + timeout_s
         pending = set(job_ids)
@@ -74,9 +75,12 @@ class JobsHarness:
         if job is None:
             return JobTimes(job_id, state, 0, 0, 0.0, 0.0, "")
         return JobTimes(
-            id=job_id, state=state, attempts_made=int(job.attemptsMade or 0),
+            id=job_id,
+            state=state,
+            attempts_made=int(job.attemptsMade or 0),
             attempts_started=int(getattr(job, "attemptsStarted", 0) or 0),
-            processed_on=(job.processedOn or 0) / 1000, finished_on=(job.finishedOn or 0) / 1000,
+            processed_on=(job.processedOn or 0) / 1000,
+            finished_on=(job.finishedOn or 0) / 1000,
             failed_reason=str(job.failedReason or ""),
         )
 
@@ -87,8 +91,7 @@ class JobsHarness:
 
 def receipt(tag: str, user_id: str = "u-0001", amount_cents: int = 1250) -> Receipt:
     """A receipt for a charge no ledger holds (experiments that drive the queue directly)."""
-    return Receipt(f"ch_{tag}_{uuid.uuid4().hex[:12]}", user_id, amount_cents, "USD",
-                   time.time())
+    return Receipt(f"ch_{tag}_{uuid.uuid4().hex[:12]}", user_id, amount_cents, "USD", time.time())
 
 
 async def checkouts(gateway: str, api_key: str | None, n: int) -> list[str]:
@@ -98,9 +101,16 @@ async def checkouts(gateway: str, api_key: str | None, n: int) -> list[str]:
         stub = gateway_pb2_grpc.GatewayStub(channel)
 
         async def one(i: int) -> str:
-            reply = await stub.Checkout(gateway_pb2.CheckoutRequest(
-                user_id=f"u-{i % 40 + 1:04d}", amount_cents=1000 + i, currency="USD",
-                idempotency_key=f"jobs-{uuid.uuid4().hex}"), timeout=10, metadata=md)
+            reply = await stub.Checkout(
+                gateway_pb2.CheckoutRequest(
+                    user_id=f"u-{i % 40 + 1:04d}",
+                    amount_cents=1000 + i,
+                    currency="USD",
+                    idempotency_key=f"jobs-{uuid.uuid4().hex}",
+                ),
+                timeout=10,
+                metadata=md,
+            )
             return str(reply.charge_id)
 
         return list(await asyncio.gather(*(one(i) for i in range(n))))

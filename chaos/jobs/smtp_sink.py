@@ -56,8 +56,14 @@ class ScriptedHandler:
             return rule
         return None
 
-    async def handle_RCPT(self, server: SMTP, session: Session, envelope: Envelope,
-                          address: str, rcpt_options: list[str]) -> str:
+    async def handle_RCPT(
+        self,
+        server: SMTP,
+        session: Session,
+        envelope: Envelope,
+        address: str,
+        rcpt_options: list[str],
+    ) -> str:
         for rule in self._load_script():  # a hold here: the client dies before DATA
             if rule.get("hold_rcpt_s") and (not rule.get("match") or rule["match"] in address):
                 await asyncio.sleep(float(rule["hold_rcpt_s"]))
@@ -66,8 +72,11 @@ class ScriptedHandler:
         return "250 OK"
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
-        raw = envelope.content if isinstance(envelope.content, bytes) else str(
-            envelope.content).encode()
+        raw = (
+            envelope.content
+            if isinstance(envelope.content, bytes)
+            else str(envelope.content).encode()
+        )
         msg = message_from_bytes(raw)
         charge = str(msg.get("X-Mesh-Charge-Id", ""))
         job = str(msg.get("X-Mesh-Job-Id", ""))
@@ -78,8 +87,12 @@ class ScriptedHandler:
         code = int(rule.get("code", 250)) if rule else 250
         now = time.time()
         with (self.root / "attempts.jsonl").open("a") as log:
-            log.write(json.dumps({"t": now, "code": code, "charge_id": charge, "job_id": job,
-                                  "to": rcpts}) + "\n")
+            log.write(
+                json.dumps(
+                    {"t": now, "code": code, "charge_id": charge, "job_id": job, "to": rcpts}
+                )
+                + "\n"
+            )
         if code >= 400:
             text = "try again later" if code < 500 else "mailbox unavailable"
             return f"{code} {'4.7.0' if code < 500 else '5.1.1'} {text} (scripted)"

@@ -107,4 +107,3 @@ class Proxy:
                 await self.start()
             else:
                 self.stop()
-

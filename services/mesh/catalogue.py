@@ -15,19 +15,65 @@ USER_COUNT = 200
 PRODUCT_COUNT = 240
 
 CATEGORIES = (
-    "books", "coffee", "cycling", "games", "garden",
-    "hiking", "kitchen", "music", "photo", "tea",
+    "books",
+    "coffee",
+    "cycling",
+    "games",
+    "garden",
+    "hiking",
+    "kitchen",
+    "music",
+    "photo",
+    "tea",
 )
 TIERS = ("basic", "plus", "pro")
 TIER_LIMIT_CENTS = {"basic": 50_000, "plus": 200_000, "pro": 1_000_000}
 """The most a single charge may be before payment declines it, by tier."""
 
-_FIRST = ("Aziz", "Dilnoza", "Farrukh", "Gulnora", "Jasur", "Kamola", "Laylo", "Malika",
-          "Nodir", "Otabek", "Rustam", "Sevara", "Timur", "Umida", "Zarina", "Bekzod")
-_LAST = ("Karimov", "Yusupova", "Rashidov", "Aliyeva", "Tursunov", "Saidova", "Ergashev",
-         "Nazarova", "Qodirov", "Hasanova")
-_NOUNS = ("Atlas", "Kettle", "Lens", "Trail", "Grinder", "Chain", "Novel", "Seed", "Deck",
-          "Vinyl", "Lamp", "Pack")
+_FIRST = (
+    "Aziz",
+    "Dilnoza",
+    "Farrukh",
+    "Gulnora",
+    "Jasur",
+    "Kamola",
+    "Laylo",
+    "Malika",
+    "Nodir",
+    "Otabek",
+    "Rustam",
+    "Sevara",
+    "Timur",
+    "Umida",
+    "Zarina",
+    "Bekzod",
+)
+_LAST = (
+    "Karimov",
+    "Yusupova",
+    "Rashidov",
+    "Aliyeva",
+    "Tursunov",
+    "Saidova",
+    "Ergashev",
+    "Nazarova",
+    "Qodirov",
+    "Hasanova",
+)
+_NOUNS = (
+    "Atlas",
+    "Kettle",
+    "Lens",
+    "Trail",
+    "Grinder",
+    "Chain",
+    "Novel",
+    "Seed",
+    "Deck",
+    "Vinyl",
+    "Lamp",
+    "Pack",
+)
 _ADJECTIVES = ("Compact", "Classic", "Field", "Quiet", "Bright", "Steady", "Swift", "Warm")
 
 
@@ -89,12 +135,14 @@ def catalogue() -> Catalogue:
     products = []
     for n in range(1, PRODUCT_COUNT + 1):
         category = CATEGORIES[n % len(CATEGORIES)]
-        products.append(Product(
-            product_id=f"p-{n:04d}",
-            title=f"{rng.choice(_ADJECTIVES)} {category.title()} {rng.choice(_NOUNS)}",
-            category=category,
-            price_cents=rng.randrange(499, 25_000, 100),
-            popularity=round(rng.random(), 4),
-        ))
+        products.append(
+            Product(
+                product_id=f"p-{n:04d}",
+                title=f"{rng.choice(_ADJECTIVES)} {category.title()} {rng.choice(_NOUNS)}",
+                category=category,
+                price_cents=rng.randrange(499, 25_000, 100),
+                popularity=round(rng.random(), 4),
+            )
+        )
     products.sort(key=lambda p: (-p.popularity, p.product_id))
     return Catalogue(users=users, products=tuple(products))

@@ -21,8 +21,14 @@ def generate(out_dir: Path) -> None:
     from grpc_tools import protoc  # dev dependency: only `make protos` and the tests need it
 
     sources = sorted(str(p.relative_to(PROTOS)) for p in (PROTOS / "mesh" / "v1").glob("*.proto"))
-    args = ["protoc", f"-I{PROTOS}", f"--python_out={out_dir}", f"--grpc_python_out={out_dir}",
-            f"--pyi_out={out_dir}", *sources]
+    args = [
+        "protoc",
+        f"-I{PROTOS}",
+        f"--python_out={out_dir}",
+        f"--grpc_python_out={out_dir}",
+        f"--pyi_out={out_dir}",
+        *sources,
+    ]
     if protoc.main(args) != 0:
         raise SystemExit("protoc failed")
 

@@ -34,15 +34,30 @@ expectations:
 UNPROTECTED = "  - name: unprotected\n    policy: unprotected"
 
 
-def run(tmp_path: Path, max_calls: int,
-        more: str = "") -> tuple[subprocess.CompletedProcess[str], list]:
+def run(
+    tmp_path: Path, max_calls: int, more: str = ""
+) -> tuple[subprocess.CompletedProcess[str], list]:
     exp = tmp_path / "short.yaml"
     exp.write_text(SHORT.replace("{max_calls}", str(max_calls)).replace("{more}", more))
     out = tmp_path / "out.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "chaos.cli", "chaos", "run", str(exp), "--json", str(out),
-         "--reports", str(tmp_path / "reports"), "--state-dir", str(tmp_path / "state")],
-        capture_output=True, text=True, timeout=240,
+        [
+            sys.executable,
+            "-m",
+            "chaos.cli",
+            "chaos",
+            "run",
+            str(exp),
+            "--json",
+            str(out),
+            "--reports",
+            str(tmp_path / "reports"),
+            "--state-dir",
+            str(tmp_path / "state"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     return proc, json.loads(out.read_text()) if out.exists() else []
 
@@ -79,7 +94,11 @@ def test_a_failed_hypothesis_exits_1(tmp_path: Path) -> None:
 def test_bad_experiment_file_exits_2(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("title: x\nhypothesis: y\nvariants: [{name: full}]\nfautls: []\n")
-    proc = subprocess.run([sys.executable, "-m", "chaos.cli", "chaos", "run", str(bad)],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "chaos.cli", "chaos", "run", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert "fautls" in proc.stdout and str(bad) in proc.stdout

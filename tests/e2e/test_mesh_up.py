@@ -47,33 +47,48 @@ def test_mesh_up_serves_calls_and_stops_cleanly(tmp_path: Path) -> None:
     state_dir = tmp_path / "var"
     proc = subprocess.Popen(
         [*MESH, "up", "--auto-ports", "--state-dir", str(state_dir)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
     try:
         state = _wait_for_state(state_dir, proc)
         for name, addrs in state["services"].items():
             with grpc.insecure_channel(addrs["listen"]) as ch:
-                reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(),
-                                                             timeout=2)
+                reply = health_pb2_grpc.HealthStub(ch).Check(
+                    health_pb2.HealthCheckRequest(), timeout=2
+                )
                 assert reply.status == health_pb2.HealthCheckResponse.SERVING, name
 
         with grpc.insecure_channel(state["gateway"]) as ch:
             stub = gateway_pb2_grpc.GatewayStub(ch)
             md = (("authorization", f"Bearer {state['api_key']}"),) if state.get("api_key") else ()
-            home = stub.GetHome(gateway_pb2.GetHomeRequest(user_id="u-0001"), timeout=5,
-                                metadata=md)
+            home = stub.GetHome(
+                gateway_pb2.GetHomeRequest(user_id="u-0001"), timeout=5, metadata=md
+            )
             assert home.profile.user_id == "u-0001"
             assert len(home.recommendations) == 10
             assert list(home.degraded) == []
-            out = stub.Checkout(gateway_pb2.CheckoutRequest(
-                user_id="u-0001", amount_cents=1250, currency="USD",
-                idempotency_key="e2e-checkout-0001"), timeout=5, metadata=md)
+            out = stub.Checkout(
+                gateway_pb2.CheckoutRequest(
+                    user_id="u-0001",
+                    amount_cents=1250,
+                    currency="USD",
+                    idempotency_key="e2e-checkout-0001",
+                ),
+                timeout=5,
+                metadata=md,
+            )
             assert out.status == payment_pb2.CHARGE_STATUS_SUCCEEDED
             assert out.charge_id.startswith("ch_")
 
         env = {**os.environ, "MESH_STATE_DIR": str(state_dir)}
-        cli = subprocess.run([*MESH, "call", "home", "--user", "u-0002", "--json"],
-                             capture_output=True, text=True, env=env, timeout=30)
+        cli = subprocess.run(
+            [*MESH, "call", "home", "--user", "u-0002", "--json"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=30,
+        )
         assert cli.returncode == 0, cli.stdout + cli.stderr
         assert json.loads(cli.stdout)["profile"]["user_id"] == "u-0002"
     finally:
@@ -91,7 +106,10 @@ def test_mesh_up_reports_a_service_that_fails_and_leaves_nothing(tmp_path: Path)
     env = {**os.environ, "MESH_POLICY": "no-such-preset"}
     proc = subprocess.run(
         [*MESH, "up", "--auto-ports", "--state-dir", str(state_dir), "--policy", "no-such-preset"],
-        capture_output=True, text=True, env=env, timeout=60,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
     )
     assert proc.returncode == 1
     assert "mesh up failed" in proc.stdout

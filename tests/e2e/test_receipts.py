@@ -38,15 +38,25 @@ def _mesh(*args: str) -> str:
 
 def test_checkout_receipt_reaches_the_mailbox(tmp_path: Path) -> None:
     state_dir = tmp_path / "var"
-    proc = subprocess.Popen([*MESH, "up", "--auto-ports", "--state-dir", str(state_dir)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [*MESH, "up", "--auto-ports", "--state-dir", str(state_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         state = _state(state_dir, proc)
         md = (("authorization", f"Bearer {state['api_key']}"),) if state.get("api_key") else ()
         with grpc.insecure_channel(state["gateway"]) as ch:
-            out = gateway_pb2_grpc.GatewayStub(ch).Checkout(gateway_pb2.CheckoutRequest(
-                user_id="u-0004", amount_cents=990, currency="EUR",
-                idempotency_key=f"e2e-receipt-{uuid.uuid4().hex}"), timeout=10, metadata=md)
+            out = gateway_pb2_grpc.GatewayStub(ch).Checkout(
+                gateway_pb2.CheckoutRequest(
+                    user_id="u-0004",
+                    amount_cents=990,
+                    currency="EUR",
+                    idempotency_key=f"e2e-receipt-{uuid.uuid4().hex}",
+                ),
+                timeout=10,
+                metadata=md,
+            )
         assert out.status == payment_pb2.CHARGE_STATUS_SUCCEEDED
 
         deadline = time.monotonic() + 20
@@ -59,13 +69,15 @@ def test_checkout_receipt_reaches_the_mailbox(tmp_path: Path) -> None:
             time.sleep(0.3)
         assert len(mine) == 1
         assert mine[0]["subject"] == "Your receipt for 9.90 EUR"
-        shown = json.loads(_mesh("jobs", "show", f"receipt-{out.charge_id}", "--state-dir",
-                                 str(state_dir)))
+        shown = json.loads(
+            _mesh("jobs", "show", f"receipt-{out.charge_id}", "--state-dir", str(state_dir))
+        )
         assert shown["state"] == "completed"
         assert shown["attempts_made"] == 1
         assert shown["data"]["user_id"] == "u-0004"
-        completed = json.loads(_mesh("jobs", "list", "--state", "completed", "--json",
-                                     "--state-dir", str(state_dir)))
+        completed = json.loads(
+            _mesh("jobs", "list", "--state", "completed", "--json", "--state-dir", str(state_dir))
+        )
         assert f"receipt-{out.charge_id}" in [j["id"] for j in completed]
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -38,7 +38,9 @@ def toxiproxy(mesh: Mesh) -> Iterator[Toxiproxy]:
 def call_home(mesh: Mesh) -> tuple[float, list[dict[str, str]]]:
     proc = subprocess.run(
         [sys.executable, "-m", "chaos.cli", "call", "home", "--user", "u-0003", "--json"],
-        capture_output=True, text=True, timeout=30,
+        capture_output=True,
+        text=True,
+        timeout=30,
         env={**os.environ, "MESH_STATE_DIR": str(mesh.state_dir)},
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -23,8 +23,9 @@ POPULAR_LIMIT = 50
 class PopularCache:
     """The last good popular list and when it was fetched; one refresh in flight at a time."""
 
-    def __init__(self, stub: recommendation_pb2_grpc.RecommendationServiceStub, ttl_s: float,
-                 clock: Clock) -> None:
+    def __init__(
+        self, stub: recommendation_pb2_grpc.RecommendationServiceStub, ttl_s: float, clock: Clock
+    ) -> None:
         self._stub = stub
         self.ttl_s = ttl_s
         self._clock = clock
@@ -55,8 +56,13 @@ class RecommendationsWithFallback:
     `degraded` list (for the user) and as a FallbackServed event (for metrics and traces).
     """
 
-    def __init__(self, stub: recommendation_pb2_grpc.RecommendationServiceStub, bus: EventBus,
-                 popular_ttl_s: float = 30.0, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        stub: recommendation_pb2_grpc.RecommendationServiceStub,
+        bus: EventBus,
+        popular_ttl_s: float = 30.0,
+        clock: Clock | None = None,
+    ) -> None:
         self._stub = stub
         self._bus = bus
         self.popular = PopularCache(stub, popular_ttl_s, clock or SystemClock())
@@ -94,10 +100,15 @@ class RecommendationsWithFallback:
         reason = (cause.details() or cause.code().name)[:200]
         if extra:
             reason = f"{reason}; {extra}"
-        self._bus.emit(FallbackServed(
-            dependency="recommendation", method=RECOMMEND, served_by=served_by,
-            code=cause.code().name, reason=reason,
-        ))
+        self._bus.emit(
+            FallbackServed(
+                dependency="recommendation",
+                method=RECOMMEND,
+                served_by=served_by,
+                code=cause.code().name,
+                reason=reason,
+            )
+        )
         return gateway_pb2.Degradation(
             part="recommendations", served_by=served_by, code=cause.code().name, reason=reason
         )

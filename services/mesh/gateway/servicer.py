@@ -30,12 +30,14 @@ from mesh.v1 import (
     recommendation_pb2_grpc,
 )
 
-CALLER_ERRORS = frozenset({
-    grpc.StatusCode.INVALID_ARGUMENT,
-    grpc.StatusCode.NOT_FOUND,
-    grpc.StatusCode.ALREADY_EXISTS,
-    grpc.StatusCode.FAILED_PRECONDITION,
-})
+CALLER_ERRORS = frozenset(
+    {
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.NOT_FOUND,
+        grpc.StatusCode.ALREADY_EXISTS,
+        grpc.StatusCode.FAILED_PRECONDITION,
+    }
+)
 """Payment's answers about the request itself: passed on, never turned into PENDING."""
 
 
@@ -56,9 +58,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         self._payments = payment_pb2_grpc.PaymentServiceStub(runtime.channel_to("payment"))
         self._retried = {dep: runtime.retries_on(dep) for dep in ("profile", "payment")}
         self.recommendations = RecommendationsWithFallback(
-            recommendation_pb2_grpc.RecommendationServiceStub(
-                runtime.channel_to("recommendation")
-            ),
+            recommendation_pb2_grpc.RecommendationServiceStub(runtime.channel_to("recommendation")),
             runtime.bus,
             popular_ttl_s=runtime.policy.fallbacks.popular_ttl_s,
         )
@@ -116,8 +116,10 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
                 decline_reason=f"outcome unknown ({err.code().name}): resolve with GetCharge",
             )
         return gateway_pb2.CheckoutResponse(
-            charge_id=reply.charge.charge_id, status=reply.charge.status,
-            decline_reason=reply.charge.decline_reason, replayed=reply.replayed,
+            charge_id=reply.charge.charge_id,
+            status=reply.charge.status,
+            decline_reason=reply.charge.decline_reason,
+            replayed=reply.replayed,
         )
 
     async def GetCharge(
@@ -132,8 +134,10 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         except grpc.aio.AioRpcError as err:
             await relay_failure(context, err, "payment", self._retried["payment"])
         return gateway_pb2.CheckoutResponse(
-            charge_id=reply.charge.charge_id, status=reply.charge.status,
-            decline_reason=reply.charge.decline_reason, replayed=True,
+            charge_id=reply.charge.charge_id,
+            status=reply.charge.status,
+            decline_reason=reply.charge.decline_reason,
+            replayed=True,
         )
 
 

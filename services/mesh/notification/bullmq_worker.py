@@ -34,8 +34,12 @@ class QueueWorker(Worker):  # type: ignore[misc]
         return await super().getNextJob(token)
 
     async def nextJobFromJobData(
-        self, job_data: Any = None, job_id: Any = None, limit_until: int = 0,
-        delay_until: int = 0, token: str | None = None,
+        self,
+        job_data: Any = None,
+        job_id: Any = None,
+        limit_until: int = 0,
+        delay_until: int = 0,
+        token: str | None = None,
     ) -> Any:
         job = await super().nextJobFromJobData(job_data, job_id, limit_until, delay_until, token)
         if job is None and self.limitUntil > 0:

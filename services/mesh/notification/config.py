@@ -69,8 +69,9 @@ class NotificationConfig:
     """NOTIFY_SENT_TTL_S: how long the "receipt sent" marker is kept. Default 7 days."""
 
     @classmethod
-    def from_env(cls, service: ServiceConfig,
-                 environ: Mapping[str, str] | None = None) -> NotificationConfig:
+    def from_env(
+        cls, service: ServiceConfig, environ: Mapping[str, str] | None = None
+    ) -> NotificationConfig:
         env = os.environ if environ is None else environ
         lock_ms = _positive_int(env, "NOTIFY_LOCK_MS", 30_000, minimum=100)
         return cls(
@@ -81,8 +82,9 @@ class NotificationConfig:
             rate_max=_positive_int(env, "NOTIFY_RATE_MAX", 0, minimum=0),
             rate_duration_ms=_positive_int(env, "NOTIFY_RATE_DURATION_MS", 1000),
             lock_ms=lock_ms,
-            stalled_interval_ms=_positive_int(env, "NOTIFY_STALLED_INTERVAL_MS", lock_ms // 2,
-                                              minimum=50),
+            stalled_interval_ms=_positive_int(
+                env, "NOTIFY_STALLED_INTERVAL_MS", lock_ms // 2, minimum=50
+            ),
             max_stalled=_positive_int(env, "NOTIFY_MAX_STALLED", 1, minimum=0),
             smtp_timeout_s=_seconds(env, "NOTIFY_SMTP_TIMEOUT_S", 10.0),
             sender=env.get("NOTIFY_FROM") or "receipts@mesh.local",

@@ -29,24 +29,40 @@ class JobMetrics:
     def __init__(self, registry: CollectorRegistry, queue: str) -> None:
         self.queue = queue
         q = ("queue",)
-        self._enqueued = Counter("mesh_jobs_enqueued_total", "Jobs handed to Redis.", q,
-                                 registry=registry)
-        self._pending = Gauge("mesh_jobs_outbox_pending", "Outbox rows not yet enqueued.", q,
-                              registry=registry)
-        self._completed = Counter("mesh_jobs_completed_total", "Jobs completed.", q,
-                                  registry=registry)
-        self._failed = Counter("mesh_jobs_failed_total", "Jobs failed for good.",
-                               (*q, "reason"), registry=registry)
-        self._retried = Counter("mesh_jobs_retried_total", "Failed attempts to be retried.", q,
-                                registry=registry)
-        self._stalled = Counter("mesh_jobs_stalled_total",
-                                "Jobs whose worker died, moved back to wait.", q,
-                                registry=registry)
-        self._dupes = Counter("mesh_jobs_duplicates_prevented_total",
-                              "Attempts that found their receipt already sent.", q,
-                              registry=registry)
-        self._duration = Histogram("mesh_jobs_duration_seconds", "Time per attempt.",
-                                   (*q, "outcome"), registry=registry, buckets=_BUCKETS)
+        self._enqueued = Counter(
+            "mesh_jobs_enqueued_total", "Jobs handed to Redis.", q, registry=registry
+        )
+        self._pending = Gauge(
+            "mesh_jobs_outbox_pending", "Outbox rows not yet enqueued.", q, registry=registry
+        )
+        self._completed = Counter(
+            "mesh_jobs_completed_total", "Jobs completed.", q, registry=registry
+        )
+        self._failed = Counter(
+            "mesh_jobs_failed_total", "Jobs failed for good.", (*q, "reason"), registry=registry
+        )
+        self._retried = Counter(
+            "mesh_jobs_retried_total", "Failed attempts to be retried.", q, registry=registry
+        )
+        self._stalled = Counter(
+            "mesh_jobs_stalled_total",
+            "Jobs whose worker died, moved back to wait.",
+            q,
+            registry=registry,
+        )
+        self._dupes = Counter(
+            "mesh_jobs_duplicates_prevented_total",
+            "Attempts that found their receipt already sent.",
+            q,
+            registry=registry,
+        )
+        self._duration = Histogram(
+            "mesh_jobs_duration_seconds",
+            "Time per attempt.",
+            (*q, "outcome"),
+            registry=registry,
+            buckets=_BUCKETS,
+        )
 
     def enqueued(self, n: int = 1) -> None:
         self._enqueued.labels(self.queue).inc(n)

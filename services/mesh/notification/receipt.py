@@ -43,9 +43,12 @@ class Receipt:
 
     def to_data(self, trace: Mapping[str, str] | None = None) -> dict[str, Any]:
         return {
-            "charge_id": self.charge_id, "user_id": self.user_id,
-            "amount_cents": self.amount_cents, "currency": self.currency,
-            "created_at": self.created_at, "trace": dict(trace or {}),
+            "charge_id": self.charge_id,
+            "user_id": self.user_id,
+            "amount_cents": self.amount_cents,
+            "currency": self.currency,
+            "created_at": self.created_at,
+            "trace": dict(trace or {}),
         }
 
     @classmethod
@@ -106,8 +109,9 @@ class RetryPolicy:
         except ValueError as err:
             raise ConfigError(f"RECEIPT_*: {err}") from None
         if policy.attempts < 1 or policy.backoff_s < 0 or not 0 <= policy.jitter <= 1:
-            raise ConfigError("RECEIPT_ATTEMPTS >= 1, RECEIPT_BACKOFF_S >= 0, "
-                              "0 <= RECEIPT_BACKOFF_JITTER <= 1")
+            raise ConfigError(
+                "RECEIPT_ATTEMPTS >= 1, RECEIPT_BACKOFF_S >= 0, 0 <= RECEIPT_BACKOFF_JITTER <= 1"
+            )
         return policy
 
     def job_options(self, job_id: str) -> dict[str, Any]:
@@ -115,8 +119,11 @@ class RetryPolicy:
         return {
             "jobId": job_id,
             "attempts": self.attempts,
-            "backoff": {"type": BACKOFF_TYPE, "delay": round(self.backoff_s * 1000),
-                        "jitter": self.jitter},
+            "backoff": {
+                "type": BACKOFF_TYPE,
+                "delay": round(self.backoff_s * 1000),
+                "jitter": self.jitter,
+            },
             "removeOnComplete": {"age": 7 * 24 * 3600, "count": 10_000},
             "removeOnFail": {"age": 30 * 24 * 3600},
         }
@@ -126,8 +133,9 @@ class RetryPolicy:
         return [self.backoff_s * (2**n - 1) for n in range(self.attempts)]
 
 
-def backoff_delay_ms(attempts_made: int, backoff: Mapping[str, Any],
-                     rng: random.Random | None = None) -> int:
+def backoff_delay_ms(
+    attempts_made: int, backoff: Mapping[str, Any], rng: random.Random | None = None
+) -> int:
     """The delay before the next attempt after `attempts_made` failed ones."""
     base = float(backoff.get("delay") or 0)
     jitter = float(backoff.get("jitter", 0.0))

@@ -45,8 +45,9 @@ class ReceiptWorker:
     def __init__(self, config: NotificationConfig, metrics: JobMetrics) -> None:
         self.config = config
         self.metrics = metrics
-        self._redis = aioredis.Redis.from_url(f"redis://{config.redis_addr}",
-                                              socket_connect_timeout=2, socket_timeout=5)
+        self._redis = aioredis.Redis.from_url(
+            f"redis://{config.redis_addr}", socket_connect_timeout=2, socket_timeout=5
+        )
         self._smtp = SmtpSender(config.smtp_addr, config.smtp_timeout_s, config.concurrency)
         opts: dict[str, Any] = {
             "connection": f"redis://{config.redis_addr}",
@@ -79,8 +80,10 @@ class ReceiptWorker:
                 log.warning("redis not reachable", extra={"error": str(err), "retry_s": delay})
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
-        log.info("worker running", extra={"queue": self.config.queue,
-                                           "concurrency": self.config.concurrency})
+        log.info(
+            "worker running",
+            extra={"queue": self.config.queue, "concurrency": self.config.concurrency},
+        )
         await self.worker.run()
 
     async def process(self, job: Any, _token: str) -> dict[str, Any]:
@@ -88,10 +91,15 @@ class ReceiptWorker:
         carrier = job.data.get("trace") if isinstance(job.data, dict) else None
         parent = propagate.extract(carrier if isinstance(carrier, dict) else {})
         with tracer.start_as_current_span(
-            "receipts process", context=parent, kind=trace.SpanKind.CONSUMER,
-            attributes={"messaging.system": "bullmq", "messaging.destination.name":
-                        self.config.queue, "messaging.message.id": str(job.id),
-                        "mesh.job.attempt": job.attemptsMade + 1},
+            "receipts process",
+            context=parent,
+            kind=trace.SpanKind.CONSUMER,
+            attributes={
+                "messaging.system": "bullmq",
+                "messaging.destination.name": self.config.queue,
+                "messaging.message.id": str(job.id),
+                "mesh.job.attempt": job.attemptsMade + 1,
+            },
         ):
             try:
                 result = await self._send_once(job)
@@ -135,8 +143,9 @@ class ReceiptWorker:
             self.metrics.failed("exhausted")
         else:
             self.metrics.retried()
-        log.info("attempt failed", extra={"job": job.id, "attempt": job.attemptsMade,
-                                           "error": str(err)})
+        log.info(
+            "attempt failed", extra={"job": job.id, "attempt": job.attemptsMade, "error": str(err)}
+        )
 
     def _on_stalled(self, job_id: str, *_: Any) -> None:
         self.metrics.stalled()

@@ -101,7 +101,12 @@ class Ledger:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
 
     async def charge(
-        self, key: str, user_id: str, amount_cents: int, currency: str, decline_reason: str,
+        self,
+        key: str,
+        user_id: str,
+        amount_cents: int,
+        currency: str,
+        decline_reason: str,
         trace: Mapping[str, str] | None = None,
     ) -> tuple[ChargeRecord, bool]:
         """Commit a charge for `key`, or return the one it already made (replayed=True).
@@ -121,8 +126,11 @@ class Ledger:
         await self._run(self._mark_sent_sync, job_ids, time.time())
 
     async def outbox_pending(self) -> int:
-        n: int = await self._run(lambda: self._db.execute(
-            "SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL").fetchone()[0])
+        n: int = await self._run(
+            lambda: self._db.execute(
+                "SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL"
+            ).fetchone()[0]
+        )
         return n
 
     async def get(self, charge_id: str = "", key: str = "") -> ChargeRecord | None:
@@ -140,7 +148,12 @@ class Ledger:
         self._pool.shutdown(wait=True)
 
     def _charge_sync(
-        self, key: str, user_id: str, amount_cents: int, currency: str, decline_reason: str,
+        self,
+        key: str,
+        user_id: str,
+        amount_cents: int,
+        currency: str,
+        decline_reason: str,
         trace: Mapping[str, str] | None = None,
     ) -> tuple[ChargeRecord, bool]:
         digest = request_hash(user_id, amount_cents, currency)
@@ -157,15 +170,28 @@ class Ledger:
                 assert existing is not None
                 return existing, True
             record = ChargeRecord(
-                charge_id=charge_id_for(key), idempotency_key=key, user_id=user_id,
-                amount_cents=amount_cents, currency=currency,
+                charge_id=charge_id_for(key),
+                idempotency_key=key,
+                user_id=user_id,
+                amount_cents=amount_cents,
+                currency=currency,
                 status="DECLINED" if decline_reason else "SUCCEEDED",
-                decline_reason=decline_reason, created_at=time.time(),
+                decline_reason=decline_reason,
+                created_at=time.time(),
             )
             self._db.execute(
                 "INSERT INTO charges VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (record.charge_id, key, digest, user_id, amount_cents, currency,
-                 record.status, decline_reason, record.created_at),
+                (
+                    record.charge_id,
+                    key,
+                    digest,
+                    user_id,
+                    amount_cents,
+                    currency,
+                    record.status,
+                    decline_reason,
+                    record.created_at,
+                ),
             )
             if record.status == "SUCCEEDED":
                 self._add_receipt_job(record, trace)
@@ -177,26 +203,37 @@ class Ledger:
             raise
 
     def _add_receipt_job(self, record: ChargeRecord, trace: Mapping[str, str] | None) -> None:
-        receipt = Receipt(record.charge_id, record.user_id, record.amount_cents,
-                          record.currency, record.created_at)
+        receipt = Receipt(
+            record.charge_id,
+            record.user_id,
+            record.amount_cents,
+            record.currency,
+            record.created_at,
+        )
         self._db.execute(
             "INSERT INTO outbox (job_id, charge_id, payload, created_at) VALUES (?, ?, ?, ?)",
-            (job_id_for(record.charge_id), record.charge_id,
-             json.dumps(receipt.to_data(trace)), record.created_at),
+            (
+                job_id_for(record.charge_id),
+                record.charge_id,
+                json.dumps(receipt.to_data(trace)),
+                record.created_at,
+            ),
         )
 
     def _unsent_sync(self, limit: int) -> list[OutboxRow]:
         rows = self._db.execute(
             "SELECT job_id, charge_id, payload, created_at FROM outbox WHERE sent_at IS NULL "
-            "ORDER BY created_at LIMIT ?", (limit,),
+            "ORDER BY created_at LIMIT ?",
+            (limit,),
         ).fetchall()
         return [OutboxRow(*row) for row in rows]
 
     def _mark_sent_sync(self, job_ids: list[str], now: float) -> None:
         self._db.execute("BEGIN IMMEDIATE")
         try:
-            self._db.executemany("UPDATE outbox SET sent_at = ? WHERE job_id = ?",
-                                 [(now, j) for j in job_ids])
+            self._db.executemany(
+                "UPDATE outbox SET sent_at = ? WHERE job_id = ?", [(now, j) for j in job_ids]
+            )
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")

@@ -29,17 +29,28 @@ log = logging.getLogger("mesh.payment.outbox")
 class OutboxRelay:
     """Polls the ledger's outbox (and wakes on every new charge) and enqueues what it finds."""
 
-    def __init__(self, ledger: Ledger, redis_addr: str, policy: RetryPolicy,
-                 metrics: JobMetrics, *, queue: str = QUEUE, poll_s: float = 1.0,
-                 max_backoff_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        redis_addr: str,
+        policy: RetryPolicy,
+        metrics: JobMetrics,
+        *,
+        queue: str = QUEUE,
+        poll_s: float = 1.0,
+        max_backoff_s: float = 5.0,
+    ) -> None:
         self._ledger = ledger
         self._policy = policy
         self._metrics = metrics
         self._poll_s = poll_s
         self._max_backoff_s = max_backoff_s
         self._client = aioredis.Redis.from_url(
-            f"redis://{redis_addr}", decode_responses=True, socket_connect_timeout=1,
-            socket_timeout=3, retry_on_timeout=False,
+            f"redis://{redis_addr}",
+            decode_responses=True,
+            socket_connect_timeout=1,
+            socket_timeout=3,
+            retry_on_timeout=False,
         )
         self._queue = Queue(queue, {"connection": self._client})
         self._wake = asyncio.Event()
@@ -81,8 +92,10 @@ class OutboxRelay:
                 raise
             except Exception as err:
                 delay = min(max(delay * 2, 0.1), self._max_backoff_s)
-                log.warning("outbox: enqueue failed", extra={"error": f"{type(err).__name__}: "
-                                                             f"{err}", "retry_s": delay})
+                log.warning(
+                    "outbox: enqueue failed",
+                    extra={"error": f"{type(err).__name__}: {err}", "retry_s": delay},
+                )
             self._metrics.outbox_pending(await self._ledger.outbox_pending())
 
     async def close(self) -> None:
@@ -92,9 +105,15 @@ class OutboxRelay:
         await self._queue.close()
 
 
-def relay_from_env(ledger: Ledger, redis_addr: str, metrics: JobMetrics,
-                   environ: Mapping[str, str] | None = None) -> OutboxRelay:
+def relay_from_env(
+    ledger: Ledger, redis_addr: str, metrics: JobMetrics, environ: Mapping[str, str] | None = None
+) -> OutboxRelay:
     """RECEIPT_* (see RetryPolicy), RECEIPT_QUEUE (default receipts)."""
     env = os.environ if environ is None else environ
-    return OutboxRelay(ledger, redis_addr, RetryPolicy.from_env(env), metrics,
-                       queue=env.get("RECEIPT_QUEUE") or QUEUE)
+    return OutboxRelay(
+        ledger,
+        redis_addr,
+        RetryPolicy.from_env(env),
+        metrics,
+        queue=env.get("RECEIPT_QUEUE") or QUEUE,
+    )

@@ -42,9 +42,13 @@ def decline_reason(user: User, amount_cents: int) -> str:
 
 def to_proto(record: ChargeRecord) -> payment_pb2.Charge:
     return payment_pb2.Charge(
-        charge_id=record.charge_id, user_id=record.user_id, amount_cents=record.amount_cents,
-        currency=record.currency, idempotency_key=record.idempotency_key,
-        status=STATUS[record.status], decline_reason=record.decline_reason,
+        charge_id=record.charge_id,
+        user_id=record.user_id,
+        amount_cents=record.amount_cents,
+        currency=record.currency,
+        idempotency_key=record.idempotency_key,
+        status=STATUS[record.status],
+        decline_reason=record.decline_reason,
         created_at=record.created_at,
     )
 
@@ -111,8 +115,11 @@ def ledger_path() -> Path:
 
 async def build(runtime: Runtime) -> Service:
     ledger = Ledger(ledger_path())
-    relay = relay_from_env(ledger, runtime.config.dependencies["redis"],
-                           JobMetrics(runtime.metrics.registry, "receipts"))
+    relay = relay_from_env(
+        ledger,
+        runtime.config.dependencies["redis"],
+        JobMetrics(runtime.metrics.registry, "receipts"),
+    )
     relay.start()
     servicer = PaymentServicer(ledger, on_commit=relay.notify)
 

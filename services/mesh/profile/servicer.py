@@ -23,13 +23,15 @@ class ProfileServicer(profile_pb2_grpc.ProfileServiceServicer):
         if user is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"user_id: no user {user_id!r}")
             raise AssertionError("unreachable: abort raises")
-        return profile_pb2.GetProfileResponse(profile=profile_pb2.Profile(
-            user_id=user.user_id,
-            display_name=user.display_name,
-            email=user.email,
-            interests=list(user.interests),
-            tier=user.tier,
-        ))
+        return profile_pb2.GetProfileResponse(
+            profile=profile_pb2.Profile(
+                user_id=user.user_id,
+                display_name=user.display_name,
+                email=user.email,
+                interests=list(user.interests),
+                tier=user.tier,
+            )
+        )
 
 
 async def build(runtime: Runtime) -> Service:

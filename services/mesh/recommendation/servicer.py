@@ -13,16 +13,20 @@ from mesh.v1 import profile_pb2, profile_pb2_grpc, recommendation_pb2, recommend
 
 def _product(p: Product, score: float) -> recommendation_pb2.Product:
     return recommendation_pb2.Product(
-        product_id=p.product_id, title=p.title, category=p.category,
-        price_cents=p.price_cents, score=round(score, 4),
+        product_id=p.product_id,
+        title=p.title,
+        category=p.category,
+        price_cents=p.price_cents,
+        score=round(score, 4),
     )
 
 
 def personalised(interests: list[str], limit: int) -> list[recommendation_pb2.Product]:
     """Rank products by popularity weighted by how high the category is in the interests."""
     weight = {c: 1.0 - 0.25 * i for i, c in enumerate(interests)}
-    scored = [(p.popularity * weight[p.category], p) for p in catalogue().products
-              if p.category in weight]
+    scored = [
+        (p.popularity * weight[p.category], p) for p in catalogue().products if p.category in weight
+    ]
     scored.sort(key=lambda sp: (-sp[0], sp[1].product_id))
     return [_product(p, s) for s, p in scored[:limit]]
 
@@ -48,9 +52,7 @@ class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServic
         except FieldError as err:
             await abort_invalid(context, err)
         try:
-            reply = await self._profiles.GetProfile(
-                profile_pb2.GetProfileRequest(user_id=user_id)
-            )
+            reply = await self._profiles.GetProfile(profile_pb2.GetProfileRequest(user_id=user_id))
         except grpc.aio.AioRpcError as err:
             await relay_failure(context, err, "profile", self.retried)
         products = personalised(list(reply.profile.interests), limit)

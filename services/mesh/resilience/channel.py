@@ -47,8 +47,13 @@ def resilient_channel(
     """
     clock = clock or SystemClock()
     pipeline = build_pipeline(
-        policy, dependency=dependency, bus=bus, clock=clock, attempt_observer=attempt_observer,
-        bulkhead_pools=bulkhead_pools, call_observer=call_observer,
+        policy,
+        dependency=dependency,
+        bus=bus,
+        clock=clock,
+        attempt_observer=attempt_observer,
+        bulkhead_pools=bulkhead_pools,
+        call_observer=call_observer,
     )
     interceptor = ResilienceInterceptor(pipeline, dependency=dependency, clock=clock)
     if interceptor_out is not None:
@@ -73,16 +78,18 @@ def native_retry_options(
     The policy model refuses it together with our retry strategy, so there is still one owner.
     """
     config = {
-        "methodConfig": [{
-            "name": [{"service": s} for s in services] or [{}],
-            "retryPolicy": {
-                "maxAttempts": policy.max_attempts,
-                "initialBackoff": f"{policy.initial_backoff_s}s",
-                "maxBackoff": f"{policy.max_backoff_s}s",
-                "backoffMultiplier": policy.backoff_multiplier,
-                "retryableStatusCodes": list(policy.retryable_codes),
-            },
-        }],
+        "methodConfig": [
+            {
+                "name": [{"service": s} for s in services] or [{}],
+                "retryPolicy": {
+                    "maxAttempts": policy.max_attempts,
+                    "initialBackoff": f"{policy.initial_backoff_s}s",
+                    "maxBackoff": f"{policy.max_backoff_s}s",
+                    "backoffMultiplier": policy.backoff_multiplier,
+                    "retryableStatusCodes": list(policy.retryable_codes),
+                },
+            }
+        ],
         "retryThrottling": {"maxTokens": int(policy.max_tokens), "tokenRatio": policy.token_ratio},
     }
     return [

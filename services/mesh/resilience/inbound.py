@@ -81,8 +81,10 @@ class InboundInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 raise
             finally:
                 reset_inbound_deadline(token)
-                emit(ServerCallFinished(
-                    service, method, code, time.monotonic() - started_s, remaining_s
-                ))
+                emit(
+                    ServerCallFinished(
+                        service, method, code, time.monotonic() - started_s, remaining_s
+                    )
+                )
 
         return behaviour

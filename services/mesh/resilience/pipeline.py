@@ -43,7 +43,10 @@ class Pipeline:
     """The composed strategies of one edge; `run()` executes one logical call through them."""
 
     def __init__(
-        self, strategies: list[Strategy], bus: EventBus, clock: Clock,
+        self,
+        strategies: list[Strategy],
+        bus: EventBus,
+        clock: Clock,
         call_observer: CallObserver | None = None,
     ) -> None:
         self.strategies = tuple(strategies)

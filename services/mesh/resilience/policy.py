@@ -159,7 +159,8 @@ class FallbackPolicy(_Model):
     """How the gateway degrades recommendations."""
 
     popular_ttl_s: float = Field(
-        default=30.0, ge=0,
+        default=30.0,
+        ge=0,
         description="serve the cached popular list without a call while it is this fresh",
     )
 

@@ -7,9 +7,9 @@ import asyncio
 import logging
 import os
 import signal
-from functools import partial
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import grpc
@@ -63,7 +63,11 @@ class Runtime:
 
     def _pipeline(self, callee: str, policy: EdgePolicy, pools: dict[str, Bulkhead]) -> Pipeline:
         return build_pipeline(
-            policy, dependency=callee, bus=self.bus, clock=SystemClock(), bulkhead_pools=pools,
+            policy,
+            dependency=callee,
+            bus=self.bus,
+            clock=SystemClock(),
+            bulkhead_pools=pools,
             attempt_observer=self.tracing.attempt_observer if self.tracing else None,
             call_observer=self.tracing.call_observer if self.tracing else None,
         )
@@ -105,8 +109,10 @@ class Runtime:
             policy=self.edge_policy(callee),
             bus=self.bus,
             clock=SystemClock(),
-            options=[*message_size_options(self.config.max_message_bytes),
-                     *(self.tls.channel_options(callee) if self.tls else ())],
+            options=[
+                *message_size_options(self.config.max_message_bytes),
+                *(self.tls.channel_options(callee) if self.tls else ()),
+            ],
             credentials=self.tls.channel_credentials() if self.tls else None,
             bulkhead_pools=self.bulkhead_pools,
             services=(service(callee).grpc_service,),
@@ -149,8 +155,13 @@ async def _start_admin(runtime: Runtime) -> grpc.aio.Server:
     admin_pb2_grpc.add_FaultAdminServicer_to_server(FaultAdminServicer(runtime.faults), admin)
     admin_pb2_grpc.add_PolicyAdminServicer_to_server(PolicyAdminServicer(runtime), admin)
     reflection.enable_server_reflection(
-        (*(admin_pb2.DESCRIPTOR.services_by_name[s].full_name
-           for s in ("FaultAdmin", "PolicyAdmin")), reflection.SERVICE_NAME),
+        (
+            *(
+                admin_pb2.DESCRIPTOR.services_by_name[s].full_name
+                for s in ("FaultAdmin", "PolicyAdmin")
+            ),
+            reflection.SERVICE_NAME,
+        ),
         admin,
     )
     admin.add_insecure_port(config.admin_addr)
@@ -188,7 +199,9 @@ async def serve(
     server = grpc.aio.server(
         interceptors=[
             RequestDecodingInterceptor(),  # outermost: a corrupt payload -> INVALID_ARGUMENT
-            *server_tracing(tracing), *front, *resilience,
+            *server_tracing(tracing),
+            *front,
+            *resilience,
         ],
         options=message_size_options(config.max_message_bytes),
     )
@@ -211,8 +224,12 @@ async def serve(
         await health_servicer.set(svc, health_pb2.HealthCheckResponse.SERVING)
     log.info(
         "serving",
-        extra={"listen": config.listen_addr, "admin": config.admin_addr,
-               "metrics_port": metrics_port, "policy": policy.name},
+        extra={
+            "listen": config.listen_addr,
+            "admin": config.admin_addr,
+            "metrics_port": metrics_port,
+            "policy": policy.name,
+        },
     )
 
     stop = stop_event or asyncio.Event()

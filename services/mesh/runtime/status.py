@@ -36,7 +36,9 @@ def relayed_code(err: grpc.aio.AioRpcError, caller_time_left_s: float | None) ->
 
 
 async def relay_failure(
-    context: grpc.aio.ServicerContext, err: grpc.aio.AioRpcError, dependency: str,
+    context: grpc.aio.ServicerContext,
+    err: grpc.aio.AioRpcError,
+    dependency: str,
     retried_here: bool,
 ) -> NoReturn:
     """Abort the current RPC with the dependency's failure, mapped as the module says."""

@@ -41,8 +41,11 @@ def span_record(span: ReadableSpan) -> dict[str, Any]:
         "status": {"code": span.status.status_code.name, "description": span.status.description},
         "attributes": {k: _value(v) for k, v in (span.attributes or {}).items()},
         "events": [
-            {"name": e.name, "time_ns": e.timestamp,
-             "attributes": {k: _value(v) for k, v in (e.attributes or {}).items()}}
+            {
+                "name": e.name,
+                "time_ns": e.timestamp,
+                "attributes": {k: _value(v) for k, v in (e.attributes or {}).items()},
+            }
             for e in span.events
         ],
     }

@@ -107,15 +107,20 @@ class MeshMetrics:
         self.server_calls = counter(
             "mesh_server_calls_total", "Calls received, by final code.", ("method", "code")
         )
-        self.in_flight = _Cached(Gauge(
-            "mesh_server_in_flight", "Calls being handled now.", ("method",), registry=registry
-        ))
-        self.overrun = _Cached(Histogram(
-            "mesh_server_deadline_overrun_seconds",
-            "How long a cancelled or expired call kept running past its deadline.",
-            ("method",), registry=registry,
-            buckets=(0.0, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
-        ))
+        self.in_flight = _Cached(
+            Gauge(
+                "mesh_server_in_flight", "Calls being handled now.", ("method",), registry=registry
+            )
+        )
+        self.overrun = _Cached(
+            Histogram(
+                "mesh_server_deadline_overrun_seconds",
+                "How long a cancelled or expired call kept running past its deadline.",
+                ("method",),
+                registry=registry,
+                buckets=(0.0, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+            )
+        )
         self.shed = counter(
             "mesh_server_shed_total", "Calls refused by load shedding.", ("method",)
         )

@@ -26,9 +26,7 @@ def _retry(span: trace.Span, e: ev.RetryScheduled) -> None:
 
 
 def _retry_skipped(span: trace.Span, e: ev.RetrySkipped) -> None:
-    span.add_event(
-        n.EV_RETRY_SKIPPED, {n.ATTEMPT: e.attempt, n.REASON: e.reason, n.CODE: e.code}
-    )
+    span.add_event(n.EV_RETRY_SKIPPED, {n.ATTEMPT: e.attempt, n.REASON: e.reason, n.CODE: e.code})
 
 
 def _deadline(span: trace.Span, e: ev.DeadlineExhausted) -> None:
@@ -36,30 +34,51 @@ def _deadline(span: trace.Span, e: ev.DeadlineExhausted) -> None:
 
 
 def _breaker_moved(span: trace.Span, e: ev.BreakerStateChanged) -> None:
-    span.add_event(n.EV_BREAKER[int(e.to_state)], {
-        n.DEPENDENCY: e.dependency, n.BREAKER_SCOPE: e.method,
-        n.FROM_STATE: e.from_state.name.lower(), n.TIME_UNTIL_PROBE_S: e.time_until_probe_s,
-    })
+    span.add_event(
+        n.EV_BREAKER[int(e.to_state)],
+        {
+            n.DEPENDENCY: e.dependency,
+            n.BREAKER_SCOPE: e.method,
+            n.FROM_STATE: e.from_state.name.lower(),
+            n.TIME_UNTIL_PROBE_S: e.time_until_probe_s,
+        },
+    )
 
 
 def _breaker_rejected(span: trace.Span, e: ev.BreakerRejected) -> None:
-    span.add_event(n.EV_BREAKER_REJECTED, {
-        n.DEPENDENCY: e.dependency, n.BREAKER_SCOPE: e.method,
-        n.BREAKER_STATE: e.state.name.lower(), n.TIME_UNTIL_PROBE_S: e.time_until_probe_s,
-    })
+    span.add_event(
+        n.EV_BREAKER_REJECTED,
+        {
+            n.DEPENDENCY: e.dependency,
+            n.BREAKER_SCOPE: e.method,
+            n.BREAKER_STATE: e.state.name.lower(),
+            n.TIME_UNTIL_PROBE_S: e.time_until_probe_s,
+        },
+    )
 
 
 def _bulkhead(span: trace.Span, e: ev.BulkheadRejected) -> None:
-    span.add_event(n.EV_BULKHEAD_REJECTED, {
-        n.DEPENDENCY: e.dependency, n.LIMIT: e.limit, n.WAITED_S: e.waited_s,
-    })
+    span.add_event(
+        n.EV_BULKHEAD_REJECTED,
+        {
+            n.DEPENDENCY: e.dependency,
+            n.LIMIT: e.limit,
+            n.WAITED_S: e.waited_s,
+        },
+    )
 
 
 def _fallback(span: trace.Span, e: ev.FallbackServed) -> None:
-    span.add_event(n.EV_FALLBACK, {
-        n.DEPENDENCY: e.dependency, n.METHOD: e.method, n.SERVED_BY: e.served_by,
-        n.CODE: e.code, n.REASON: e.reason,
-    })
+    span.add_event(
+        n.EV_FALLBACK,
+        {
+            n.DEPENDENCY: e.dependency,
+            n.METHOD: e.method,
+            n.SERVED_BY: e.served_by,
+            n.CODE: e.code,
+            n.REASON: e.reason,
+        },
+    )
     server = current_server_span.get() or span
     if not server.is_recording():
         return

@@ -38,10 +38,16 @@ current_server_span: contextvars.ContextVar[trace.Span | None] = contextvars.Con
 )
 """The SERVER span of the call being handled (listeners mark it degraded)."""
 
-SERVER_ERRORS = frozenset({
-    grpc.StatusCode.UNKNOWN, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNIMPLEMENTED,
-    grpc.StatusCode.INTERNAL, grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DATA_LOSS,
-})
+SERVER_ERRORS = frozenset(
+    {
+        grpc.StatusCode.UNKNOWN,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.UNIMPLEMENTED,
+        grpc.StatusCode.INTERNAL,
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DATA_LOSS,
+    }
+)
 """Codes that make a server span an error (OTel RPC conventions); on the client any non-OK."""
 
 
@@ -130,7 +136,9 @@ class CallSpan:
         return span
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         otel_context.detach(self._token)
@@ -179,7 +187,9 @@ class AttemptSpan:
         return span
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         span = self._span
@@ -238,9 +248,7 @@ class TracingServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc
         if handler is None or handler.unary_unary is None or is_exempt(method):
             return handler
         keys = self._factory.carrier_keys
-        carrier = {
-            k: v for k, v in handler_call_details.invocation_metadata or () if k in keys
-        }
+        carrier = {k: v for k, v in handler_call_details.invocation_metadata or () if k in keys}
         return handler._replace(unary_unary=self._wrap(handler.unary_unary, method, carrier))
 
     def _wrap(self, inner: Behaviour, method: str, carrier: dict[str, str]) -> Behaviour:

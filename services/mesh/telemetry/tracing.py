@@ -73,9 +73,11 @@ def setup_tracing(service_name: str, environ: Mapping[str, str]) -> TracerProvid
     provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service_name}))
     exporter = choose_exporter(service_name, environ)
     if exporter is not None:
-        provider.add_span_processor(BatchSpanProcessor(
-            exporter, schedule_delay_millis=_float(environ, "OTEL_BSP_SCHEDULE_DELAY")
-        ))
+        provider.add_span_processor(
+            BatchSpanProcessor(
+                exporter, schedule_delay_millis=_float(environ, "OTEL_BSP_SCHEDULE_DELAY")
+            )
+        )
     return provider
 
 

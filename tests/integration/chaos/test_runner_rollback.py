@@ -92,13 +92,27 @@ async def test_the_abort_condition_stops_the_load_and_removes_faults(
 def test_ctrl_c_removes_every_fault(mesh: Mesh, tmp_path: Path) -> None:
     state = mesh.state
     assert state is not None
-    target = (f"toxiproxy={state.toxiproxy},gateway={state.gateway}"
-              + (f",api_key={state.api_key}" if state.api_key else "")
-              + "".join(f",admin.{s}={a['admin']}" for s, a in state.services.items()))
+    target = (
+        f"toxiproxy={state.toxiproxy},gateway={state.gateway}"
+        + (f",api_key={state.api_key}" if state.api_key else "")
+        + "".join(f",admin.{s}={a['admin']}" for s, a in state.services.items())
+    )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "chaos.cli", "chaos", "run", str(experiment(tmp_path, 0.0)),
-         "--target", target, "--reports", str(tmp_path / "reports")],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ},
+        [
+            sys.executable,
+            "-m",
+            "chaos.cli",
+            "chaos",
+            "run",
+            str(experiment(tmp_path, 0.0)),
+            "--target",
+            target,
+            "--reports",
+            str(tmp_path / "reports"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ},
     )
     try:
         deadline = time.monotonic() + 30

@@ -37,8 +37,10 @@ class Sink:
 def smtp_sink(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sink]:
     root = tmp_path_factory.mktemp("mailbox")
     addr = f"127.0.0.1:{free_port()}"
-    popen = subprocess.Popen([sys.executable, "-m", "chaos.jobs.smtp_sink", "--listen", addr,
-                              "--dir", str(root)], stdout=subprocess.DEVNULL)
+    popen = subprocess.Popen(
+        [sys.executable, "-m", "chaos.jobs.smtp_sink", "--listen", addr, "--dir", str(root)],
+        stdout=subprocess.DEVNULL,
+    )
     import socket
 
     deadline = time.monotonic() + 15

@@ -29,8 +29,12 @@ async def enqueue(queue: Queue, r: Receipt, policy: RetryPolicy | None = None) -
     return job_id
 
 
-async def wait_state(queue: Queue, job_id: str, states: tuple[str, ...] = ("completed", "failed"),
-                     timeout_s: float = 15.0) -> str:
+async def wait_state(
+    queue: Queue,
+    job_id: str,
+    states: tuple[str, ...] = ("completed", "failed"),
+    timeout_s: float = 15.0,
+) -> str:
     deadline = time.monotonic() + timeout_s
     while True:
         state = str(await queue.getJobState(job_id))
@@ -58,8 +62,9 @@ class RedisProc:
 
 
 def start_redis(port: int, data_dir: Path) -> RedisProc:
-    popen = subprocess.Popen(redis_args(port, data_dir), stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+    popen = subprocess.Popen(
+        redis_args(port, data_dir), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     addr = f"127.0.0.1:{port}"
     if not wait_ping(addr, 10):
         popen.kill()
@@ -68,14 +73,32 @@ def start_redis(port: int, data_dir: Path) -> RedisProc:
 
 
 def worker_config(redis: str, smtp: str, queue: str, **overrides: object) -> NotificationConfig:
-    base = dict(redis_addr=redis, smtp_addr=smtp, queue=queue, concurrency=1, rate_max=0,
-                rate_duration_ms=1000, lock_ms=5000, stalled_interval_ms=250, max_stalled=1,
-                smtp_timeout_s=5.0, sender="receipts@test", sent_ttl_s=600.0)
+    base = dict(
+        redis_addr=redis,
+        smtp_addr=smtp,
+        queue=queue,
+        concurrency=1,
+        rate_max=0,
+        rate_duration_ms=1000,
+        lock_ms=5000,
+        stalled_interval_ms=250,
+        max_stalled=1,
+        smtp_timeout_s=5.0,
+        sender="receipts@test",
+        sent_ttl_s=600.0,
+    )
     base.update(overrides)
     return NotificationConfig(**base)  # type: ignore[arg-type]
 
 
 def worker_process_env(redis: str, smtp: str, queue: str, **extra: str) -> dict[str, str]:
-    return {**os.environ, "LISTEN_ADDR": f"127.0.0.1:{free_port()}",
-            "ADMIN_ADDR": f"127.0.0.1:{free_port()}", "METRICS_ADDR": f"127.0.0.1:{free_port()}",
-            "REDIS_ADDR": redis, "SMTP_ADDR": smtp, "NOTIFY_QUEUE": queue, **extra}
+    return {
+        **os.environ,
+        "LISTEN_ADDR": f"127.0.0.1:{free_port()}",
+        "ADMIN_ADDR": f"127.0.0.1:{free_port()}",
+        "METRICS_ADDR": f"127.0.0.1:{free_port()}",
+        "REDIS_ADDR": redis,
+        "SMTP_ADDR": smtp,
+        "NOTIFY_QUEUE": queue,
+        **extra,
+    }

@@ -22,15 +22,17 @@ async def queue(redis_server: Any, queue_name: str) -> Any:
 
 
 @pytest.fixture
-async def worker(redis_server: Any, smtp_sink: Any, queue_name: str,
-           run_worker: Callable[..., Any]) -> Any:
+async def worker(
+    redis_server: Any, smtp_sink: Any, queue_name: str, run_worker: Callable[..., Any]
+) -> Any:
     from jobs_helpers import worker_config
 
     return run_worker(worker_config(redis_server.addr, smtp_sink.addr, queue_name))
 
 
-async def test_421_twice_is_retried_on_the_backoff_schedule(queue: Any, worker: Any,
-                                                           smtp_sink: Any) -> None:
+async def test_421_twice_is_retried_on_the_backoff_schedule(
+    queue: Any, worker: Any, smtp_sink: Any
+) -> None:
     r = receipt()
     smtp_sink.mailbox.set_script([{"code": 421, "times": 2, "match": r.charge_id}])
     policy = RetryPolicy(attempts=4, backoff_s=0.1, jitter=0.0)
@@ -46,8 +48,7 @@ async def test_421_twice_is_retried_on_the_backoff_schedule(queue: Any, worker: 
     assert [m.charge_id for m in smtp_sink.mailbox.messages()].count(r.charge_id) == 1
 
 
-async def test_550_fails_at_once_with_one_attempt(queue: Any, worker: Any,
-                                                 smtp_sink: Any) -> None:
+async def test_550_fails_at_once_with_one_attempt(queue: Any, worker: Any, smtp_sink: Any) -> None:
     r = receipt()
     smtp_sink.mailbox.set_script([{"code": 550, "match": r.charge_id}])
     job_id = await enqueue(queue, r, RetryPolicy(attempts=5, backoff_s=0.1, jitter=0.0))
@@ -60,14 +61,40 @@ async def test_550_fails_at_once_with_one_attempt(queue: Any, worker: Any,
 @pytest.mark.parametrize(
     ("data", "reason"),
     [
-        ({"charge_id": "ch_x", "amount_cents": 5, "currency": "USD", "created_at": 1.0},
-         "bad payload: user_id: required"),
-        ({"charge_id": "ch_x", "user_id": "u-0001", "amount_cents": "5", "currency": "USD",
-          "created_at": 1.0}, "bad payload: amount_cents"),
-        ({"charge_id": "ch_x", "user_id": "u-0001", "amount_cents": -5, "currency": "USD",
-          "created_at": 1.0}, "amount_cents: -5 must be > 0"),
-        ({"charge_id": "ch_x", "user_id": "u-9999", "amount_cents": 5, "currency": "USD",
-          "created_at": 1.0}, "unknown user u-9999"),
+        (
+            {"charge_id": "ch_x", "amount_cents": 5, "currency": "USD", "created_at": 1.0},
+            "bad payload: user_id: required",
+        ),
+        (
+            {
+                "charge_id": "ch_x",
+                "user_id": "u-0001",
+                "amount_cents": "5",
+                "currency": "USD",
+                "created_at": 1.0,
+            },
+            "bad payload: amount_cents",
+        ),
+        (
+            {
+                "charge_id": "ch_x",
+                "user_id": "u-0001",
+                "amount_cents": -5,
+                "currency": "USD",
+                "created_at": 1.0,
+            },
+            "amount_cents: -5 must be > 0",
+        ),
+        (
+            {
+                "charge_id": "ch_x",
+                "user_id": "u-9999",
+                "amount_cents": 5,
+                "currency": "USD",
+                "created_at": 1.0,
+            },
+            "unknown user u-9999",
+        ),
         (["not", "an", "object"], "bad payload: job data is list"),
     ],
 )

@@ -33,17 +33,28 @@ from mesh.payment.outbox import OutboxRelay
 
 
 async def test_stalled_job_is_recovered_by_another_worker_and_sent_once(
-    redis_server: Any, smtp_sink: Any, queue_name: str, run_worker: Callable[..., Any],
+    redis_server: Any,
+    smtp_sink: Any,
+    queue_name: str,
+    run_worker: Callable[..., Any],
 ) -> None:
     q = Queue(queue_name, {"connection": f"redis://{redis_server.addr}"})
     r = receipt("u-0003")
     email = catalogue().users["u-0003"].email
     smtp_sink.mailbox.set_script([{"hold_rcpt_s": 30, "match": email}])
     victim = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "mesh.notification", stdout=subprocess.DEVNULL,
+        sys.executable,
+        "-m",
+        "mesh.notification",
+        stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env=worker_process_env(redis_server.addr, smtp_sink.addr, queue_name,
-                               NOTIFY_LOCK_MS="1000", NOTIFY_STALLED_INTERVAL_MS="200"),
+        env=worker_process_env(
+            redis_server.addr,
+            smtp_sink.addr,
+            queue_name,
+            NOTIFY_LOCK_MS="1000",
+            NOTIFY_STALLED_INTERVAL_MS="200",
+        ),
     )
     try:
         job_id = await enqueue(q, r, RetryPolicy(attempts=1))
@@ -52,8 +63,11 @@ async def test_stalled_job_is_recovered_by_another_worker_and_sent_once(
         victim.send_signal(signal.SIGKILL)
         await victim.wait()
         smtp_sink.mailbox.clear_script()
-        run_worker(worker_config(redis_server.addr, smtp_sink.addr, queue_name,
-                                 lock_ms=1000, stalled_interval_ms=200))
+        run_worker(
+            worker_config(
+                redis_server.addr, smtp_sink.addr, queue_name, lock_ms=1000, stalled_interval_ms=200
+            )
+        )
         assert await wait_state(q, job_id, timeout_s=15) == "completed"
         rerun = await job(q, job_id)
         recovered_after = rerun.processedOn / 1000 - started
@@ -69,13 +83,21 @@ async def test_stalled_job_is_recovered_by_another_worker_and_sent_once(
 
 
 async def test_charge_committed_while_redis_is_down_gets_its_receipt_when_it_returns(
-    tmp_path: Path, smtp_sink: Any, run_worker: Callable[..., Any],
+    tmp_path: Path,
+    smtp_sink: Any,
+    run_worker: Callable[..., Any],
 ) -> None:
     port = free_port()
     addr = f"127.0.0.1:{port}"
     ledger = Ledger(tmp_path / "ledger.sqlite3")
-    relay = OutboxRelay(ledger, addr, RetryPolicy(attempts=3, backoff_s=0.1),
-                        JobMetrics(CollectorRegistry(), QUEUE), poll_s=0.2, max_backoff_s=0.5)
+    relay = OutboxRelay(
+        ledger,
+        addr,
+        RetryPolicy(attempts=3, backoff_s=0.1),
+        JobMetrics(CollectorRegistry(), QUEUE),
+        poll_s=0.2,
+        max_backoff_s=0.5,
+    )
     relay.start()
     redis = None
     try:

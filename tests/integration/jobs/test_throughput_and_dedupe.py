@@ -36,19 +36,36 @@ async def _drain(queue: Any, n: int) -> float:
     ids=["concurrency-1", "concurrency-10", "concurrency-10-limit-10ps"],
 )
 async def test_concurrency_and_limiter_set_the_pace(
-    queue: Any, queue_name: str, redis_server: Any, smtp_sink: Any,
-    run_worker: Callable[..., Any], concurrency: int, rate_max: int, low_s: float, high_s: float,
+    queue: Any,
+    queue_name: str,
+    redis_server: Any,
+    smtp_sink: Any,
+    run_worker: Callable[..., Any],
+    concurrency: int,
+    rate_max: int,
+    low_s: float,
+    high_s: float,
 ) -> None:
     """20 jobs of 50 ms: theory 1.0 s, 0.1 s, and 1.05 s (the 20th starts in the 3rd window)."""
     smtp_sink.mailbox.set_script([{"delay_s": 0.05, "match": "ch_t_"}])
-    run_worker(worker_config(redis_server.addr, smtp_sink.addr, queue_name,
-                             concurrency=concurrency, rate_max=rate_max))
+    run_worker(
+        worker_config(
+            redis_server.addr,
+            smtp_sink.addr,
+            queue_name,
+            concurrency=concurrency,
+            rate_max=rate_max,
+        )
+    )
     elapsed = await _drain(queue, 20)
     assert low_s <= elapsed <= high_s
 
 
 async def test_same_job_id_twice_is_one_job_and_one_receipt(
-    queue: Any, queue_name: str, redis_server: Any, smtp_sink: Any,
+    queue: Any,
+    queue_name: str,
+    redis_server: Any,
+    smtp_sink: Any,
     run_worker: Callable[..., Any],
 ) -> None:
     r = receipt()

@@ -34,8 +34,7 @@ def _key() -> str:
 
 
 def _checkout(stub, md, **fields):  # type: ignore[no-untyped-def]
-    req = {"user_id": "u-0001", "amount_cents": 1250, "currency": "USD",
-           "idempotency_key": _key()}
+    req = {"user_id": "u-0001", "amount_cents": 1250, "currency": "USD", "idempotency_key": _key()}
     req.update(fields)
     return stub.Checkout(gateway_pb2.CheckoutRequest(**req), timeout=5, metadata=md)
 
@@ -85,8 +84,16 @@ def test_services_stay_healthy_after_bad_input(mesh: Mesh, gateway, md) -> None:
         with grpc.insecure_channel(addrs["listen"]) as ch:
             reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=2)
         assert reply.status == health_pb2.HealthCheckResponse.SERVING, name
-    assert mesh.alive() == ["redis", "smtp", "toxiproxy", "profile", "recommendation", "payment",
-                            "notification", "gateway"]
+    assert mesh.alive() == [
+        "redis",
+        "smtp",
+        "toxiproxy",
+        "profile",
+        "recommendation",
+        "payment",
+        "notification",
+        "gateway",
+    ]
 
 
 def test_same_key_twice_gives_the_same_charge(gateway, md) -> None:  # type: ignore[no-untyped-def]
@@ -117,8 +124,9 @@ def test_ledger_survives_a_restart_of_payment(mesh: Mesh, gateway, md) -> None: 
     key = _key()
     before = _checkout(gateway, md, idempotency_key=key)
     mesh.restart_service("payment")
-    after = gateway.GetCharge(payment_pb2.GetChargeRequest(idempotency_key=key), timeout=5,
-                              metadata=md)
+    after = gateway.GetCharge(
+        payment_pb2.GetChargeRequest(idempotency_key=key), timeout=5, metadata=md
+    )
     assert after.charge_id == before.charge_id
     assert after.status == payment_pb2.CHARGE_STATUS_SUCCEEDED
     again = _checkout(gateway, md, idempotency_key=key)
@@ -126,12 +134,12 @@ def test_ledger_survives_a_restart_of_payment(mesh: Mesh, gateway, md) -> None: 
     assert mesh.state is not None
     with grpc.insecure_channel(mesh.state.services["payment"]["listen"]) as ch:
         direct = payment_pb2_grpc.PaymentServiceStub(ch).GetCharge(
-            payment_pb2.GetChargeRequest(charge_id=before.charge_id), timeout=2)
+            payment_pb2.GetChargeRequest(charge_id=before.charge_id), timeout=2
+        )
     assert direct.charge.idempotency_key == key
 
 
 def test_unknown_charge_is_not_found(gateway, md) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(grpc.RpcError) as info:
-        gateway.GetCharge(payment_pb2.GetChargeRequest(charge_id="ch_nope"), timeout=5,
-                          metadata=md)
+        gateway.GetCharge(payment_pb2.GetChargeRequest(charge_id="ch_nope"), timeout=5, metadata=md)
     assert info.value.code() == SC.NOT_FOUND

@@ -39,8 +39,9 @@ def test_set_policy_changes_the_gateway_limits_in_place(mesh: Mesh) -> None:
 
             async def one() -> grpc.StatusCode:
                 try:
-                    await stub.GetHome(gateway_pb2.GetHomeRequest(user_id="u-0001"),
-                                       timeout=5, metadata=md)
+                    await stub.GetHome(
+                        gateway_pb2.GetHomeRequest(user_id="u-0001"), timeout=5, metadata=md
+                    )
                     return grpc.StatusCode.OK
                 except grpc.aio.AioRpcError as err:
                     return err.code()
@@ -58,10 +59,17 @@ def test_set_policy_changes_the_gateway_limits_in_place(mesh: Mesh) -> None:
     ("text", "code", "words"),
     [
         ("", grpc.StatusCode.INVALID_ARGUMENT, "yaml: required"),
-        ("name: x\nedge_defaults: {retry: {max_attempts: 99}}", grpc.StatusCode.INVALID_ARGUMENT,
-         "max_attempts"),
-        ("name: x\nedges: {gateway_to_recommendation: {retry: {max_attempts: 1}, "
-         "native_retry: {enabled: true}}}", grpc.StatusCode.FAILED_PRECONDITION, "restart"),
+        (
+            "name: x\nedge_defaults: {retry: {max_attempts: 99}}",
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "max_attempts",
+        ),
+        (
+            "name: x\nedges: {gateway_to_recommendation: {retry: {max_attempts: 1}, "
+            "native_retry: {enabled: true}}}",
+            grpc.StatusCode.FAILED_PRECONDITION,
+            "restart",
+        ),
     ],
 )
 def test_bad_policies_are_refused_and_change_nothing(

@@ -87,26 +87,36 @@ async def in_process_mesh(
     proxies = {e.proxy_name: free_port() for e in edges}
     toxiproxy = ToxiproxyServer(port=0)
     await toxiproxy.start()
-    await toxiproxy.populate([
-        {"name": e.proxy_name, "listen": f"127.0.0.1:{proxies[e.proxy_name]}",
-         "upstream": f"127.0.0.1:{listen[e.callee]}", "enabled": True}
-        for e in edges
-    ])
+    await toxiproxy.populate(
+        [
+            {
+                "name": e.proxy_name,
+                "listen": f"127.0.0.1:{proxies[e.proxy_name]}",
+                "upstream": f"127.0.0.1:{listen[e.callee]}",
+                "enabled": True,
+            }
+            for e in edges
+        ]
+    )
     mesh = InProcessMesh(gateway=f"127.0.0.1:{listen['gateway']}")
 
     async def build_recommendation(runtime: Runtime) -> Service:
         mesh.recommendations = FlakyRecommendations(runtime, fail_first)
         servicer = mesh.recommendations
         return Service(
-            names=[recommendation_pb2.DESCRIPTOR.services_by_name["RecommendationService"]
-                   .full_name],
+            names=[
+                recommendation_pb2.DESCRIPTOR.services_by_name["RecommendationService"].full_name
+            ],
             register=lambda s: recommendation_pb2_grpc.add_RecommendationServiceServicer_to_server(
                 servicer, s
             ),
         )
 
-    builds = {"profile": profile.build, "recommendation": build_recommendation,
-              "gateway": gateway.build}
+    builds = {
+        "profile": profile.build,
+        "recommendation": build_recommendation,
+        "gateway": gateway.build,
+    }
     try:
         for name in ("profile", "recommendation", "gateway"):
             env = {

@@ -51,15 +51,23 @@ class Receiver(trace_service_pb2_grpc.TraceServiceServicer):
             service = str(_attrs(rs.resource.attributes).get("service.name", ""))
             for ss in rs.scope_spans:
                 for s in ss.spans:
-                    self.spans.append(ReceivedSpan(
-                        service=service, trace_id=s.trace_id.hex(), span_id=s.span_id.hex(),
-                        parent_span_id=s.parent_span_id.hex(), name=s.name,
-                        kind=trace_pb2.Span.SpanKind.Name(s.kind).removeprefix("SPAN_KIND_"),
-                        start_ns=s.start_time_unix_nano, end_ns=s.end_time_unix_nano,
-                        status=trace_pb2.Status.StatusCode.Name(s.status.code),
-                        attributes=_attrs(s.attributes),
-                        events=[(e.name, e.time_unix_nano, _attrs(e.attributes)) for e in s.events],
-                    ))
+                    self.spans.append(
+                        ReceivedSpan(
+                            service=service,
+                            trace_id=s.trace_id.hex(),
+                            span_id=s.span_id.hex(),
+                            parent_span_id=s.parent_span_id.hex(),
+                            name=s.name,
+                            kind=trace_pb2.Span.SpanKind.Name(s.kind).removeprefix("SPAN_KIND_"),
+                            start_ns=s.start_time_unix_nano,
+                            end_ns=s.end_time_unix_nano,
+                            status=trace_pb2.Status.StatusCode.Name(s.status.code),
+                            attributes=_attrs(s.attributes),
+                            events=[
+                                (e.name, e.time_unix_nano, _attrs(e.attributes)) for e in s.events
+                            ],
+                        )
+                    )
         return trace_service_pb2.ExportTraceServiceResponse()
 
     def trace(self, trace_id: str) -> list[ReceivedSpan]:

@@ -125,9 +125,14 @@ async def test_breaker_rejection_and_fallback_are_events(receiver: tuple[Receive
 
     call = _one(spans, SENT_RECOMMEND)
     assert call.event_names() == [
-        "retry scheduled", "breaker opened", "retry scheduled", "breaker rejected call",
+        "retry scheduled",
+        "breaker opened",
+        "retry scheduled",
+        "breaker rejected call",
     ] or call.event_names() == [
-        "retry scheduled", "breaker opened", "breaker rejected call",
+        "retry scheduled",
+        "breaker opened",
+        "breaker rejected call",
     ], call.event_names()
     assert call.status == "STATUS_CODE_ERROR"
     assert call.attributes["mesh.error_type"] == "BreakerOpenError"

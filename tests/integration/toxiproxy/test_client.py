@@ -43,8 +43,7 @@ def test_client_round_trip(client: ToxiproxyClient, echo_port: int) -> None:
         (lambda c: c.remove_toxic("p", "nope"), 404, "toxic not found"),
         (lambda c: c.add_toxic("p", "nope"), 400, "invalid toxic type"),
         (lambda c: c.create_proxy("p", "127.0.0.1:0", "x:1"), 409, "proxy already exists"),
-        (lambda c: c.populate([{"name": "x"}]), 400,
-         "missing required field: upstream at proxy 1"),
+        (lambda c: c.populate([{"name": "x"}]), 400, "missing required field: upstream at proxy 1"),
     ],
 )
 def test_client_errors(

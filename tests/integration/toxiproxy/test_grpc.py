@@ -54,7 +54,5 @@ async def test_grpc_channel_follows_toxics_and_proxy_state(
             await stub.Check(health_pb2.HealthCheckRequest(), timeout=2)
         assert info.value.code() == grpc.StatusCode.UNAVAILABLE
         await call(client.enable, "grpc")
-        response = await stub.Check(
-            health_pb2.HealthCheckRequest(), timeout=5, wait_for_ready=True
-        )
+        response = await stub.Check(health_pb2.HealthCheckRequest(), timeout=5, wait_for_ready=True)
         assert response.status == health_pb2.HealthCheckResponse.SERVING

@@ -14,7 +14,11 @@ pytestmark = pytest.mark.timeout(20)
 
 
 def http(
-    server: RunningServer, method: str, path: str, body: Any = None, raw: bytes | None = None,
+    server: RunningServer,
+    method: str,
+    path: str,
+    body: Any = None,
+    raw: bytes | None = None,
     user_agent: str = "test",
 ) -> tuple[int, dict[str, str], bytes]:
     data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
@@ -77,8 +81,11 @@ def test_proxy_errors(toxiproxy: RunningServer, echo_port: int) -> None:
     cases = [
         ({"upstream": "127.0.0.1:1"}, 400, "missing required field: name"),
         ({"name": "x"}, 400, "missing required field: upstream"),
-        ({"name": "p", "upstream": "127.0.0.1:1", "listen": "127.0.0.1:0"}, 409,
-         "proxy already exists"),
+        (
+            {"name": "p", "upstream": "127.0.0.1:1", "listen": "127.0.0.1:0"},
+            409,
+            "proxy already exists",
+        ),
     ]
     for body_in, want_status, message in cases:
         status, _, body = http(toxiproxy, "POST", "/proxies", body_in)
@@ -86,9 +93,14 @@ def test_proxy_errors(toxiproxy: RunningServer, echo_port: int) -> None:
         assert error_of(status, body)["error"] == message
     status, _, body = http(toxiproxy, "POST", "/proxies", {"name": 3, "upstream": "x:1"})
     assert status == 400 and "cannot unmarshal number" in error_of(400, body)["error"]
-    for method, path in [("GET", "/proxies/nope"), ("PATCH", "/proxies/nope"),
-                         ("DELETE", "/proxies/nope"), ("GET", "/proxies/nope/toxics"),
-                         ("POST", "/proxies/nope/toxics"), ("GET", "/proxies/nope/toxics/t")]:
+    for method, path in [
+        ("GET", "/proxies/nope"),
+        ("PATCH", "/proxies/nope"),
+        ("DELETE", "/proxies/nope"),
+        ("GET", "/proxies/nope/toxics"),
+        ("POST", "/proxies/nope/toxics"),
+        ("GET", "/proxies/nope/toxics/t"),
+    ]:
         status, _, body = http(toxiproxy, method, path, {})
         assert (status, error_of(status, body)["error"]) == (404, "proxy not found")
 
@@ -103,22 +115,33 @@ def test_port_in_use_is_a_500(toxiproxy: RunningServer, echo_port: int) -> None:
 
 def test_toxic_lifecycle(toxiproxy: RunningServer, echo_port: int) -> None:
     create(toxiproxy, echo_port)
-    status, _, body = http(toxiproxy, "POST", "/proxies/p/toxics",
-                           {"type": "latency", "attributes": {"latency": 10}})
+    status, _, body = http(
+        toxiproxy, "POST", "/proxies/p/toxics", {"type": "latency", "attributes": {"latency": 10}}
+    )
     assert status == 200  # Toxiproxy answers 200, not 201, here
     toxic = json.loads(body)
-    assert toxic == {"attributes": {"latency": 10, "jitter": 0}, "name": "latency_downstream",
-                     "type": "latency", "stream": "downstream", "toxicity": 1}
+    assert toxic == {
+        "attributes": {"latency": 10, "jitter": 0},
+        "name": "latency_downstream",
+        "type": "latency",
+        "stream": "downstream",
+        "toxicity": 1,
+    }
     assert json.loads(http(toxiproxy, "GET", "/proxies/p/toxics")[2]) == [toxic]
     assert json.loads(http(toxiproxy, "GET", "/proxies/p/toxics/latency_downstream")[2]) == toxic
     assert json.loads(http(toxiproxy, "GET", "/proxies/p")[2])["toxics"] == [toxic]
-    status, _, body = http(toxiproxy, "PATCH", "/proxies/p/toxics/latency_downstream",
-                           {"attributes": {"jitter": 2}, "toxicity": 0.5})
+    status, _, body = http(
+        toxiproxy,
+        "PATCH",
+        "/proxies/p/toxics/latency_downstream",
+        {"attributes": {"jitter": 2}, "toxicity": 0.5},
+    )
     assert status == 200
     assert json.loads(body)["attributes"] == {"latency": 10, "jitter": 2}
     assert json.loads(body)["toxicity"] == 0.5
-    status, _, body = http(toxiproxy, "POST", "/proxies/p/toxics/latency_downstream",
-                           {"attributes": {"latency": 20}})
+    status, _, body = http(
+        toxiproxy, "POST", "/proxies/p/toxics/latency_downstream", {"attributes": {"latency": 20}}
+    )
     assert json.loads(body)["attributes"] == {"latency": 20, "jitter": 2}
     assert json.loads(body)["toxicity"] == 0.5
     assert http(toxiproxy, "DELETE", "/proxies/p/toxics/latency_downstream")[0] == 204
@@ -154,10 +177,16 @@ def test_toxic_errors(toxiproxy: RunningServer, echo_port: int) -> None:
     create(toxiproxy, echo_port)
     cases: list[tuple[Any, int, str]] = [
         ({"type": "nope"}, 400, "invalid toxic type"),
-        ({"type": "latency", "stream": "sideways"}, 400,
-         "stream was invalid, can be either upstream or downstream"),
-        ({"type": "latency", "stream": ""}, 400,
-         "stream was invalid, can be either upstream or downstream"),
+        (
+            {"type": "latency", "stream": "sideways"},
+            400,
+            "stream was invalid, can be either upstream or downstream",
+        ),
+        (
+            {"type": "latency", "stream": ""},
+            400,
+            "stream was invalid, can be either upstream or downstream",
+        ),
     ]
     for body_in, want_status, message in cases:
         status, _, body = http(toxiproxy, "POST", "/proxies/p/toxics", body_in)
@@ -166,8 +195,12 @@ def test_toxic_errors(toxiproxy: RunningServer, echo_port: int) -> None:
     status, _, body = http(toxiproxy, "POST", "/proxies/p/toxics", {"type": "latency"})
     assert (status, error_of(status, body)["error"]) == (409, "toxic already exists")
     for bad in ({"latency": "slow"}, {"latency": 1.5}, [1]):
-        status, _, body = http(toxiproxy, "POST", "/proxies/p/toxics",
-                               {"type": "latency", "name": "x", "attributes": bad})
+        status, _, body = http(
+            toxiproxy,
+            "POST",
+            "/proxies/p/toxics",
+            {"type": "latency", "name": "x", "attributes": bad},
+        )
         assert status == 400 and error_of(400, body)["error"].startswith("bad request body: ")
     status, _, body = http(toxiproxy, "POST", "/proxies/p/toxics", raw=b"[")
     assert status == 400 and error_of(400, body)["error"].startswith("bad request body")
@@ -175,8 +208,12 @@ def test_toxic_errors(toxiproxy: RunningServer, echo_port: int) -> None:
         status, _, body = http(toxiproxy, method, "/proxies/p/toxics/nope", {})
         assert (status, error_of(status, body)["error"]) == (404, "toxic not found")
     # A rejected update leaves the toxic untouched.
-    status, _, _ = http(toxiproxy, "PATCH", "/proxies/p/toxics/latency_downstream",
-                        {"attributes": {"latency": 5, "jitter": "x"}})
+    status, _, _ = http(
+        toxiproxy,
+        "PATCH",
+        "/proxies/p/toxics/latency_downstream",
+        {"attributes": {"latency": 5, "jitter": "x"}},
+    )
     assert status == 400
     got = json.loads(http(toxiproxy, "GET", "/proxies/p/toxics/latency_downstream")[2])
     assert got["attributes"]["latency"] == 0
@@ -193,21 +230,31 @@ def test_negative_values_are_accepted_like_toxiproxy(
 
 def test_populate(toxiproxy: RunningServer, echo_port: int) -> None:
     upstream = f"127.0.0.1:{echo_port}"
-    status, _, body = http(toxiproxy, "POST", "/populate", [
-        {"name": "a", "listen": "127.0.0.1:0", "upstream": upstream},
-        {"name": "b", "listen": "127.0.0.1:0", "upstream": upstream, "enabled": False},
-    ])
+    status, _, body = http(
+        toxiproxy,
+        "POST",
+        "/populate",
+        [
+            {"name": "a", "listen": "127.0.0.1:0", "upstream": upstream},
+            {"name": "b", "listen": "127.0.0.1:0", "upstream": upstream, "enabled": False},
+        ],
+    )
     assert status == 201
     first = {p["name"]: p for p in json.loads(body)["proxies"]}
     assert set(json.loads(body)) == {"proxies"}
     assert first["a"]["enabled"] and not first["b"]["enabled"]
     http(toxiproxy, "POST", "/proxies/a/toxics", {"type": "latency"})
     # Unchanged proxies are kept (toxics included); changed ones are replaced.
-    status, _, body = http(toxiproxy, "POST", "/populate", [
-        {"name": "a", "listen": first["a"]["listen"], "upstream": upstream},
-        {"name": "b", "listen": "127.0.0.1:0", "upstream": "127.0.0.1:1"},
-        {"name": "c", "listen": "127.0.0.1:0", "upstream": upstream},
-    ])
+    status, _, body = http(
+        toxiproxy,
+        "POST",
+        "/populate",
+        [
+            {"name": "a", "listen": first["a"]["listen"], "upstream": upstream},
+            {"name": "b", "listen": "127.0.0.1:0", "upstream": "127.0.0.1:1"},
+            {"name": "c", "listen": "127.0.0.1:0", "upstream": upstream},
+        ],
+    )
     assert status == 201
     second = {p["name"]: p for p in json.loads(body)["proxies"]}
     assert second["a"]["listen"] == first["a"]["listen"]
@@ -219,23 +266,29 @@ def test_populate(toxiproxy: RunningServer, echo_port: int) -> None:
 def test_populate_errors(toxiproxy: RunningServer, echo_port: int) -> None:
     status, headers, body = http(toxiproxy, "POST", "/populate", [{"upstream": "x:1"}])
     assert status == 400 and headers["Content-Type"] == "application/json"
-    assert json.loads(body) == {"error": "missing required field: name at proxy 1",
-                                "status": 400, "proxies": None}
+    assert json.loads(body) == {
+        "error": "missing required field: name at proxy 1",
+        "status": 400,
+        "proxies": None,
+    }
     status, _, body = http(toxiproxy, "POST", "/populate", {"name": "x"})
     assert status == 400 and json.loads(body)["error"].startswith("bad request body")
-    status, _, body = http(toxiproxy, "POST", "/populate", [
-        {"name": "ok", "listen": "127.0.0.1:0", "upstream": "127.0.0.1:1"},
-        {"name": "bad", "listen": f"127.0.0.1:{echo_port}", "upstream": "127.0.0.1:1"},
-    ])
+    status, _, body = http(
+        toxiproxy,
+        "POST",
+        "/populate",
+        [
+            {"name": "ok", "listen": "127.0.0.1:0", "upstream": "127.0.0.1:1"},
+            {"name": "bad", "listen": f"127.0.0.1:{echo_port}", "upstream": "127.0.0.1:1"},
+        ],
+    )
     assert status == 500
     parsed = json.loads(body)
     assert [p["name"] for p in parsed["proxies"]] == ["ok"]
     assert "address already in use" in parsed["error"]
 
 
-def test_reset_enables_proxies_and_removes_toxics(
-    toxiproxy: RunningServer, echo_port: int
-) -> None:
+def test_reset_enables_proxies_and_removes_toxics(toxiproxy: RunningServer, echo_port: int) -> None:
     create(toxiproxy, echo_port)
     http(toxiproxy, "POST", "/proxies/p/toxics", {"type": "latency"})
     http(toxiproxy, "PATCH", "/proxies/p", {"enabled": False})

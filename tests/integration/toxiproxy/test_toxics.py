@@ -34,14 +34,13 @@ def test_latency(
     with connect(echo_proxy) as sock:
         base_ms = median_rtt_ms(sock)
         for index, (stream, latency_ms) in enumerate(toxics):
-            client.add_toxic("echo", "latency", stream, attributes={"latency": latency_ms},
-                             name=f"lat{index}")
+            client.add_toxic(
+                "echo", "latency", stream, attributes={"latency": latency_ms}, name=f"lat{index}"
+            )
         assert abs(median_rtt_ms(sock) - base_ms - expected_ms) <= TOLERANCE_MS
 
 
-def test_latency_pipelines_instead_of_serialising(
-    client: ToxiproxyClient, echo_proxy: int
-) -> None:
+def test_latency_pipelines_instead_of_serialising(client: ToxiproxyClient, echo_proxy: int) -> None:
     client.add_toxic("echo", "latency", attributes={"latency": 50})
     with connect(echo_proxy) as sock:
         start = time.perf_counter()

@@ -28,9 +28,17 @@ def write(tmp_path: Path, text: str) -> str:
 def test_every_catalogue_experiment_loads() -> None:
     entries = catalogue()
     names = {p.stem for p, _ in entries}
-    assert {"provider-outage", "fallback-trap", "bulkhead-isolation", "bulkhead-reject",
-            "pushback", "deadline-budget", "payment-lost-response", "load-shedding",
-            "flapping-dependency"} <= names
+    assert {
+        "provider-outage",
+        "fallback-trap",
+        "bulkhead-isolation",
+        "bulkhead-reject",
+        "pushback",
+        "deadline-budget",
+        "payment-lost-response",
+        "load-shedding",
+        "flapping-dependency",
+    } <= names
     for _, exp in entries:
         assert exp.hypothesis and exp.variants
 
@@ -54,8 +62,9 @@ def test_a_file_outside_the_repo_loads(tmp_path: Path) -> None:
         (("hypothesis: h", "hypothesis: ''"), "hypothesis"),
     ],
 )
-def test_bad_files_name_the_file_and_key(tmp_path: Path, change: tuple[str, str],
-                                          words: str) -> None:
+def test_bad_files_name_the_file_and_key(
+    tmp_path: Path, change: tuple[str, str], words: str
+) -> None:
     text = GOOD.replace(*change)
     assert text != GOOD
     path = write(tmp_path, text)

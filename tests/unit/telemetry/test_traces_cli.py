@@ -21,36 +21,51 @@ from mesh.telemetry.tracing import choose_exporter, setup_tracing
 def _record(traces_dir: Path) -> tuple[str, str]:
     """Writes a degraded GetHome (two failed attempts, a fallback) and a healthy one."""
     provider = TracerProvider(resource=Resource.create({"service.name": "gateway"}))
-    provider.add_span_processor(SimpleSpanProcessor(JsonLinesSpanExporter(
-        traces_dir / "gateway.jsonl"
-    )))
+    provider.add_span_processor(
+        SimpleSpanProcessor(JsonLinesSpanExporter(traces_dir / "gateway.jsonl"))
+    )
     tracer = provider.get_tracer("test")
     t0 = 1_700_000_000_000_000_000
     ms = 1_000_000
     root = tracer.start_span("Recv.mesh.v1.Gateway.GetHome", kind=SpanKind.SERVER, start_time=t0)
     ctx = set_span_in_context(root)
-    call = tracer.start_span("Sent.mesh.v1.RecommendationService.Recommend", ctx,
-                             start_time=t0 + 1 * ms)
+    call = tracer.start_span(
+        "Sent.mesh.v1.RecommendationService.Recommend", ctx, start_time=t0 + 1 * ms
+    )
     for n, (start, end) in enumerate([(2, 5), (30, 33)], start=1):
         attempt = tracer.start_span(
-            "Attempt.mesh.v1.RecommendationService.Recommend", set_span_in_context(call),
-            kind=SpanKind.CLIENT, start_time=t0 + start * ms,
+            "Attempt.mesh.v1.RecommendationService.Recommend",
+            set_span_in_context(call),
+            kind=SpanKind.CLIENT,
+            start_time=t0 + start * ms,
             attributes={"mesh.attempt": n, "rpc.grpc.status_code": 14},
         )
         attempt.set_status(Status(StatusCode.ERROR, "UNAVAILABLE: flaky"))
         attempt.end(t0 + end * ms)
         if n == 1:
-            call.add_event("retry scheduled", {"mesh.delay_s": 0.025, "mesh.reason": "UNAVAILABLE"},
-                           timestamp=t0 + 5 * ms)
+            call.add_event(
+                "retry scheduled",
+                {"mesh.delay_s": 0.025, "mesh.reason": "UNAVAILABLE"},
+                timestamp=t0 + 5 * ms,
+            )
     call.add_event("breaker rejected call", {"mesh.breaker_state": "open"}, timestamp=t0 + 40 * ms)
     call.set_attribute("rpc.grpc.status_code", 14)
     call.end(t0 + 40 * ms)
     root.add_event("fallback served", {"mesh.served_by": "popular"}, timestamp=t0 + 41 * ms)
-    root.set_attributes({"rpc.grpc.status_code": 0, "mesh.degraded": True,
-                         "mesh.degraded_parts": ("recommendation",)})
+    root.set_attributes(
+        {
+            "rpc.grpc.status_code": 0,
+            "mesh.degraded": True,
+            "mesh.degraded_parts": ("recommendation",),
+        }
+    )
     root.end(t0 + 42 * ms)
-    healthy = tracer.start_span("Recv.mesh.v1.Gateway.GetHome", kind=SpanKind.SERVER,
-                                start_time=t0 + 100 * ms, attributes={"rpc.grpc.status_code": 0})
+    healthy = tracer.start_span(
+        "Recv.mesh.v1.Gateway.GetHome",
+        kind=SpanKind.SERVER,
+        start_time=t0 + 100 * ms,
+        attributes={"rpc.grpc.status_code": 0},
+    )
     healthy.end(t0 + 103 * ms)
     provider.shutdown()
     return f"{root.get_span_context().trace_id:032x}", f"{healthy.get_span_context().trace_id:032x}"
@@ -71,13 +86,15 @@ def test_list_shows_root_status_and_degraded(recorded: tuple[Path, str, str]) ->
     rows = tr.recent(found, limit=10)
     assert [r.trace_id for r in rows] == [healthy, degraded]
     assert [(r.degraded, r.span_count, r.status) for r in rows] == [
-        (False, 1, "OK"), (True, 4, "OK")
+        (False, 1, "OK"),
+        (True, 4, "OK"),
     ]
     assert rows[1].operation == "Recv.mesh.v1.Gateway.GetHome"
     assert rows[1].duration_ms == pytest.approx(42.0)
 
-    result = CliRunner().invoke(app, ["traces", "--state-dir", str(state_dir)],
-                                env={"COLUMNS": "250"})
+    result = CliRunner().invoke(
+        app, ["traces", "--state-dir", str(state_dir)], env={"COLUMNS": "250"}
+    )
     assert result.exit_code == 0, result.output
     assert degraded in result.output and healthy in result.output and "yes" in result.output
 
@@ -93,7 +110,8 @@ def test_waterfall_nests_attempts_and_shows_events_at_their_offset(
     lines = [x for x in result.output.splitlines() if "ms" in x][1:]
     spans = [x.split("| ")[-1] for x in lines if "|" in x]
     assert [x.strip().split(" ")[0] for x in spans] == [
-        "Recv.mesh.v1.Gateway.GetHome", "Sent.mesh.v1.RecommendationService.Recommend",
+        "Recv.mesh.v1.Gateway.GetHome",
+        "Sent.mesh.v1.RecommendationService.Recommend",
         "Attempt.mesh.v1.RecommendationService.Recommend",
         "Attempt.mesh.v1.RecommendationService.Recommend",
     ]
@@ -102,17 +120,21 @@ def test_waterfall_nests_attempts_and_shows_events_at_their_offset(
     # Events sit in time order between the spans: the backoff between the two attempts.
     story = [x.split("· ")[-1] if "·" in x else x.split("| ")[-1].strip() for x in lines]
     assert story[3] == "retry scheduled delay_s=0.025 reason=UNAVAILABLE"
-    assert story[5:] == ["breaker rejected call breaker_state=open",
-                         "fallback served served_by=popular"]
+    assert story[5:] == [
+        "breaker rejected call breaker_state=open",
+        "fallback served served_by=popular",
+    ]
     assert lines[4].lstrip().startswith("30.0ms") and "UNAVAILABLE" in lines[4]
 
 
-def test_jaeger_export_is_what_the_ui_uploads(recorded: tuple[Path, str, str],
-                                              tmp_path: Path) -> None:
+def test_jaeger_export_is_what_the_ui_uploads(
+    recorded: tuple[Path, str, str], tmp_path: Path
+) -> None:
     state_dir, degraded, _ = recorded
     out = tmp_path / "trace.json"
-    result = CliRunner().invoke(app, ["traces", degraded, "--state-dir", str(state_dir),
-                                      "--export", str(out)])
+    result = CliRunner().invoke(
+        app, ["traces", degraded, "--state-dir", str(state_dir), "--export", str(out)]
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads(out.read_text())
     (entry,) = doc["data"]
@@ -141,8 +163,10 @@ def test_exporter_choice_follows_the_environment(tmp_path: Path) -> None:
     local = choose_exporter("gateway", {"MESH_TRACES_DIR": str(tmp_path)})
     assert isinstance(local, JsonLinesSpanExporter)
     assert local.path == tmp_path / "gateway.jsonl"
-    otlp = choose_exporter("gateway", {"MESH_TRACES_DIR": str(tmp_path),
-                                       "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317"})
+    otlp = choose_exporter(
+        "gateway",
+        {"MESH_TRACES_DIR": str(tmp_path), "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317"},
+    )
     assert isinstance(otlp, OTLPSpanExporter)
     otlp.shutdown()
     assert choose_exporter("gateway", {}) is None
