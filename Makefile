@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-demo: $(STAMP) ## Create .venv, install, run the demo on the embedded mesh
+demo: $(STAMP) ## Create .venv, install, run the whole experiment catalogue on the embedded mesh
 	$(BIN)/mesh demo
 
 test: $(STAMP) ## Create .venv if needed and run the whole suite
