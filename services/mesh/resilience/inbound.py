@@ -25,6 +25,29 @@ Behaviour = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
 HandlerLookup = Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]]
 
 
+class WrappedHandlers:
+    """One wrapped handler per method, reused while the inner handler is the same object.
+
+    grpc.aio asks every server interceptor for the handler on every call; wrapping it anew each
+    time would allocate a closure and a handler tuple per call and per interceptor.
+    """
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
+
+    def get(self, method: str, inner: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler | None:
+        entry = self._entries.get(method)
+        return entry[1] if entry is not None and entry[0] is inner else None
+
+    def put(
+        self, method: str, inner: grpc.RpcMethodHandler, wrapped: grpc.RpcMethodHandler
+    ) -> grpc.RpcMethodHandler:
+        self._entries[method] = (inner, wrapped)
+        return wrapped
+
+
 def is_exempt(method: str) -> bool:
     return method.startswith(EXEMPT_PREFIXES)
 
@@ -48,6 +71,7 @@ class InboundInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     def __init__(self, service: str, bus: EventBus) -> None:
         self._service = service
         self._bus = bus
+        self._wrapped = WrappedHandlers()
 
     async def intercept_service(
         self, continuation: HandlerLookup, handler_call_details: grpc.HandlerCallDetails
@@ -55,9 +79,15 @@ class InboundInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         handler = await continuation(handler_call_details)
         if handler is None or handler.unary_unary is None:
             return handler
-        return handler._replace(
-            unary_unary=self._wrap(handler.unary_unary, handler_call_details.method)
-        )
+        method = handler_call_details.method
+        wrapped = self._wrapped.get(method, handler)
+        if wrapped is None:
+            wrapped = self._wrapped.put(
+                method,
+                handler,
+                handler._replace(unary_unary=self._wrap(handler.unary_unary, method)),
+            )
+        return wrapped
 
     def _wrap(self, inner: Behaviour, method: str) -> Behaviour:
         emit = self._bus.emit

@@ -9,7 +9,13 @@ import grpc.aio
 
 from mesh.resilience.errors import ShedError
 from mesh.resilience.events import CallShed, EventBus
-from mesh.resilience.inbound import Behaviour, HandlerLookup, abort_with, is_exempt
+from mesh.resilience.inbound import (
+    Behaviour,
+    HandlerLookup,
+    WrappedHandlers,
+    abort_with,
+    is_exempt,
+)
 from mesh.resilience.policy import ServerPolicy
 
 
@@ -23,6 +29,7 @@ class SheddingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         self._pushback_s = policy.shed_pushback_ms / 1000.0
         self._bus = bus
         self.in_flight = 0
+        self._wrapped = WrappedHandlers()
 
     def update(self, policy: ServerPolicy) -> None:
         """A new limit for calls arriving from now on (a policy swapped at runtime)."""
@@ -36,7 +43,14 @@ class SheddingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         method = handler_call_details.method
         if not self.limit or handler is None or handler.unary_unary is None or is_exempt(method):
             return handler
-        return handler._replace(unary_unary=self._wrap(handler.unary_unary, method))
+        wrapped = self._wrapped.get(method, handler)
+        if wrapped is None:
+            wrapped = self._wrapped.put(
+                method,
+                handler,
+                handler._replace(unary_unary=self._wrap(handler.unary_unary, method)),
+            )
+        return wrapped
 
     def _wrap(self, inner: Behaviour, method: str) -> Behaviour:
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:

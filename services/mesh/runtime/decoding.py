@@ -14,11 +14,14 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from mesh.resilience.inbound import Behaviour, HandlerLookup
+from mesh.resilience.inbound import Behaviour, HandlerLookup, WrappedHandlers
 
 
 class RequestDecodingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Decodes unary requests in the handler so a corrupt payload gets a deliberate status."""
+
+    def __init__(self) -> None:
+        self._wrapped = WrappedHandlers()
 
     async def intercept_service(
         self, continuation: HandlerLookup, handler_call_details: grpc.HandlerCallDetails
@@ -26,12 +29,20 @@ class RequestDecodingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mi
         handler = await continuation(handler_call_details)
         if handler is None or handler.unary_unary is None or handler.request_deserializer is None:
             return handler
-        return handler._replace(
-            request_deserializer=None,
-            unary_unary=_decoding(
-                handler.unary_unary, handler.request_deserializer, handler_call_details.method
-            ),
-        )
+        method = handler_call_details.method
+        wrapped = self._wrapped.get(method, handler)
+        if wrapped is None:
+            wrapped = self._wrapped.put(
+                method,
+                handler,
+                handler._replace(
+                    request_deserializer=None,
+                    unary_unary=_decoding(
+                        handler.unary_unary, handler.request_deserializer, method
+                    ),
+                ),
+            )
+        return wrapped
 
 
 def _decoding(inner: Behaviour, decode: Any, method: str) -> Behaviour:
