@@ -146,6 +146,16 @@ async def receipt_throughput(ctx: ScenarioContext) -> ScenarioResult:
     )
 
 
+async def _drain(queue: Any, timeout_s: float) -> None:
+    """Wait until no job is waiting, active or delayed (bounded)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        counts = await queue.getJobCounts("waiting", "active", "delayed")
+        if not any(counts.values()):
+            return
+        await asyncio.sleep(0.1)
+
+
 @scenario("worker-crash")
 async def worker_crash(ctx: ScenarioContext) -> ScenarioResult:
     """kill -9 a worker holding jobs mid-send; another worker recovers them once the locks
@@ -163,6 +173,9 @@ async def worker_crash(ctx: ScenarioContext) -> ScenarioResult:
     }
     q = h.queue(QUEUE)
     try:
+        # Receipts of earlier experiments' checkouts may still be queued: let the mesh's own
+        # worker send them first, or the victim would hold those instead of ours.
+        await _drain(q, timeout_s=60)
         # Only the victim may take the jobs: the mesh's own worker stops (restarted below).
         await asyncio.to_thread(mesh.kill, "notification", signal.SIGTERM)
         # Hold every SMTP command 3 s so the kill lands before any message is accepted.
