@@ -40,10 +40,21 @@ class LaunchError(RuntimeError):
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free ports on 127.0.0.1 (all held open until every one is chosen)."""
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            sockets.append(s)
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 @dataclass
@@ -71,13 +82,21 @@ class Ports:
 
     @classmethod
     def auto(cls) -> Ports:
-        return cls(
-            listen={s.name: free_port() for s in (*SERVICES, *PEERS)},
-            admin={s.name: free_port() for s in SERVICES},
-            metrics={s.name: free_port() for s in SERVICES},
-            proxies={e.proxy_name: free_port() for e in EDGES},
-            toxiproxy_api=free_port(),
-        )
+        """Free ports, all different: every one stays bound until all are picked (ports picked
+        one at a time can come back twice, and two proxies on one port break an edge)."""
+        names = [
+            *(("listen", s.name) for s in (*SERVICES, *PEERS)),
+            *(("admin", s.name) for s in SERVICES),
+            *(("metrics", s.name) for s in SERVICES),
+            *(("proxies", e.proxy_name) for e in EDGES),
+            ("api", "toxiproxy"),
+        ]
+        ports = dict(zip(names, free_ports(len(names)), strict=True))
+        table: dict[str, dict[str, int]] = {"listen": {}, "admin": {}, "metrics": {}, "proxies": {}}
+        for (kind, name), port in ports.items():
+            if kind != "api":
+                table[kind][name] = port
+        return cls(**table, toxiproxy_api=ports[("api", "toxiproxy")])
 
 
 @dataclass

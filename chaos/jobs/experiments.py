@@ -10,6 +10,8 @@ import time
 from collections import Counter
 from typing import Any
 
+from redis.asyncio import Redis
+
 from chaos.jobs.harness import JobsHarness, as_row, checkouts, ms, receipt
 from chaos.scenarios import ScenarioContext, ScenarioResult, scenario
 from chaos.toxiproxy.client import ToxiproxyClient
@@ -178,6 +180,14 @@ async def worker_crash(ctx: ScenarioContext) -> ScenarioResult:
         await _drain(q, timeout_s=60)
         # Only the victim may take the jobs: the mesh's own worker stops (restarted below).
         await asyncio.to_thread(mesh.kill, "notification", signal.SIGTERM)
+        # BullMQ lets one stalled-job scan run per interval, throttled by a key that the worker
+        # which scanned last set for ITS interval (the mesh's: half of a 30 s lock). Clear it,
+        # or the rescuer's 0.25 s scans wait out the stopped worker's throttle first.
+        redis = Redis.from_url(f"redis://{h.redis}")
+        try:
+            await redis.delete(f"bull:{QUEUE}:stalled-check")
+        finally:
+            await redis.aclose()
         # Hold every SMTP command 3 s so the kill lands before any message is accepted.
         await asyncio.to_thread(
             toxi.add_toxic,
