@@ -61,7 +61,8 @@ async def test_b_sees_the_deadline_a_was_given_minus_time_spent() -> None:
             async with grpc.aio.insecure_channel(a) as channel:
                 await profile_pb2_grpc.ProfileServiceStub(channel).GetProfile(REQUEST, timeout=2.0)
         await hops.channel.close()
-    assert hops.a_remaining_s[0] <= 2.0
+    # grpc-timeout goes on the wire rounded up to its unit, so A may see a few ms more than 2 s.
+    assert hops.a_remaining_s[0] <= 2.05
     assert 1.5 < b_remaining_s[0] < hops.a_remaining_s[0] - 0.04
 
 
