@@ -37,13 +37,17 @@ class WrappedHandlers:
     def __init__(self) -> None:
         self._entries: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
 
-    def get(self, method: str, inner: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler | None:
-        entry = self._entries.get(method)
-        return entry[1] if entry is not None and entry[0] is inner else None
-
-    def put(
-        self, method: str, inner: grpc.RpcMethodHandler, wrapped: grpc.RpcMethodHandler
+    def wrap(
+        self,
+        method: str,
+        inner: grpc.RpcMethodHandler,
+        make: Callable[[], grpc.RpcMethodHandler],
     ) -> grpc.RpcMethodHandler:
+        """The wrapper made for `inner` before, or `make()`'s, remembered for next time."""
+        entry = self._entries.get(method)
+        if entry is not None and entry[0] is inner:
+            return entry[1]
+        wrapped = make()
         self._entries[method] = (inner, wrapped)
         return wrapped
 
@@ -80,14 +84,11 @@ class InboundInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         if handler is None or handler.unary_unary is None:
             return handler
         method = handler_call_details.method
-        wrapped = self._wrapped.get(method, handler)
-        if wrapped is None:
-            wrapped = self._wrapped.put(
-                method,
-                handler,
-                handler._replace(unary_unary=self._wrap(handler.unary_unary, method)),
-            )
-        return wrapped
+        return self._wrapped.wrap(
+            method,
+            handler,
+            lambda: handler._replace(unary_unary=self._wrap(handler.unary_unary, method)),
+        )
 
     def _wrap(self, inner: Behaviour, method: str) -> Behaviour:
         emit = self._bus.emit

@@ -43,14 +43,11 @@ class SheddingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         method = handler_call_details.method
         if not self.limit or handler is None or handler.unary_unary is None or is_exempt(method):
             return handler
-        wrapped = self._wrapped.get(method, handler)
-        if wrapped is None:
-            wrapped = self._wrapped.put(
-                method,
-                handler,
-                handler._replace(unary_unary=self._wrap(handler.unary_unary, method)),
-            )
-        return wrapped
+        return self._wrapped.wrap(
+            method,
+            handler,
+            lambda: handler._replace(unary_unary=self._wrap(handler.unary_unary, method)),
+        )
 
     def _wrap(self, inner: Behaviour, method: str) -> Behaviour:
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:

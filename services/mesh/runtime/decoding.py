@@ -30,19 +30,14 @@ class RequestDecodingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mi
         if handler is None or handler.unary_unary is None or handler.request_deserializer is None:
             return handler
         method = handler_call_details.method
-        wrapped = self._wrapped.get(method, handler)
-        if wrapped is None:
-            wrapped = self._wrapped.put(
-                method,
-                handler,
-                handler._replace(
-                    request_deserializer=None,
-                    unary_unary=_decoding(
-                        handler.unary_unary, handler.request_deserializer, method
-                    ),
-                ),
-            )
-        return wrapped
+        return self._wrapped.wrap(
+            method,
+            handler,
+            lambda: handler._replace(
+                request_deserializer=None,
+                unary_unary=_decoding(handler.unary_unary, handler.request_deserializer, method),
+            ),
+        )
 
 
 def _decoding(inner: Behaviour, decode: Any, method: str) -> Behaviour:
