@@ -14,8 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -537,10 +536,3 @@ class Mesh:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-@contextmanager
-def running_mesh(**kwargs: object) -> Iterator[Mesh]:
-    mesh = Mesh(**kwargs)  # type: ignore[arg-type]
-    with mesh:
-        yield mesh

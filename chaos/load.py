@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import grpc
 
 from mesh.catalogue import USER_COUNT, user_id
+from mesh.resilience.classify import pushback_s
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 
 
@@ -44,13 +45,11 @@ def traced(md: tuple[tuple[str, str], ...]) -> tuple[str, tuple[tuple[str, str],
 
 
 def _pushback(err: grpc.aio.AioRpcError) -> int | None:
-    for key, value in err.trailing_metadata() or ():
-        if key == "grpc-retry-pushback-ms":
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
+    """The server's pushback in ms (-1: do not retry), read as the retry layer reads it."""
+    pushback = pushback_s(err.trailing_metadata())
+    if pushback is None:
+        return None
+    return -1 if pushback < 0 else round(pushback * 1000)
 
 
 @dataclass

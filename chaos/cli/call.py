@@ -21,6 +21,7 @@ from rich.table import Table
 
 from chaos.launcher import MeshState
 from chaos.load import metadata_for
+from mesh.resilience.errors import PUSHBACK_KEY
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 
 app = typer.Typer(help="Call the gateway's RPCs and print the answer.", no_args_is_help=True)
@@ -73,7 +74,7 @@ def _invoke(
     except grpc.aio.AioRpcError as err:
         console.print(f"[red]{err.code().name}[/red]: {err.details()}")
         for key, value in err.trailing_metadata() or ():
-            if key == "grpc-retry-pushback-ms":
+            if key == PUSHBACK_KEY:
                 console.print(f"retry after: {value} ms")
         if err.code() == grpc.StatusCode.UNAVAILABLE and "connect" in (err.details() or ""):
             console.print(f"is the mesh up? (`mesh up`; gateway expected at {target})")

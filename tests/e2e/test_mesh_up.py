@@ -4,21 +4,17 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from mesh_up_process import MESH, MeshUp
 
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 
 pytestmark = pytest.mark.e2e
-
-MESH = [sys.executable, "-m", "chaos.cli"]
 
 
 def _pid_alive(pid: int) -> bool:
@@ -32,73 +28,50 @@ def _pid_alive(pid: int) -> bool:
         return False
 
 
-def _wait_for_state(state_dir: Path, proc: subprocess.Popen[bytes]) -> dict:
-    deadline = time.monotonic() + 60
-    path = state_dir / "mesh.json"
-    while not path.exists():
-        if proc.poll() is not None:
-            raise AssertionError(f"mesh up exited early: {proc.stdout.read().decode()}")  # type: ignore[union-attr]
-        assert time.monotonic() < deadline, "mesh up did not come up in 60 s"
-        time.sleep(0.1)
-    return json.loads(path.read_text())
+def test_mesh_up_serves_calls_and_stops_cleanly(mesh_up: MeshUp) -> None:
+    state = mesh_up.state
+    for name, addrs in state["services"].items():
+        with grpc.insecure_channel(addrs["listen"]) as ch:
+            reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=2)
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING, name
 
-
-def test_mesh_up_serves_calls_and_stops_cleanly(tmp_path: Path) -> None:
-    state_dir = tmp_path / "var"
-    proc = subprocess.Popen(
-        [*MESH, "up", "--auto-ports", "--state-dir", str(state_dir)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        state = _wait_for_state(state_dir, proc)
-        for name, addrs in state["services"].items():
-            with grpc.insecure_channel(addrs["listen"]) as ch:
-                reply = health_pb2_grpc.HealthStub(ch).Check(
-                    health_pb2.HealthCheckRequest(), timeout=2
-                )
-                assert reply.status == health_pb2.HealthCheckResponse.SERVING, name
-
-        with grpc.insecure_channel(state["gateway"]) as ch:
-            stub = gateway_pb2_grpc.GatewayStub(ch)
-            md = (("authorization", f"Bearer {state['api_key']}"),) if state.get("api_key") else ()
-            home = stub.GetHome(
-                gateway_pb2.GetHomeRequest(user_id="u-0001"), timeout=5, metadata=md
-            )
-            assert home.profile.user_id == "u-0001"
-            assert len(home.recommendations) == 10
-            assert list(home.degraded) == []
-            out = stub.Checkout(
-                gateway_pb2.CheckoutRequest(
-                    user_id="u-0001",
-                    amount_cents=1250,
-                    currency="USD",
-                    idempotency_key="e2e-checkout-0001",
-                ),
-                timeout=5,
-                metadata=md,
-            )
-            assert out.status == payment_pb2.CHARGE_STATUS_SUCCEEDED
-            assert out.charge_id.startswith("ch_")
-
-        env = {**os.environ, "MESH_STATE_DIR": str(state_dir)}
-        cli = subprocess.run(
-            [*MESH, "call", "home", "--user", "u-0002", "--json"],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=30,
+    with grpc.insecure_channel(state["gateway"]) as ch:
+        stub = gateway_pb2_grpc.GatewayStub(ch)
+        md = mesh_up.metadata()
+        home = stub.GetHome(gateway_pb2.GetHomeRequest(user_id="u-0001"), timeout=5, metadata=md)
+        assert home.profile.user_id == "u-0001"
+        assert len(home.recommendations) == 10
+        assert list(home.degraded) == []
+        out = stub.Checkout(
+            gateway_pb2.CheckoutRequest(
+                user_id="u-0001",
+                amount_cents=1250,
+                currency="USD",
+                idempotency_key="e2e-checkout-0001",
+            ),
+            timeout=5,
+            metadata=md,
         )
-        assert cli.returncode == 0, cli.stdout + cli.stderr
-        assert json.loads(cli.stdout)["profile"]["user_id"] == "u-0002"
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=30)
-    assert proc.returncode == 0, out.decode()
-    assert "stopped" in out.decode()
+        assert out.status == payment_pb2.CHARGE_STATUS_SUCCEEDED
+        assert out.charge_id.startswith("ch_")
+
+    env = {**os.environ, "MESH_STATE_DIR": str(mesh_up.state_dir)}
+    cli = subprocess.run(
+        [*MESH, "call", "home", "--user", "u-0002", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+    )
+    assert cli.returncode == 0, cli.stdout + cli.stderr
+    assert json.loads(cli.stdout)["profile"]["user_id"] == "u-0002"
+
+    output = mesh_up.stop()
+    assert mesh_up.proc.returncode == 0, output
+    assert "stopped" in output
     for name, pid in state["pids"].items():
         assert not _pid_alive(pid), f"{name} (pid {pid}) is still running"
-    assert not (state_dir / "mesh.json").exists()
+    assert not (mesh_up.state_dir / "mesh.json").exists()
 
 
 def test_mesh_up_reports_a_service_that_fails_and_leaves_nothing(tmp_path: Path) -> None:

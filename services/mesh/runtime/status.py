@@ -15,7 +15,8 @@ from typing import NoReturn
 
 import grpc
 
-PUSHBACK_KEY = "grpc-retry-pushback-ms"
+from mesh.resilience.errors import PUSHBACK_KEY
+
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED})
 
 

@@ -1,0 +1,37 @@
+"""`mesh up` run as a user runs it: a subprocess, its state file, a SIGTERM at the end."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mesh_up_process import MESH, MeshUp
+
+
+@pytest.fixture
+def mesh_up(tmp_path: Path) -> Iterator[MeshUp]:
+    state_dir = tmp_path / "var"
+    proc = subprocess.Popen(
+        [*MESH, "up", "--auto-ports", "--state-dir", str(state_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        path = state_dir / "mesh.json"
+        while not path.exists():
+            if proc.poll() is not None:
+                raise AssertionError(f"mesh up exited early: {proc.stdout.read().decode()}")  # type: ignore[union-attr]
+            assert time.monotonic() < deadline, "mesh up did not come up in 90 s"
+            time.sleep(0.1)
+        running = MeshUp(proc, state_dir, json.loads(path.read_text()))
+        yield running
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=30)
