@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import statistics
 import time
 from collections.abc import AsyncIterator
 
@@ -27,13 +26,15 @@ async def health_port() -> AsyncIterator[int]:
     await server.stop(None)
 
 
-async def median_call_ms(stub: health_pb2_grpc.HealthStub, calls: int = 5) -> float:
+async def call_ms(stub: health_pb2_grpc.HealthStub, calls: int = 5) -> list[float]:
+    """Durations of a few calls. Noise only adds delay: bound every sample from below and the
+    fastest one from above."""
     samples = []
     for _ in range(calls):
         start = time.perf_counter()
         await stub.Check(health_pb2.HealthCheckRequest(), timeout=5)
         samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
+    return samples
 
 
 async def test_grpc_channel_follows_toxics_and_proxy_state(
@@ -43,12 +44,14 @@ async def test_grpc_channel_follows_toxics_and_proxy_state(
     proxy = await call(client.create_proxy, "grpc", "127.0.0.1:0", f"127.0.0.1:{health_port}")
     async with grpc.aio.insecure_channel(proxy["listen"]) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
-        base_ms = await median_call_ms(stub)
+        base_ms = min(await call_ms(stub))
         await call(client.add_toxic, "grpc", "latency", attributes={"latency": 50})
         # Same channel, same TCP connection: the toxic applies to it.
-        assert abs(await median_call_ms(stub) - base_ms - 50) <= 15
+        with_toxic = await call_ms(stub)
+        assert min(with_toxic) >= 50 - 5, with_toxic
+        assert min(with_toxic) - base_ms <= 50 + 40, with_toxic
         await call(client.reset)
-        assert await median_call_ms(stub) - base_ms <= 15
+        assert min(await call_ms(stub)) - base_ms <= 40
         await call(client.disable, "grpc")
         with pytest.raises(grpc.aio.AioRpcError) as info:
             await stub.Check(health_pb2.HealthCheckRequest(), timeout=2)

@@ -1,4 +1,9 @@
-"""Toxic behaviour on a real TCP echo server, timed, including changes to open connections."""
+"""Toxic behaviour on a real TCP echo server, timed, including changes to open connections.
+
+Timing rule for these tests: scheduling noise on a loaded machine only ever adds delay, so every
+sample must respect the lower bound (a toxic never fires early), while the upper bound is checked
+on the fastest of several samples (one stall cannot inflate all of them).
+"""
 
 from __future__ import annotations
 
@@ -10,12 +15,18 @@ from toxiproxy_helpers import connect, listen_port, round_trip_ms
 
 from chaos.toxiproxy.client import ToxiproxyClient
 
-pytestmark = pytest.mark.timeout(20)
-TOLERANCE_MS = 15
+pytestmark = pytest.mark.timeout(30)
+EARLY_MS = 5  # clock granularity: how much sooner than asked a timer may appear to fire
+LATE_MS = 40  # how much later than asked the fastest sample may be
 
 
-def median_rtt_ms(sock: socket.socket, samples: int = 3) -> float:
-    return sorted(round_trip_ms(sock) for _ in range(samples))[samples // 2]
+def fastest_rtt_ms(sock: socket.socket, samples: int = 5) -> float:
+    return min(round_trip_ms(sock) for _ in range(samples))
+
+
+def assert_delay(samples_ms: list[float], expected_ms: float) -> None:
+    assert min(samples_ms) >= expected_ms - EARLY_MS, samples_ms
+    assert min(samples_ms) <= expected_ms + LATE_MS, samples_ms
 
 
 @pytest.mark.parametrize(
@@ -32,47 +43,49 @@ def test_latency(
     client: ToxiproxyClient, echo_proxy: int, toxics: list[tuple[str, int]], expected_ms: int
 ) -> None:
     with connect(echo_proxy) as sock:
-        base_ms = median_rtt_ms(sock)
+        base_ms = fastest_rtt_ms(sock)
         for index, (stream, latency_ms) in enumerate(toxics):
             client.add_toxic(
                 "echo", "latency", stream, attributes={"latency": latency_ms}, name=f"lat{index}"
             )
-        assert abs(median_rtt_ms(sock) - base_ms - expected_ms) <= TOLERANCE_MS
+        samples = [round_trip_ms(sock) for _ in range(5)]
+        assert min(samples) >= expected_ms - EARLY_MS, samples
+        assert min(samples) - base_ms <= expected_ms + LATE_MS, samples
 
 
 def test_latency_pipelines_instead_of_serialising(client: ToxiproxyClient, echo_proxy: int) -> None:
     client.add_toxic("echo", "latency", attributes={"latency": 50})
     with connect(echo_proxy) as sock:
         start = time.perf_counter()
-        for _ in range(10):
+        for _ in range(20):
             sock.sendall(b"x" * 10)
             time.sleep(0.005)
         received = b""
-        while len(received) < 100:
+        while len(received) < 200:
             received += sock.recv(1000)
-        # Serialised delays would take 10 x 50 ms; pipelined ones about 50 + 10 x 5 ms.
-        assert (time.perf_counter() - start) * 1000 < 200
+        # Serialised delays would take 20 x 50 = 1000 ms; pipelined ones about 50 + 20 x 5 ms.
+        assert (time.perf_counter() - start) * 1000 < 600
 
 
 def test_toxic_added_while_open_and_patched_and_removed(
     client: ToxiproxyClient, echo_proxy: int
 ) -> None:
     with connect(echo_proxy) as sock:
-        base_ms = median_rtt_ms(sock)
+        base_ms = fastest_rtt_ms(sock)
         client.add_toxic("echo", "latency", attributes={"latency": 40})
-        assert abs(median_rtt_ms(sock) - base_ms - 40) <= TOLERANCE_MS
+        assert_delay([round_trip_ms(sock) - base_ms for _ in range(5)], 40)
         client.update_toxic("echo", "latency_downstream", attributes={"latency": 80})
-        assert abs(median_rtt_ms(sock) - base_ms - 80) <= TOLERANCE_MS
+        assert_delay([round_trip_ms(sock) - base_ms for _ in range(5)], 80)
         client.remove_toxic("echo", "latency_downstream")
-        assert median_rtt_ms(sock) - base_ms <= TOLERANCE_MS
+        assert fastest_rtt_ms(sock) - base_ms <= LATE_MS
 
 
 def test_toxicity_zero_leaves_connections_alone(client: ToxiproxyClient, echo_proxy: int) -> None:
     client.add_toxic("echo", "latency", toxicity=0.0, attributes={"latency": 200})
     with connect(echo_proxy) as sock:
-        assert median_rtt_ms(sock) < 100
+        assert fastest_rtt_ms(sock) < 100
         client.update_toxic("echo", "latency_downstream", toxicity=1.0)
-        assert median_rtt_ms(sock) >= 200 - TOLERANCE_MS
+        assert round_trip_ms(sock) >= 200 - EARLY_MS
 
 
 def test_reset_peer_sends_rst(client: ToxiproxyClient, echo_proxy: int) -> None:
@@ -87,21 +100,28 @@ def test_reset_peer_sends_rst(client: ToxiproxyClient, echo_proxy: int) -> None:
 
 def test_reset_peer_waits_for_its_timeout(client: ToxiproxyClient, echo_proxy: int) -> None:
     client.add_toxic("echo", "reset_peer", "upstream", attributes={"timeout": 100})
-    with connect(echo_proxy) as sock:
+    samples = []
+    for _ in range(3):
+        # The clock starts on the proxy when the link starts, which is after connect() returns.
         start = time.perf_counter()
-        sock.sendall(b"hello")
-        with pytest.raises(ConnectionResetError):
-            sock.recv(100)
-        assert abs((time.perf_counter() - start) * 1000 - 100) <= 30
+        with connect(echo_proxy) as sock:
+            sock.sendall(b"hello")
+            with pytest.raises(ConnectionResetError):
+                sock.recv(100)
+        samples.append((time.perf_counter() - start) * 1000)
+    assert_delay(samples, 100)
 
 
 def test_timeout_closes_after_timeout(client: ToxiproxyClient, echo_proxy: int) -> None:
     client.add_toxic("echo", "timeout", attributes={"timeout": 100})
-    with connect(echo_proxy) as sock:
+    samples = []
+    for _ in range(3):
         start = time.perf_counter()
-        sock.sendall(b"dropped")
-        assert sock.recv(100) == b""
-        assert abs((time.perf_counter() - start) * 1000 - 100) <= 30
+        with connect(echo_proxy) as sock:
+            sock.sendall(b"dropped")
+            assert sock.recv(100) == b""
+        samples.append((time.perf_counter() - start) * 1000)
+    assert_delay(samples, 100)
 
 
 def test_timeout_zero_holds_until_removed_then_closes(
@@ -118,7 +138,7 @@ def test_timeout_zero_holds_until_removed_then_closes(
         client.remove_toxic("echo", "timeout_downstream")
         assert sock.recv(100) == b""
     with connect(echo_proxy) as sock:
-        assert round_trip_ms(sock) < 100
+        assert fastest_rtt_ms(sock) < 100
 
 
 def test_limit_data_closes_after_n_bytes(client: ToxiproxyClient, echo_proxy: int) -> None:
@@ -161,13 +181,16 @@ def test_slow_close_delays_close(client: ToxiproxyClient, echo_port: int) -> Non
     upstream = f"127.0.0.1:{listener.getsockname()[1]}"
     port = listen_port(client.create_proxy("closer", "127.0.0.1:0", upstream))
     client.add_toxic("closer", "slow_close", attributes={"delay": 150})
+    samples = []
     try:
-        with connect(port) as sock:
-            accepted, _ = listener.accept()
-            start = time.perf_counter()
-            accepted.close()
-            assert sock.recv(100) == b""
-            assert abs((time.perf_counter() - start) * 1000 - 150) <= 30
+        for _ in range(3):
+            with connect(port) as sock:
+                accepted, _ = listener.accept()
+                start = time.perf_counter()
+                accepted.close()
+                assert sock.recv(100) == b""
+                samples.append((time.perf_counter() - start) * 1000)
+        assert_delay(samples, 150)
     finally:
         listener.close()
 
