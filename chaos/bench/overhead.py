@@ -1,7 +1,10 @@
 """Overhead of the resilience layer (and of tracing): raw grpc.aio vs the full stack.
 
 Every server runs in this process (the fake ProfileService returns a fixed profile); rounds
-alternate the variants so drift on a shared machine hits all alike.
+alternate the variants, in reverse order every other round, so drift on a shared machine hits
+all alike. Besides latency and throughput each variant reports the event loop's own CPU time
+per call: the loop thread is the bottleneck, and its CPU per call moves less between runs than
+wall-clock figures do.
 Run: python -m chaos.bench.overhead [--tracing] [--json FILE]
 """
 
@@ -48,7 +51,23 @@ async def _start(interceptors: list[grpc.aio.ServerInterceptor]) -> tuple[grpc.a
     return server, f"127.0.0.1:{port}"
 
 
-async def _round(stub: Any, calls: int, concurrency: int) -> tuple[list[float], float]:
+class _NoopClientInterceptor(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+    """Passes the call on untouched: what the grpc.aio client interceptor API costs by itself."""
+
+    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        return await continuation(details, request)
+
+
+class _NoopServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Returns the handler untouched: what the grpc.aio server interceptor API costs by itself."""
+
+    async def intercept_service(self, continuation: Any, handler_call_details: Any) -> Any:
+        return await continuation(handler_call_details)
+
+
+async def _round(stub: Any, calls: int, concurrency: int) -> tuple[list[float], float, float]:
+    """Runs `calls` calls, `concurrency` at a time: (latencies, wall seconds, loop-thread CPU
+    seconds)."""
     latencies_s: list[float] = []
     remaining = calls
 
@@ -61,16 +80,18 @@ async def _round(stub: Any, calls: int, concurrency: int) -> tuple[list[float], 
             latencies_s.append(time.perf_counter() - started)
 
     started = time.perf_counter()
+    cpu_started = time.thread_time()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return latencies_s, time.perf_counter() - started
+    return latencies_s, time.perf_counter() - started, time.thread_time() - cpu_started
 
 
-def _summary(latencies_s: list[float], elapsed_s: float) -> dict[str, float]:
+def _summary(latencies_s: list[float], elapsed_s: float, cpu_s: float) -> dict[str, float]:
     cuts = statistics.quantiles(latencies_s, n=100)
     return {
         "p50_ms": cuts[49] * 1000,
         "p99_ms": cuts[98] * 1000,
         "throughput_rps": len(latencies_s) / elapsed_s,
+        "loop_cpu_us_per_call": cpu_s / len(latencies_s) * 1e6,
     }
 
 
@@ -99,8 +120,10 @@ async def run_overhead_bench(
 ) -> dict[str, Any]:
     """Interleaves `rounds` rounds of each variant; returns figures and ratios to raw.
 
-    Variants: raw grpc.aio; full (our server interceptors + the resilience pipeline); with
-    `tracing`, also full+tracing (our spans: server, call and attempt) and raw+stock-otel
+    Variants: raw grpc.aio; floor (a no-op grpc.aio client interceptor and a no-op server
+    interceptor: the price of the interceptor API itself, below which no interceptor-based
+    pipeline can go); full (our server interceptors + the resilience pipeline); with `tracing`,
+    also full+tracing (our spans: server, call and attempt) and raw+stock-otel
     (opentelemetry-instrumentation-grpc aio client and server interceptors), both exporting
     through a BatchSpanProcessor to an exporter that OTLP-encodes and drops each batch.
     """
@@ -143,6 +166,11 @@ async def run_overhead_bench(
     raw_server, raw_target = await _start([])
     servers.append(raw_server)
     channels["raw"] = grpc.aio.insecure_channel(raw_target, options=[NO_BUILTIN_RETRIES])
+    floor_server, floor_target = await _start([_NoopServerInterceptor()])
+    servers.append(floor_server)
+    channels["floor"] = grpc.aio.insecure_channel(
+        floor_target, options=[NO_BUILTIN_RETRIES], interceptors=[_NoopClientInterceptor()]
+    )
     await full_stack("full", None)
     if tracing:
         # A dev dependency: imported only when asked for.
@@ -168,14 +196,17 @@ async def run_overhead_bench(
     stubs = {n: profile_pb2_grpc.ProfileServiceStub(c) for n, c in channels.items()}
     samples: dict[str, list[float]] = {n: [] for n in stubs}
     elapsed: dict[str, float] = dict.fromkeys(stubs, 0.0)
+    cpu: dict[str, float] = dict.fromkeys(stubs, 0.0)
     try:
         for stub in stubs.values():
             await _round(stub, min(calls, 500), concurrency)  # warm-up: connections, caches
-        for _ in range(rounds):
-            for name, stub in stubs.items():
-                latencies_s, elapsed_s = await _round(stub, calls, concurrency)
+        for number in range(rounds):
+            order = list(stubs) if number % 2 == 0 else list(reversed(stubs))
+            for name in order:
+                latencies_s, elapsed_s, cpu_s = await _round(stubs[name], calls, concurrency)
                 samples[name] += latencies_s
                 elapsed[name] += elapsed_s
+                cpu[name] += cpu_s
     finally:
         for channel in channels.values():
             await channel.close()
@@ -183,13 +214,14 @@ async def run_overhead_bench(
             await server.stop(None)
         for provider in providers:
             provider.shutdown()
-    variants = {n: _summary(samples[n], elapsed[n]) for n in stubs}
+    variants = {n: _summary(samples[n], elapsed[n], cpu[n]) for n in stubs}
     raw = variants["raw"]
     for row in variants.values():
         row["throughput"] = row["throughput_rps"]
         row["p50_ratio"] = row["p50_ms"] / raw["p50_ms"]
         row["p99_ratio"] = row["p99_ms"] / raw["p99_ms"]
         row["throughput_ratio"] = row["throughput_rps"] / raw["throughput_rps"]
+        row["cpu_ratio"] = row["loop_cpu_us_per_call"] / raw["loop_cpu_us_per_call"]
     for name, exporter in exporters.items():
         variants[name]["spans_exported"] = exporter.spans
     full = variants["full"]
@@ -205,6 +237,11 @@ async def run_overhead_bench(
         "p50_ratio": full["p50_ratio"],
         "p99_ratio": full["p99_ratio"],
         "throughput_ratio": full["throughput_ratio"],
+        "cpu_ratio": full["cpu_ratio"],
+        # Loop CPU per call that is ours, beyond what the interceptor API itself costs.
+        "ours_us_per_call": (
+            full["loop_cpu_us_per_call"] - variants["floor"]["loop_cpu_us_per_call"]
+        ),
     }
 
 

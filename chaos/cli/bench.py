@@ -28,7 +28,12 @@ def print_result(title: str, result: dict[str, Any]) -> None:
     table.add_column("calls/s", justify="right")
     table.add_column("p50 ratio", justify="right")
     table.add_column("throughput ratio", justify="right")
+    has_cpu = all("loop_cpu_us_per_call" in row for row in result["variants"].values())
+    if has_cpu:
+        table.add_column("loop CPU us/call", justify="right")
+        table.add_column("CPU ratio", justify="right")
     for name, row in result["variants"].items():
+        cpu = [f"{row['loop_cpu_us_per_call']:.0f}", f"{row['cpu_ratio']:.2f}"] if has_cpu else []
         table.add_row(
             name,
             f"{row['p50_ms']:.2f}",
@@ -36,6 +41,7 @@ def print_result(title: str, result: dict[str, Any]) -> None:
             f"{row['throughput']:.0f}",
             f"{row.get('p50_ratio', 1.0):.2f}",
             f"{row.get('throughput_ratio', 1.0):.2f}",
+            *cpu,
         )
     console.print(table)
 
