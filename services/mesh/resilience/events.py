@@ -1,16 +1,20 @@
-"""What strategies report instead of logging: frozen event records and the bus that fans them out.
+"""What strategies report instead of logging: immutable event records and the bus that fans them
+out.
 
 Each event carries what a metric, a log line or an OpenTelemetry span event needs
 (dependency, method, attempt number, delay, code/reason, breaker states, time until probe), so
 listeners never have to reach back into a strategy.
+
+Events are NamedTuples: immutable like frozen dataclasses, but about three times cheaper to
+build, and the hot path builds five per call (three on the client, two on the server).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import IntEnum
+from typing import NamedTuple
 
 _log = logging.getLogger(__name__)
 
@@ -23,8 +27,7 @@ class BreakerState(IntEnum):
     OPEN = 2
 
 
-@dataclass(frozen=True, slots=True)
-class AttemptStarted:
+class AttemptStarted(NamedTuple):
     """One attempt is about to go on the wire with `timeout_s` as its gRPC deadline."""
 
     dependency: str
@@ -33,8 +36,7 @@ class AttemptStarted:
     timeout_s: float
 
 
-@dataclass(frozen=True, slots=True)
-class AttemptFinished:
+class AttemptFinished(NamedTuple):
     """One attempt ended with `code` ("OK" on success); `pushback_s` is the server's hint."""
 
     dependency: str
@@ -45,8 +47,7 @@ class AttemptFinished:
     pushback_s: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class CallFinished:
+class CallFinished(NamedTuple):
     """A logical call (all its attempts) ended; `outcome` is the final status code name."""
 
     dependency: str
@@ -56,8 +57,7 @@ class CallFinished:
     duration_s: float
 
 
-@dataclass(frozen=True, slots=True)
-class RetryScheduled:
+class RetryScheduled(NamedTuple):
     """Attempt `attempt` failed with `reason`; the next starts after `delay_s`."""
 
     dependency: str
@@ -68,8 +68,7 @@ class RetryScheduled:
     pushback_s: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class RetrySkipped:
+class RetrySkipped(NamedTuple):
     """A retryable failure was not retried: reason is budget, deadline, pushback or attempts."""
 
     dependency: str
@@ -79,8 +78,7 @@ class RetrySkipped:
     code: str
 
 
-@dataclass(frozen=True, slots=True)
-class BreakerStateChanged:
+class BreakerStateChanged(NamedTuple):
     """The breaker for (dependency, method) moved; `method` is "*" for a per-dependency one."""
 
     dependency: str
@@ -90,8 +88,7 @@ class BreakerStateChanged:
     time_until_probe_s: float
 
 
-@dataclass(frozen=True, slots=True)
-class BreakerRejected:
+class BreakerRejected(NamedTuple):
     """An attempt failed fast on a breaker that is open (or half-open with probes in flight)."""
 
     dependency: str
@@ -100,8 +97,7 @@ class BreakerRejected:
     time_until_probe_s: float
 
 
-@dataclass(frozen=True, slots=True)
-class BulkheadRejected:
+class BulkheadRejected(NamedTuple):
     """A call found the dependency's concurrency limit reached (after waiting `waited_s`)."""
 
     dependency: str
@@ -110,8 +106,7 @@ class BulkheadRejected:
     waited_s: float
 
 
-@dataclass(frozen=True, slots=True)
-class DeadlineExhausted:
+class DeadlineExhausted(NamedTuple):
     """No time was left to start the next `stage` ("attempt" or "backoff")."""
 
     dependency: str
@@ -120,8 +115,7 @@ class DeadlineExhausted:
     stage: str
 
 
-@dataclass(frozen=True, slots=True)
-class FallbackServed:
+class FallbackServed(NamedTuple):
     """The caller answered from `served_by` because `method` failed with `code`."""
 
     dependency: str
@@ -131,16 +125,14 @@ class FallbackServed:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class ServerCallStarted:
+class ServerCallStarted(NamedTuple):
     """The server received one attempt of `method` (counted before shedding or faults)."""
 
     service: str
     method: str
 
 
-@dataclass(frozen=True, slots=True)
-class ServerCallFinished:
+class ServerCallFinished(NamedTuple):
     """The server handled (or refused) one received attempt of `method` with `code`.
 
     `budget_s` is the time the caller's deadline left when the call arrived (None: no
@@ -154,8 +146,7 @@ class ServerCallFinished:
     budget_s: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class CallShed:
+class CallShed(NamedTuple):
     """The server refused a call because `in_flight` calls were already running."""
 
     service: str
@@ -164,8 +155,7 @@ class CallShed:
     pushback_s: float
 
 
-@dataclass(frozen=True, slots=True)
-class FaultInjected:
+class FaultInjected(NamedTuple):
     """The fault interceptor delayed a call by `delay_s` and failed it with `code` (or "OK")."""
 
     service: str
