@@ -427,6 +427,14 @@ class Mesh:
             self.state.save(self.state_dir)
         return new.popen.pid
 
+    def record_policy(self, policy: str) -> None:
+        """Note a policy the services took on in place (PolicyAdmin), so a later
+        restart_service() starts them under it, not under the one the mesh started with."""
+        self.policy = policy
+        if self.state is not None:
+            self.state.policy = policy
+            self.state.save(self.state_dir)
+
     def restart_services(self, policy: str) -> None:
         """Stop every service, then start them again under `policy` (Toxiproxy keeps running).
 

@@ -430,7 +430,8 @@ class Runner:
         result = VariantResult(variant, policy)
         await self.injector.reset_all()
         if await self._set_policy(policy):
-            pass
+            if self.target.mesh is not None:
+                self.target.mesh.record_policy(policy)
         elif self.target.mesh is not None:
             await asyncio.to_thread(self.target.mesh.restart_services, policy)
         elif variant.policy != "full" or variant.overrides:

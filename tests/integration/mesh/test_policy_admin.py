@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import grpc
 import pytest
 import yaml
 
-from chaos.launcher import Mesh
-from chaos.runner import policy_text
+from chaos.experiment import load_experiment
+from chaos.launcher import Mesh, MeshState
+from chaos.runner import Runner, Target, policy_text
 from mesh.v1 import admin_pb2, admin_pb2_grpc, gateway_pb2, gateway_pb2_grpc
 
 
@@ -81,3 +83,43 @@ def test_bad_policies_are_refused_and_change_nothing(
     assert info.value.code() == code
     assert words in info.value.details()
     assert admin(mesh, "gateway").GetPolicy(admin_pb2.GetPolicyRequest()) == before
+
+
+SWAP = """
+title: policy swap
+hypothesis: the variant's policy outlives a restart of one service
+steady_state:
+  load: {rpc: [home], requests: 2, concurrency: 1}
+faults: []
+load: {rpc: [home], requests: 2, concurrency: 1}
+variants:
+  - name: small
+    overrides:
+      servers: {profile: {max_in_flight: 7}}
+"""
+
+
+def test_a_swapped_policy_survives_a_restart_of_one_service(mesh: Mesh, tmp_path: Path) -> None:
+    assert mesh.state is not None
+    path = tmp_path / "swap.yaml"
+    path.write_text(SWAP)
+    _, exp = load_experiment(str(path))
+    pid_before = mesh.state.pids["profile"]
+    try:
+        result = asyncio.run(Runner(Target.from_mesh(mesh)).run("swap", path, exp))
+        [variant] = result.variants
+        assert mesh.state.pids["profile"] == pid_before, "swapped in place, not restarted"
+        assert admin(mesh, "profile").GetPolicy(admin_pb2.GetPolicyRequest()).name == "full+small"
+        assert mesh.policy == variant.policy
+        saved = MeshState.load(mesh.state_dir)
+        assert saved is not None and saved.policy == variant.policy
+        mesh.restart_service("profile")
+        assert mesh.state.pids["profile"] != pid_before
+        restarted = admin(mesh, "profile").GetPolicy(admin_pb2.GetPolicyRequest(), timeout=5)
+        assert restarted.name == "full+small"
+    finally:
+        for service in mesh.state.services:
+            admin(mesh, service).SetPolicy(
+                admin_pb2.SetPolicyRequest(yaml=policy_text("full")), timeout=5
+            )
+        mesh.record_policy("full")
