@@ -20,7 +20,7 @@ import grpc.aio
 import pytest
 
 from chaos.launcher import Mesh, Ports
-from chaos.load import metadata_for, run_load
+from chaos.load import Outcome, metadata_for, run_load
 from mesh.payment.ids import charge_id_for
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 
@@ -56,13 +56,28 @@ async def test_kill_9_payment_mid_checkout_loses_and_doubles_nothing(crash_mesh:
     assert state is not None
     killed_at: list[float] = []
     stop = asyncio.Event()
+    acked_started_s: list[float] = []
+
+    def count(outcome: Outcome) -> None:
+        if outcome.code == "OK" and outcome.status in ACKED:
+            acked_started_s.append(outcome.started_s)
+
+    async def until_acked(n: int, since_s: float, limit_s: float) -> None:
+        # Progress, not a fixed sleep: after the restart the gateway's payment breaker may
+        # still be open for its 2 s, and a busy machine makes everything slower.
+        deadline = time.perf_counter() + limit_s
+        while time.perf_counter() < deadline:
+            if sum(started > since_s for started in acked_started_s) >= n:
+                return
+            await asyncio.sleep(0.05)
 
     async def crash() -> None:
-        await asyncio.sleep(1.5)
+        await until_acked(40, since_s=0.0, limit_s=15.0)
         killed_at.append(time.perf_counter())
         await asyncio.to_thread(crash_mesh.restart_service, "payment", signal.SIGKILL)
         killed_at.append(time.perf_counter())
-        await asyncio.sleep(3.0)  # checkouts against the restarted payment
+        # Checkouts against the restarted payment.
+        await until_acked(40, since_s=killed_at[1], limit_s=15.0)
         stop.set()
 
     load, _ = await asyncio.gather(
@@ -74,6 +89,7 @@ async def test_kill_9_payment_mid_checkout_loses_and_doubles_nothing(crash_mesh:
             timeout_s=3.0,
             max_duration_s=40.0,
             api_key=state.api_key,
+            on_outcome=count,
             stop=stop,
         ),
         crash(),
