@@ -25,7 +25,8 @@ def growth_table(result: SoakResult) -> Table:
     cfg = result.config
     table = Table(
         title=f"growth after a {cfg.warmup:.0f} s warm-up: mean of the first {cfg.window:.0f} s "
-        f"vs the last {cfg.window:.0f} s (target <= {cfg.max_growth:.0%})",
+        f"vs the last {cfg.window:.0f} s "
+        f"(target <= {cfg.max_growth:.0%}; fds +{cfg.fd_slack} more)",
         title_justify="left",
     )
     for column in ("service", "metric", "first", "last", "growth", ""):
