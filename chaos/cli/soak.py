@@ -79,8 +79,9 @@ def soak(
 ) -> None:
     """Steady load plus random catalogue faults (10 s on / 10 s off); watch RSS and FDs.
 
-    Passes when no service's memory or open descriptors grow more than 10% after the warm-up
-    and no acknowledged charge is missing from the ledger; exits 1 otherwise.
+    Passes when no service's memory grows more than 10% after the warm-up, nor its open
+    descriptors more than 10% plus 4, and no acknowledged charge is missing from the ledger;
+    exits 1 otherwise.
     """
     config = SoakConfig(duration_s=duration, rate_per_s=rate, seed=seed)
     directory = state_dir or Path(tempfile.mkdtemp(prefix="mesh-soak-"))
