@@ -126,21 +126,17 @@ class Ledger:
         await self._run(self._mark_sent_sync, job_ids, time.time())
 
     async def outbox_pending(self) -> int:
-        n: int = await self._run(
-            lambda: self._db.execute(
-                "SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL"
-            ).fetchone()[0]
-        )
-        return n
+        return await self._count("SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL")
 
     async def get(self, charge_id: str = "", key: str = "") -> ChargeRecord | None:
         record: ChargeRecord | None = await self._run(self._get_sync, charge_id, key)
         return record
 
     async def count(self) -> int:
-        n: int = await self._run(
-            lambda: self._db.execute("SELECT COUNT(*) FROM charges").fetchone()[0]
-        )
+        return await self._count("SELECT COUNT(*) FROM charges")
+
+    async def _count(self, sql: str) -> int:
+        n: int = await self._run(lambda: self._db.execute(sql).fetchone()[0])
         return n
 
     async def close(self) -> None:

@@ -13,6 +13,7 @@ import grpc
 import grpc.aio
 import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from hardening_helpers import assert_every_service_serving
 
 from chaos.launcher import Mesh
 from mesh.resilience.clock import FakeClock
@@ -190,10 +191,4 @@ def test_oversized_requests_are_refused_and_every_port_stays_healthy(mesh: Mesh)
                     oversized, timeout=5, metadata=bearer(mesh.state.api_key or "")
                 )
             assert info.value.code() == SC.RESOURCE_EXHAUSTED, (name, info.value.details())
-    for name, addrs in mesh.state.services.items():
-        with grpc.insecure_channel(addrs["listen"]) as channel:
-            reply = health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(), timeout=2
-            )
-        assert reply.status == health_pb2.HealthCheckResponse.SERVING, name
-    assert len(mesh.alive()) == len(mesh.procs)
+    assert_every_service_serving(mesh)

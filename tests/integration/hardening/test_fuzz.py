@@ -18,7 +18,7 @@ import grpc
 import pytest
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from hardening_helpers import assert_every_service_serving
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -165,13 +165,7 @@ def test_fuzzed_requests_get_deliberate_statuses(
 
 def test_after_the_fuzz_every_service_is_serving_and_logged_no_traceback(mesh: Mesh) -> None:
     assert mesh.state is not None
-    for name, addrs in mesh.state.services.items():
-        with grpc.insecure_channel(addrs["listen"]) as channel:
-            reply = health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(), timeout=2
-            )
-        assert reply.status == health_pb2.HealthCheckResponse.SERVING, name
-    assert len(mesh.alive()) == len(mesh.procs)
+    assert_every_service_serving(mesh)
     for log in sorted(Path(mesh.state.state_dir, "logs").glob("*.log")):
         assert "Traceback" not in log.read_text(errors="replace"), log.name
     print(f"\nfuzz: {sum(SEEN.values())} calls")

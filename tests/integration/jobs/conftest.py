@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 
 import pytest
+from bullmq import Queue
 from jobs_helpers import RedisProc, start_redis
 from prometheus_client import CollectorRegistry
 
@@ -59,6 +60,15 @@ def smtp_sink(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sink]:
 @pytest.fixture
 def queue_name() -> str:
     return f"test-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+async def queue(redis_server: RedisProc, queue_name: str) -> AsyncIterator[Queue]:
+    """A BullMQ queue of its own per test, emptied and closed afterwards."""
+    q = Queue(queue_name, {"connection": f"redis://{redis_server.addr}"})
+    yield q
+    await q.obliterate(force=True)
+    await q.close()
 
 
 @pytest.fixture(autouse=True)

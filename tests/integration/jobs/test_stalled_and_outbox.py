@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bullmq import Queue
 from jobs_helpers import (
     enqueue,
     job,
@@ -36,9 +35,10 @@ async def test_stalled_job_is_recovered_by_another_worker_and_sent_once(
     redis_server: Any,
     smtp_sink: Any,
     queue_name: str,
+    queue: Any,
     run_worker: Callable[..., Any],
 ) -> None:
-    q = Queue(queue_name, {"connection": f"redis://{redis_server.addr}"})
+    q = queue
     r = receipt("u-0003")
     email = catalogue().users["u-0003"].email
     smtp_sink.mailbox.set_script([{"hold_rcpt_s": 30, "match": email}])
@@ -78,8 +78,6 @@ async def test_stalled_job_is_recovered_by_another_worker_and_sent_once(
         if victim.returncode is None:
             victim.kill()
             await victim.wait()
-        await q.obliterate(force=True)
-        await q.close()
 
 
 async def test_charge_committed_while_redis_is_down_gets_its_receipt_when_it_returns(

@@ -8,18 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from bullmq import Queue
 from jobs_helpers import enqueue, job, receipt, wait_state, worker_config
 
 from mesh.notification.receipt import RetryPolicy
-
-
-@pytest.fixture
-async def queue(redis_server: Any, queue_name: str) -> Any:
-    q = Queue(queue_name, {"connection": f"redis://{redis_server.addr}"})
-    yield q
-    await q.obliterate(force=True)
-    await q.close()
 
 
 async def _drain(queue: Any, n: int) -> float:
