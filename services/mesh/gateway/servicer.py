@@ -7,7 +7,7 @@ import asyncio
 import grpc
 
 from mesh.gateway.fallback import RecommendationsWithFallback
-from mesh.payment.ids import charge_id_for
+from mesh.payment.ids import charge_id_for, check_charge_lookup
 from mesh.resilience.errors import ResilienceError
 from mesh.runtime.server import Runtime, Service
 from mesh.runtime.status import relay_failure
@@ -125,12 +125,13 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
     async def GetCharge(
         self, request: payment_pb2.GetChargeRequest, context: grpc.aio.ServicerContext
     ) -> gateway_pb2.CheckoutResponse:
-        if not request.charge_id and not request.idempotency_key:
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT, "charge_id: give charge_id or idempotency_key"
-            )
         try:
-            reply = await self._payments.GetCharge(request)
+            charge_id, key = check_charge_lookup(request.charge_id, request.idempotency_key)
+        except FieldError as err:
+            await abort_invalid(context, err)
+        lookup = payment_pb2.GetChargeRequest(charge_id=charge_id, idempotency_key=key)
+        try:
+            reply = await self._payments.GetCharge(lookup)
         except grpc.aio.AioRpcError as err:
             await relay_failure(context, err, "payment", self._retried["payment"])
         return gateway_pb2.CheckoutResponse(

@@ -18,7 +18,7 @@ def _positive_int(env: Mapping[str, str], var: str, default: int, minimum: int =
     raw = env.get(var)
     if raw is None or raw == "":
         return default
-    if not raw.strip().isdigit() or int(raw) < minimum:
+    if not (raw.strip().isascii() and raw.strip().isdigit()) or int(raw) < minimum:
         raise ConfigError(f"{var}={raw!r} is not an integer >= {minimum}")
     return int(raw)
 

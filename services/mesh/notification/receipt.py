@@ -18,9 +18,9 @@ from typing import Any
 QUEUE = "receipts"
 JOB_NAME = "receipt"
 BACKOFF_TYPE = "exponential-jitter"
-_CHARGE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_USER_ID = re.compile(r"^u-\d{4}$")
-_CURRENCY = re.compile(r"^[A-Z]{3}$")
+_CHARGE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}", re.ASCII)  # fullmatch: no trailing newline
+_USER_ID = re.compile(r"u-[0-9]{4}", re.ASCII)
+_CURRENCY = re.compile(r"[A-Z]{3}", re.ASCII)
 
 
 class BadPayload(ValueError):
@@ -65,7 +65,7 @@ class Receipt:
                 value = float(value)
             if not isinstance(value, kind) or isinstance(value, bool):
                 raise BadPayload(f"bad payload: {name}: {value!r} is not {kind.__name__}")
-            if pattern is not None and not pattern.match(str(value)):
+            if pattern is not None and not pattern.fullmatch(str(value)):
                 raise BadPayload(f"bad payload: {name}: {value!r} is malformed")
             return value
 

@@ -11,6 +11,7 @@ from opentelemetry import propagate
 
 from mesh.catalogue import TIER_LIMIT_CENTS, User
 from mesh.notification.metrics import JobMetrics
+from mesh.payment.ids import check_charge_lookup
 from mesh.payment.ledger import ChargeRecord, IdempotencyConflict, Ledger
 from mesh.payment.outbox import relay_from_env
 from mesh.runtime.server import Runtime, Service
@@ -93,11 +94,11 @@ class PaymentServicer(payment_pb2_grpc.PaymentServiceServicer):
     async def GetCharge(
         self, request: payment_pb2.GetChargeRequest, context: grpc.aio.ServicerContext
     ) -> payment_pb2.ChargeResponse:
-        if not request.charge_id and not request.idempotency_key:
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT, "charge_id: give charge_id or idempotency_key"
-            )
-        record = await self._ledger.get(request.charge_id, request.idempotency_key)
+        try:
+            charge_id, key = check_charge_lookup(request.charge_id, request.idempotency_key)
+        except FieldError as err:
+            await abort_invalid(context, err)
+        record = await self._ledger.get(charge_id, key)
         if record is None:
             await context.abort(
                 grpc.StatusCode.NOT_FOUND,

@@ -13,10 +13,15 @@ class ConfigError(ValueError):
     """A variable is missing or malformed; the message names it."""
 
 
+def _ascii_digits(text: str) -> bool:
+    """0-9 only: str.isdigit() also passes '²' (int() then raises) and other scripts' digits."""
+    return text.isascii() and text.isdigit()
+
+
 def _addr(environ: Mapping[str, str], var: str, default: str) -> str:
     value = environ.get(var, default).strip()
     host, sep, port = value.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+    if not sep or not host or not _ascii_digits(port) or not 0 <= int(port) <= 65535:
         raise ConfigError(f"{var}={value!r} is not HOST:PORT (e.g. 127.0.0.1:50052)")
     return value
 
@@ -38,7 +43,7 @@ def _int(environ: Mapping[str, str], var: str, default: int) -> int:
     raw = environ.get(var)
     if raw is None:
         return default
-    if not raw.strip().isdigit():
+    if not _ascii_digits(raw.strip()):
         raise ConfigError(f"{var}={raw!r} is not a non-negative integer")
     return int(raw)
 

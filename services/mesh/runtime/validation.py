@@ -1,4 +1,9 @@
-"""Request validation with field-level messages, aborting with INVALID_ARGUMENT."""
+r"""Request validation with field-level messages, aborting with INVALID_ARGUMENT.
+
+Every pattern is matched whole (`fullmatch`) with ASCII classes only: `^...$` also accepts a
+trailing newline (`KEY` and `KEY\n` would be two idempotency keys, so two charges) and `\d`
+matches any Unicode digit (Arabic-Indic `u-١٢٣٤` would be a user id).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +14,8 @@ import grpc
 
 from mesh.catalogue import User, catalogue
 
-USER_ID_RE = re.compile(r"^u-\d{4}$")
-IDEMPOTENCY_KEY_RE = re.compile(r"^[A-Za-z0-9_.:-]{8,128}$")
+USER_ID_RE = re.compile(r"u-[0-9]{4}", re.ASCII)
+IDEMPOTENCY_KEY_RE = re.compile(r"[A-Za-z0-9_.:-]{8,128}", re.ASCII)
 CURRENCIES = ("USD", "EUR", "GBP", "UZS")
 MAX_AMOUNT_CENTS = 100_000_000
 MAX_LIMIT = 50
@@ -34,7 +39,7 @@ async def abort_invalid(context: grpc.aio.ServicerContext, err: FieldError) -> N
 def check_user_id(value: str, field: str = "user_id") -> str:
     if not value:
         raise FieldError(field, "required")
-    if not USER_ID_RE.match(value):
+    if not USER_ID_RE.fullmatch(value):
         raise FieldError(field, f"{value[:40]!r} is not a user id like 'u-0001'")
     return value
 
@@ -69,6 +74,6 @@ def check_currency(value: str, field: str = "currency") -> str:
 def check_idempotency_key(value: str, field: str = "idempotency_key") -> str:
     if not value:
         raise FieldError(field, "required: it makes a retried checkout charge once")
-    if not IDEMPOTENCY_KEY_RE.match(value):
+    if not IDEMPOTENCY_KEY_RE.fullmatch(value):
         raise FieldError(field, "must be 8..128 characters of A-Z a-z 0-9 _ . : -")
     return value

@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import grpc.aio
@@ -16,11 +18,12 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from hardening_helpers import assert_every_service_serving
 
 from chaos.launcher import Mesh
+from mesh.payment.ids import charge_id_for
 from mesh.resilience.clock import FakeClock
 from mesh.runtime.auth import UNAUTHENTICATED_DETAILS, ApiKeys, AuthInterceptor
 from mesh.runtime.config import ConfigError
 from mesh.runtime.ratelimit import RateLimitInterceptor, RateLimitPolicy, TokenBucket
-from mesh.v1 import gateway_pb2
+from mesh.v1 import gateway_pb2, payment_pb2
 
 SC = grpc.StatusCode
 PING = "/test.Echo/Ping"
@@ -192,3 +195,67 @@ def test_oversized_requests_are_refused_and_every_port_stays_healthy(mesh: Mesh)
                 )
             assert info.value.code() == SC.RESOURCE_EXHAUSTED, (name, info.value.details())
     assert_every_service_serving(mesh)
+
+
+# Validation matches exactly: a trailing newline or non-ASCII digits never make a new key or id.
+
+
+def _call(
+    channel: grpc.Channel, method: str, request: bytes, md: tuple[tuple[str, str], ...]
+) -> Any:
+    try:
+        return channel.unary_unary(method)(request, timeout=5, metadata=md)
+    except grpc.RpcError as err:
+        return err.code()
+
+
+def test_key_and_key_newline_are_not_two_charges(mesh: Mesh) -> None:
+    assert mesh.state is not None
+    md = bearer(mesh.state.api_key or "")
+    key = f"exact-{os.getpid()}-{time.monotonic_ns()}"
+    with grpc.insecure_channel(mesh.state.gateway) as channel:
+        checkout = "/mesh.v1.Gateway/Checkout"
+
+        def charge(idem: str, user: str = "u-0002") -> Any:
+            request = gateway_pb2.CheckoutRequest(
+                user_id=user, amount_cents=100, currency="USD", idempotency_key=idem
+            )
+            return _call(channel, checkout, request.SerializeToString(), md)
+
+        first = charge(key)
+        assert isinstance(first, bytes), first
+        reply = gateway_pb2.CheckoutResponse.FromString(first)
+        assert reply.status == payment_pb2.CHARGE_STATUS_SUCCEEDED
+        assert charge(key + "\n") == SC.INVALID_ARGUMENT
+        assert charge(key + "-2", user="u-0002\n") == SC.INVALID_ARGUMENT
+        assert charge(key + "-3", user="u-\u0661\u0662\u0663\u0664") == SC.INVALID_ARGUMENT
+        home = gateway_pb2.GetHomeRequest(user_id="u-0001\n").SerializeToString()
+        assert _call(channel, "/mesh.v1.Gateway/GetHome", home, md) == SC.INVALID_ARGUMENT
+
+
+@pytest.mark.parametrize("service", ["gateway", "payment"])
+def test_get_charge_validates_its_input(mesh: Mesh, service: str) -> None:
+    assert mesh.state is not None
+    md = bearer(mesh.state.api_key or "")
+    addr = mesh.state.services[service]["listen"]
+    method = {
+        "gateway": "/mesh.v1.Gateway/GetCharge",
+        "payment": "/mesh.v1.PaymentService/GetCharge",
+    }[service]
+    bad = [
+        payment_pb2.GetChargeRequest(),
+        payment_pb2.GetChargeRequest(charge_id="ch_" + "0" * 24 + "\n"),
+        payment_pb2.GetChargeRequest(charge_id="x" * 5000),
+        payment_pb2.GetChargeRequest(idempotency_key="k" * 20 + "\n"),
+        payment_pb2.GetChargeRequest(idempotency_key="short"),
+        payment_pb2.GetChargeRequest(
+            charge_id=charge_id_for("one-key-01"), idempotency_key="other-key-01"
+        ),
+    ]
+    with grpc.insecure_channel(addr) as channel:
+        for request in bad:
+            assert _call(channel, method, request.SerializeToString(), md) == (
+                SC.INVALID_ARGUMENT
+            ), request
+        unknown = payment_pb2.GetChargeRequest(charge_id=charge_id_for("never-charged-01"))
+        assert _call(channel, method, unknown.SerializeToString(), md) == SC.NOT_FOUND

@@ -3,6 +3,9 @@
 import pytest
 
 from mesh.catalogue import CATEGORIES, catalogue, user_id
+from mesh.notification.receipt import BadPayload, Receipt
+from mesh.payment.ids import charge_id_for, check_charge_lookup
+from mesh.runtime.config import ConfigError, ServiceConfig
 from mesh.runtime.validation import (
     FieldError,
     check_amount,
@@ -35,6 +38,83 @@ def test_bad_values_name_the_field(check, value, field, words) -> None:  # type:
         check(value)
     assert info.value.field == field
     assert words in str(info.value)
+
+
+NOT_EXACTLY = [
+    "u-0001\n",  # `$` matches before a trailing newline
+    "u-\u0661\u0662\u0663\u0664",  # Arabic-Indic digits are `\\d` too
+    "u-\uff10\uff10\uff10\uff11",  # fullwidth digits
+    "u-00012",
+    " u-0001",
+]
+
+
+@pytest.mark.parametrize("value", NOT_EXACTLY)
+def test_user_ids_match_whole_and_ascii_only(value: str) -> None:
+    with pytest.raises(FieldError, match="not a user id"):
+        check_user_id(value)
+
+
+@pytest.mark.parametrize(
+    "value", ["order-0001\n", "order-0001\r", "order-\u0661\u0662\u0663\u0664", "ordér-0001"]
+)
+def test_idempotency_keys_match_whole_and_ascii_only(value: str) -> None:
+    with pytest.raises(FieldError, match=r"8\.\.128"):
+        check_idempotency_key(value)
+
+
+def test_charge_lookup_is_validated_like_every_other_request() -> None:
+    key = "order-0001"
+    assert check_charge_lookup(charge_id_for(key), "") == (charge_id_for(key), "")
+    assert check_charge_lookup("", key) == ("", key)
+    assert check_charge_lookup(charge_id_for(key), key) == (charge_id_for(key), key)
+    bad = [
+        ("", ""),
+        (charge_id_for(key) + "\n", ""),
+        (charge_id_for(key).upper(), ""),
+        ("ch_" + "\u0661" * 24, ""),
+        ("x" * 10_000, ""),
+        ("", key + "\n"),
+        ("", "short"),
+        (charge_id_for("another-key"), key),
+    ]
+    for charge_id, idem in bad:
+        with pytest.raises(FieldError) as info:
+            check_charge_lookup(charge_id, idem)
+        assert info.value.field in ("charge_id", "idempotency_key")
+
+
+def test_receipt_jobs_match_whole_and_ascii_only() -> None:
+    good = {
+        "charge_id": charge_id_for("order-0001"),
+        "user_id": "u-0001",
+        "amount_cents": 100,
+        "currency": "USD",
+        "created_at": 1.0,
+    }
+    assert Receipt.from_data(good).user_id == "u-0001"
+    for name, value in [
+        ("user_id", "u-0001\n"),
+        ("user_id", "u-\u0661\u0662\u0663\u0664"),
+        ("currency", "USD\n"),
+        ("charge_id", "ch_abc\n"),
+    ]:
+        with pytest.raises(BadPayload, match=name):
+            Receipt.from_data({**good, name: value})
+
+
+@pytest.mark.parametrize(
+    ("var", "value"),
+    [
+        ("LISTEN_ADDR", "127.0.0.1:\u0665\u0660\u0660\u0665\u0661"),
+        ("LISTEN_ADDR", "127.0.0.1:\u00b2"),  # isdigit() but int() raises
+        ("MAX_MESSAGE_BYTES", "\u00b9\u00b2"),
+        ("MAX_MESSAGE_BYTES", "\u0661\u0662"),
+    ],
+)
+def test_config_numbers_are_ascii_digits(var: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=var):
+        ServiceConfig.from_env("profile", {var: value})
 
 
 def test_good_values_pass() -> None:
