@@ -7,58 +7,53 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
+from rich.console import Console, RenderableType
+from rich.markup import escape
 
 from chaos.experiment import ReferenceRow
 from chaos.faults import FaultEvent
 from chaos.runner import ExperimentResult, PhaseResult
+from chaos.table_fit import Column, FitTable
 
 COLUMNS = (
-    ("requests", "req", "{:.0f}"),
-    ("ok", "ok", "{:.0f}"),
-    ("degraded", "degr", "{:.0f}"),
-    ("total_ms", "total ms", "{:.0f}"),
-    ("p50_ms", "p50", "{:.0f}"),
-    ("p95_ms", "p95", "{:.0f}"),
-    ("p99_ms", "p99", "{:.0f}"),
-    ("dependency_calls", "dep calls", "{:.0f}"),
-    ("retries", "retries", "{:.0f}"),
-    ("breaker_rejections", "brk rej", "{:.0f}"),
-    ("bulkhead_rejections", "bhd rej", "{:.0f}"),
-    ("fallbacks", "fallb", "{:.0f}"),
-    ("shed", "shed", "{:.0f}"),
+    ("requests", "req", ""),
+    ("ok", "ok", ""),
+    ("degraded", "degr", "answered, degraded"),
+    ("total_ms", "total ms", "wall time of the load"),
+    ("p50_ms", "p50", ""),
+    ("p95_ms", "p95", ""),
+    ("p99_ms", "p99", ""),
+    ("dependency_calls", "dep calls", "calls that reached {dependency}"),
+    ("retries", "retries", ""),
+    ("breaker_rejections", "brk rej", "breaker rejections"),
+    ("bulkhead_rejections", "bhd rej", "bulkhead rejections"),
+    ("fallbacks", "fallb", "fallbacks served"),
+    ("shed", "shed", "requests shed"),
 )
+"""(metric, header, meaning) of the gateway-load table, in display order."""
+LOAD_PRIORITY = (
+    "requests",
+    "ok",
+    "errors",
+    "dependency_calls",
+    "p99_ms",
+    "retries",
+    "breaker_rejections",
+    "fallbacks",
+    "shed",
+    "bulkhead_rejections",
+    "degraded",
+    "p95_ms",
+    "p50_ms",
+    "total_ms",
+)
+"""Which columns stay when the terminal is narrow (after those the expectations name)."""
 
 
 def _errors(metrics: dict[str, float]) -> str:
+    """Non-OK status codes with their counts, one per line; codes are never shortened."""
     codes = {k[5:]: v for k, v in metrics.items() if k.startswith("code.") and k != "code.OK"}
-    return ", ".join(f"{c} {v:.0f}" for c, v in sorted(codes.items())) or "-"
-
-
-def scenario_table(result: ExperimentResult) -> Table:
-    """Scenario experiments: the metrics their `columns` name, a row per variant."""
-    exp = result.experiment
-    table = Table(
-        title=f"{result.name}: {exp.title}",
-        title_justify="left",
-        caption=f"hypothesis: {exp.hypothesis}",
-        caption_justify="left",
-    )
-    table.add_column("variant")
-    for col in exp.columns:
-        table.add_column(col, justify="right")
-    refs = {r.variant: r for r in exp.reference}
-    for v in result.variants:
-        phase = v.phases.get("fault")
-        if phase is None:
-            table.add_row(v.variant.name, v.skipped or v.error)
-            continue
-        table.add_row(v.variant.name, *[_cell(phase.metrics.get(c)) for c in exp.columns])
-        ref = refs.get(v.variant.name)
-        if ref is not None:
-            table.add_row("  seed", *[str(ref.values.get(c, "")) for c in exp.columns], style="dim")
-    return table
+    return "\n".join(f"{c} {v:.0f}" for c, v in sorted(codes.items())) or "-"
 
 
 def _cell(value: float | None) -> str:
@@ -67,48 +62,110 @@ def _cell(value: float | None) -> str:
     return f"{value:.0f}" if abs(value) >= 100 or value == int(value) else f"{value:.3g}"
 
 
-def experiment_table(result: ExperimentResult) -> Table:
+def _seed(value: object) -> str:
+    return "" if value is None else str(value)
+
+
+def _priority(keys: list[str], exp_metrics: list[str], rest: tuple[str, ...] = ()) -> list[int]:
+    """Column indexes: the metrics the expectations read first, then `rest`, then the others."""
+    ranked = [k for k in [*exp_metrics, *rest] if k in keys]
+    return [keys.index(k) for k in dict.fromkeys(ranked)]
+
+
+def _failed_variants(result: ExperimentResult) -> list[str]:
+    return [
+        f"{v.variant.name}: {v.skipped or v.error}" for v in result.variants if v.skipped or v.error
+    ]
+
+
+def scenario_table(result: ExperimentResult, width: int = 120) -> RenderableType:
+    """Scenario experiments: the metrics their `columns` name, a row per variant."""
+    exp = result.experiment
+    keys = ["variant", *exp.columns]
+    table = FitTable(
+        [Column("variant", justify="left", keep=True), *[Column(c) for c in exp.columns]],
+        priority=_priority(keys, [e.metric for e in exp.expectations]),
+        title=f"{result.name}: {exp.title}",
+        caption=f"hypothesis: {exp.hypothesis}",
+        notes=_failed_variants(result),
+    )
+    refs = {r.variant: r for r in exp.reference}
+    for v in result.variants:
+        phase = v.phases.get("fault")
+        if phase is None:
+            table.add_row(v.variant.name, *["-"] * len(exp.columns))
+            continue
+        table.add_row(v.variant.name, *[_cell(phase.metrics.get(c)) for c in exp.columns])
+        ref = refs.get(v.variant.name)
+        if ref is not None:
+            table.add_row(
+                "  seed", *[_seed(ref.values.get(c)) for c in exp.columns], style="dim", free=True
+            )
+    return table.render(width)
+
+
+def experiment_table(result: ExperimentResult, width: int = 120) -> RenderableType:
+    """The experiment's table, fitted to `width`: a row per variant and phase, the seed's
+    figures beneath in dim; columns that are 0 in every row are named instead of shown."""
     exp = result.experiment
     if exp.scenario is not None:
-        return scenario_table(result)
-    table = Table(
-        title=f"{result.name}: {exp.title}",
-        title_justify="left",
-        caption=f"hypothesis: {exp.hypothesis}",
-        caption_justify="left",
-    )
-    table.add_column("variant")
-    table.add_column("phase")
-    for _, header, _ in COLUMNS[:3]:
-        table.add_column(header, justify="right")
-    table.add_column("errors")
-    for _, header, _ in COLUMNS[3:]:
-        table.add_column(header, justify="right")
+        return scenario_table(result, width)
     refs: dict[tuple[str, str], ReferenceRow] = {(r.variant, r.phase): r for r in exp.reference}
+    keys = ["variant", "phase", *(k for k, _, _ in COLUMNS[:3]), "errors"]
+    keys += [k for k, _, _ in COLUMNS[3:]]
+    rows: list[tuple[dict[str, str], str, bool]] = []
     for v in result.variants:
         if v.skipped or v.error:
-            table.add_row(v.variant.name, "-", *[""] * 3, v.skipped or v.error)
+            rows.append(({"variant": v.variant.name, "phase": "-"}, "", False))
             continue
         for phase_name, phase in v.phases.items():
             m = phase.metrics
-            cells = [fmt.format(m.get(key, 0.0)) for key, _, fmt in COLUMNS]
-            table.add_row(v.variant.name, phase_name, *cells[:3], _errors(m), *cells[3:])
+            cells = {k: _cell(m.get(k, 0.0)) for k, _, _ in COLUMNS}
+            rows.append(
+                (
+                    {"variant": v.variant.name, "phase": phase_name, **cells, "errors": _errors(m)},
+                    "",
+                    False,
+                )
+            )
             ref = refs.get((v.variant.name, phase_name))
             if ref is not None:
-                rv = ref.values
-                table.add_row(
-                    "  seed",
-                    phase_name,
-                    *[str(rv.get(key, "")) for key, _, _ in COLUMNS[:3]],
-                    str(rv.get("errors", "")),
-                    *[str(rv.get(key, "")) for key, _, _ in COLUMNS[3:]],
-                    style="dim",
-                )
-    return table
+                seed = {k: _seed(ref.values.get(k)) for k in keys[2:]}
+                rows.append(({**seed, "variant": "  seed", "phase": phase_name}, "dim", True))
+    zero = [
+        k
+        for k in keys[2:]
+        if k != "errors" and rows and all(r.get(k, "") in ("0", "", "-") for r, _, _ in rows)
+    ]
+    phases = {r.get("phase") for r, _, _ in rows} - {"-"}
+    keys = [k for k in keys if k not in zero and (k != "phase" or phases != {"fault"})]
+    headers = {k: (h, meaning.format(dependency=exp.dependency)) for k, h, meaning in COLUMNS}
+    headers |= {"variant": ("variant", ""), "phase": ("phase", ""), "errors": ("errors", "")}
+    table = FitTable(
+        [
+            Column(
+                headers[k][0],
+                justify="left" if k in ("variant", "phase", "errors") else "right",
+                keep=k in ("variant", "phase"),
+                meaning=headers[k][1],
+            )
+            for k in keys
+        ],
+        priority=_priority(keys, [e.metric for e in exp.expectations], LOAD_PRIORITY),
+        title=f"{result.name}: {exp.title}" + ("" if "phase" in keys else " (under fault)"),
+        caption=f"hypothesis: {exp.hypothesis}",
+        notes=[
+            *_failed_variants(result),
+            *(["0 in every row: " + ", ".join(headers[k][0] for k in zero)] if zero else []),
+        ],
+    )
+    for cells, style, free in rows:
+        table.add_row(*[cells.get(k, "") for k in keys], style=style, free=free)
+    return table.render(width)
 
 
 def print_result(console: Console, result: ExperimentResult) -> None:
-    console.print(experiment_table(result))
+    console.print(experiment_table(result, console.width))
     for v in result.variants:
         for phase in v.phases.values():
             for row in phase.rows:
@@ -121,10 +178,10 @@ def print_result(console: Console, result: ExperimentResult) -> None:
         console.print(
             f"  {mark} {verdict.variant}/{verdict.phase}: {verdict.metric} = "
             f"{measured} (want {verdict.bound})"
-            + (f"  [dim]{verdict.why}[/dim]" if verdict.why else "")
+            + (f"  [dim]{escape(verdict.why)}[/dim]" if verdict.why else "")
         )
     if result.aborted:
-        console.print(f"  [red]aborted[/red]: {result.aborted}")
+        console.print(f"  [red]aborted[/red]: {escape(result.aborted)}")
     held = "[green]held[/green]" if result.held else "[red]did not hold[/red]"
     console.print(f"  hypothesis {held}\n")
 

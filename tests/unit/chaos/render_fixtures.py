@@ -1,0 +1,78 @@
+"""Realistic experiment results without a mesh: the catalogue's own experiment files, with
+outcomes and counters shaped like a demo run's (the widest figures a run prints)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from chaos.counters import Snapshot
+from chaos.experiment import Experiment, load_experiment
+from chaos.load import LoadResult, Outcome
+from chaos.runner import (
+    ExperimentResult,
+    PhaseResult,
+    VariantResult,
+    evaluate,
+    load_metrics,
+)
+from chaos.scenarios import SCENARIOS
+
+CODES = ("OK", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED", "UNAVAILABLE")
+
+
+def _load(n: int, seed: int) -> LoadResult:
+    outcomes = [
+        Outcome(
+            rpc="checkout" if i % 4 == 3 else "home",
+            code=CODES[(i * (seed + 1)) % len(CODES)],
+            latency_s=0.001 + (i % 97) * 0.0517,
+            degraded=("recommendations:popular",) if i % 5 == 0 else (),
+            started_s=i * 0.01,
+            trace_id=f"{i:032x}",
+        )
+        for i in range(n)
+    ]
+    return LoadResult(outcomes, elapsed_s=32.026 + seed)
+
+
+def _gateway_phase(seed: int) -> PhaseResult:
+    load = _load(640, seed)
+    metrics = {
+        **load_metrics(load),
+        "dependency_calls": 300.0 + seed,
+        "dependency_calls_all": 314.0,
+        "retries": 1200.0,
+        "breaker_rejections": 90.0 * seed,
+        "breaker_opened": float(seed),
+        "bulkhead_rejections": 96.0,
+        "fallbacks": 590.0,
+        "shed": 1234.0,
+    }
+    return PhaseResult(load, Snapshot(), metrics)
+
+
+def _scenario_phase(exp: Experiment, params: dict[str, object], seed: int) -> PhaseResult:
+    assert exp.scenario is not None
+    names = SCENARIOS[exp.scenario].metrics(params)
+    metrics = {
+        m: 3722.456 + seed if i % 2 else float(i + seed) for i, m in enumerate(sorted(names))
+    }
+    rows = [{"case": "421-twice", "state": "completed", "measured_s": [0.0, 2.01, 6.02]}]
+    return PhaseResult(LoadResult(), Snapshot(), metrics, rows=rows)
+
+
+def demo_result(name: str) -> ExperimentResult:
+    """What `mesh demo` prints for `name`, with figures as wide as a real run's."""
+    path, exp = load_experiment(name)
+    result = ExperimentResult(name, Path(path), exp)
+    for seed, variant in enumerate(exp.variants):
+        v = VariantResult(variant, variant.policy)
+        if exp.scenario is not None:
+            v.phases["fault"] = _scenario_phase(exp, {**exp.params, **variant.params}, seed)
+        else:
+            v.phases["fault"] = _gateway_phase(seed)
+            if exp.recovery is not None:
+                v.phases["recovery"] = _gateway_phase(seed + 1)
+        result.variants.append(v)
+    result.verdicts = evaluate(result)
+    return result

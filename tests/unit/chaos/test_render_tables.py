@@ -1,0 +1,77 @@
+"""The experiment tables at 80 and 120 columns: every value whole, every line within the width."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from render_fixtures import demo_result
+from rich.console import Console
+
+from chaos.experiment import catalogue
+from chaos.report import COLUMNS, print_result
+from chaos.table_fit import Column, FitTable
+
+NAMES = [p.stem for p, _ in catalogue()]
+
+
+def _render(name: str, width: int) -> str:
+    console = Console(width=width, record=True, file=io.StringIO())
+    print_result(console, demo_result(name))
+    return console.export_text()
+
+
+@pytest.mark.parametrize("width", [80, 120])
+@pytest.mark.parametrize("name", NAMES)
+def test_no_value_is_cut_and_every_line_fits(name: str, width: int) -> None:
+    text = _render(name, width)
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= width
+    result = demo_result(name)
+    table_rows = [line.split() for line in text.splitlines()]
+    for v in result.variants:  # variant names whole, each at the start of its row
+        assert [v.variant.name] in [row[:1] for row in table_rows], v.variant.name
+    left_out = text.split(f"not shown at {width} columns: ")[-1].split("\n")[0].split(", ")
+    headers = {key: header for key, header, _ in COLUMNS}
+    for ref in result.experiment.reference:  # the seed's figures whole (wrapped at spaces)
+        for key, value in ref.values.items():
+            if headers.get(key, key) in left_out:
+                continue
+            for word in str(value).split():
+                assert re.search(rf"(^|\s){re.escape(word)}(\s|$)", text), (name, word)
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_status_codes_stay_whole(width: int) -> None:
+    text = _render("provider-outage", width)
+    for code in ("DEADLINE_EXCEEDED 160", "RESOURCE_EXHAUSTED 160", "UNAVAILABLE 160"):
+        assert code in text
+
+
+def test_left_out_columns_are_named_and_abbreviations_explained() -> None:
+    narrow, wide = _render("provider-outage", 80), _render("provider-outage", 120)
+    assert "not shown at 80 columns:" in narrow
+    assert "legend:" in narrow and "dc = calls that reached recommendation" in narrow
+    shown_wide = wide.split("not shown at 120 columns:")[-1]
+    # The wider terminal shows more of the columns the narrow one had to leave out.
+    assert len(shown_wide.split(",")) < len(narrow.split("not shown at 80 columns:")[1].split(","))
+
+
+def test_a_long_header_is_wrapped_or_abbreviated_never_its_values() -> None:
+    table = FitTable([Column("variant", justify="left", keep=True), Column("giveup_last_s")])
+    table.add_row("concurrency-10-limit-10ps", "3.125")
+    console = Console(width=34, record=True, file=io.StringIO())
+    console.print(table.render(34))
+    text = console.export_text()
+    assert "concurrency-10-limit-10ps" in text and "3.125" in text and "…" not in text
+    assert "giveup_" in text or "gls = giveup_last_s" in text
+
+
+def test_columns_that_are_zero_everywhere_are_named_not_shown() -> None:
+    result = demo_result("pushback")
+    for v in result.variants:
+        v.phases["fault"].metrics["shed"] = 0.0
+    console = Console(width=120, record=True, file=io.StringIO())
+    print_result(console, result)
+    assert "0 in every row: shed" in console.export_text()
