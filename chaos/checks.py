@@ -1,4 +1,4 @@
-"""Named checks an experiment can ask for (`checks: [ledger]`), each adding metrics.
+"""Named checks an experiment can ask for (`checks: [ledger]`), each adding metrics it declares.
 
 They measure what load outcomes and counters cannot: whether the ledger holds exactly one
 charge per acknowledged checkout, whether anything still runs after the load ended.
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import grpc
 
@@ -42,6 +42,53 @@ class CheckContext:
     phase: PhaseResult
 
 
+CheckFn = Callable[[CheckContext], Awaitable[dict[str, float]]]
+
+
+@dataclass(frozen=True)
+class Check:
+    """A registered check and the metrics it adds: known before it runs, so an experiment
+    naming a metric no check of its adds is refused at load (chaos/metric_names.py)."""
+
+    name: str
+    fn: CheckFn
+    metrics: frozenset[str]
+
+    async def __call__(self, ctx: CheckContext) -> dict[str, float]:
+        measured = await self.fn(ctx)
+        undeclared = sorted(set(measured) - self.metrics)
+        if undeclared:
+            raise RuntimeError(f"check {self.name} measured undeclared metrics {undeclared}")
+        return measured
+
+
+CHECKS: dict[str, Check] = {}
+
+
+def check(name: str, metrics: Iterable[str]) -> Callable[[CheckFn], CheckFn]:
+    """Register a check under `name`, with every metric it may add."""
+
+    def register(fn: CheckFn) -> CheckFn:
+        CHECKS[name] = Check(name, fn, frozenset(metrics))
+        return fn
+
+    return register
+
+
+@check(
+    "ledger",
+    metrics=(
+        "checkouts",
+        "acknowledged",
+        "pending",
+        "pending_resolved",
+        "pending_unresolved",
+        "ledger_charges",
+        "lost",
+        "duplicates",
+        "client_errors",
+    ),
+)
 async def ledger(ctx: CheckContext) -> dict[str, float]:
     """Every checkout key resolved through GetCharge once the faults are gone.
 
@@ -95,6 +142,7 @@ async def ledger(ctx: CheckContext) -> dict[str, float]:
     }
 
 
+@check("quiescence", metrics=("in_flight_after_200ms",))
 async def quiescence(ctx: CheckContext) -> dict[str, float]:
     """Calls still executing on every service 200 ms after the load ended."""
     await asyncio.sleep(0.2)
@@ -102,6 +150,7 @@ async def quiescence(ctx: CheckContext) -> dict[str, float]:
     return {"in_flight_after_200ms": snap.total("mesh_server_in_flight")}
 
 
+@check("cancellation", metrics=("overrun_calls", "overrun_within_100ms", "overrun_over_100ms"))
 async def cancellation(ctx: CheckContext) -> dict[str, float]:
     """How many held calls on the dependency ran more than 100 ms past their deadline."""
     snap = ctx.phase.counters
@@ -116,7 +165,21 @@ async def cancellation(ctx: CheckContext) -> dict[str, float]:
     }
 
 
-async def flapping(ctx: CheckContext) -> dict[str, Any]:
+@check(
+    "flapping",
+    metrics=(
+        "outages",
+        "requests_while_down",
+        "errors_while_down",
+        "errors_while_up",
+        "recover_max_s",
+        "recover_mean_s",
+        "breaker_to_open",
+        "breaker_to_half_open",
+        "breaker_to_closed",
+    ),
+)
+async def flapping(ctx: CheckContext) -> dict[str, float]:
     """Errors while the dependency was down and up, and how long after each up it took until
     a checkout succeeded again."""
     outcomes = sorted(ctx.phase.load.outcomes, key=lambda o: o.started_s)
@@ -162,11 +225,3 @@ async def flapping(ctx: CheckContext) -> dict[str, Any]:
         "breaker_to_half_open": snap.total("mesh_breaker_transitions_total", to_state="half_open"),
         "breaker_to_closed": snap.total("mesh_breaker_transitions_total", to_state="closed"),
     }
-
-
-CHECKS: dict[str, Callable[[CheckContext], Awaitable[dict[str, Any]]]] = {
-    "ledger": ledger,
-    "quiescence": quiescence,
-    "cancellation": cancellation,
-    "flapping": flapping,
-}

@@ -3,47 +3,30 @@
 An experiment says what "normal" looks like (steady state), what we believe (hypothesis),
 what we break (faults), how we load the system (load), which policies we compare
 (variants), and which numbers decide the verdict (expectations). Unknown keys and bad values
-are rejected with the file, the key and the reason.
+are rejected with the file, the key and the reason, before anything starts: the YAML goes
+through the bounded loader, toxic attributes, edges, services and methods are checked against
+the toxics and the topology, every expectation's metric against what its phase measures
+(chaos/metric_names.py), and every variant's policy through mesh's policy loader.
 """
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
+import grpc
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from chaos import metric_names
+from chaos.toxiproxy.toxics import TOXIC_TYPES as TOXIC_CLASSES
+from chaos.variant_policy import variant_policy
+from mesh import safe_yaml
+from mesh.resilience.policy import PolicyError
 from mesh.runtime import topology
 
 EXPERIMENTS_DIR = Path(__file__).parent / "experiments"
-STATUS_CODES = (
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
-)
-TOXIC_TYPES = (
-    "latency",
-    "bandwidth",
-    "slow_close",
-    "timeout",
-    "reset_peer",
-    "slicer",
-    "limit_data",
-)
+STATUS_CODES = tuple(c.name for c in grpc.StatusCode if c is not grpc.StatusCode.OK)
 
 
 class ExperimentError(ValueError):
@@ -103,11 +86,41 @@ class _Timed(_Model):
     stop_s: float | None = Field(default=None, gt=0, description="null: when the load ends")
 
 
+def _shown(value: str, limit: int = 40) -> str:
+    """A value from the file, quoted and cut short."""
+    return repr(value if len(value) <= limit else value[:limit] + "...")
+
+
+def _did_you_mean(value: str, known: list[str] | tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(value, known, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 def _edge_name(value: str) -> str:
     names = [e.proxy_name for e in topology.EDGES]
     if value not in names:
-        raise ValueError(f"unknown edge {value!r}; known: {', '.join(names)}")
+        raise ValueError(
+            f"unknown edge {_shown(value)}{_did_you_mean(value, names)} known: {', '.join(names)}"
+        )
     return value
+
+
+def _check_method(service: str, method: str) -> None:
+    """`method` is *, a method `service` serves, or its full /package.Service/Method name."""
+    if method == "*":
+        return
+    served = metric_names.methods(service)
+    short = method
+    if method.startswith("/"):
+        grpc_service, _, short = method[1:].partition("/")
+        wanted = topology.service(service).grpc_service
+        if grpc_service != wanted:
+            raise ValueError(f"method {_shown(method)}: {service} serves /{wanted}/...")
+    if short not in served:
+        raise ValueError(
+            f"method {_shown(method)}: {service} serves {', '.join(served)}"
+            f"{_did_you_mean(short, served)}"
+        )
 
 
 class ToxicFault(_Timed):
@@ -125,7 +138,13 @@ class ToxicFault(_Timed):
     @model_validator(mode="after")
     def _check(self) -> ToxicFault:
         _edge_name(self.edge)
+        known = TOXIC_CLASSES[self.toxic].attribute_names
         for key, value in self.attributes.items():
+            if key not in known:
+                raise ValueError(
+                    f"attributes.{_shown(key)[1:-1]}: a {self.toxic} toxic has "
+                    f"{', '.join(known)}{_did_you_mean(key, known)}"
+                )
             if value < 0:
                 raise ValueError(f"attributes.{key}: must be >= 0")
         return self
@@ -161,7 +180,11 @@ class AppFault(_Timed):
     @model_validator(mode="after")
     def _check(self) -> AppFault:
         if self.code not in STATUS_CODES:
-            raise ValueError(f"code {self.code!r} is not a gRPC status code name")
+            raise ValueError(
+                f"code {_shown(self.code)} is not a gRPC status code name"
+                f"{_did_you_mean(self.code, STATUS_CODES)}"
+            )
+        _check_method(self.service, self.method)
         return self
 
     @property
@@ -272,11 +295,24 @@ class Experiment(_Model):
         from chaos.scenarios import SCENARIOS
 
         if self.scenario is not None and self.scenario not in SCENARIOS:
-            raise ValueError(f"scenario: unknown {self.scenario!r}; known: {sorted(SCENARIOS)}")
-
+            raise ValueError(
+                f"scenario: unknown {_shown(self.scenario)}; known: {', '.join(sorted(SCENARIOS))}"
+            )
         for check in self.checks:
             if check not in CHECKS:
-                raise ValueError(f"checks: unknown check {check!r}; known: {sorted(CHECKS)}")
+                raise ValueError(
+                    f"checks: unknown check {_shown(check)}; known: {', '.join(sorted(CHECKS))}"
+                )
+        services = [s.name for s in topology.SERVICES]
+        if self.dependency not in services:
+            raise ValueError(
+                f"dependency: unknown service {_shown(self.dependency)}; known: "
+                f"{', '.join(services)}"
+            )
+        try:
+            _check_method(self.dependency, self.dependency_method)
+        except ValueError as err:
+            raise ValueError(f"dependency_{err}") from None
         for v in self.variants:
             try:
                 self.load_for(v)
@@ -294,32 +330,63 @@ class Experiment(_Model):
 def resolve(name_or_path: str) -> Path:
     """An experiment by catalogue name (`provider-outage`) or by path to a YAML file."""
     path = Path(name_or_path)
-    if path.suffix in (".yaml", ".yml") or path.exists():
-        if not path.is_file():
-            raise ExperimentError(f"{name_or_path}: no such file")
-        return path
-    candidate = EXPERIMENTS_DIR / f"{name_or_path}.yaml"
-    if not candidate.is_file():
-        known = ", ".join(sorted(p.stem for p in EXPERIMENTS_DIR.glob("*.yaml")))
-        raise ExperimentError(f"{name_or_path}: no such experiment; known: {known}")
+    try:
+        if path.suffix in (".yaml", ".yml") or path.exists():
+            if not path.is_file():
+                raise ExperimentError(f"{name_or_path}: no such file")
+            return path
+        candidate = EXPERIMENTS_DIR / f"{name_or_path}.yaml"
+        found = candidate.is_file()
+    except OSError as err:
+        raise ExperimentError(f"{name_or_path}: cannot read: {err.strerror or err}") from None
+    if not found:
+        known = sorted(p.stem for p in EXPERIMENTS_DIR.glob("*.yaml"))
+        hint = _did_you_mean(name_or_path, known)
+        raise ExperimentError(f"{name_or_path}: no such experiment{hint} known: {', '.join(known)}")
     return candidate
 
 
 def load_experiment(name_or_path: str) -> tuple[Path, Experiment]:
+    """Parse (bounded), validate, and check everything that can be checked without a mesh."""
     path = resolve(name_or_path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        raise ExperimentError(f"{path}: not valid YAML: {err}") from None
+        raw = safe_yaml.load_file(str(path))
+    except safe_yaml.YamlError as err:
+        raise ExperimentError(str(err)) from None
     if not isinstance(raw, dict):
         raise ExperimentError(f"{path}: the top level must be a mapping")
     try:
-        return path, Experiment.model_validate(raw)
+        exp = Experiment.model_validate(raw)
     except ValidationError as err:
         reasons = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '<top>'}: {e['msg']}" for e in err.errors()
+            f"{'.'.join(_shown(str(p))[1:-1] for p in e['loc']) or '<top>'}: {e['msg']}"
+            for e in err.errors()
         )
         raise ExperimentError(f"{path}: {reasons}") from None
+    found = problems(path, exp)
+    if found:
+        raise ExperimentError(f"{path}: {'; '.join(found)}")
+    return path, exp
+
+
+def problems(path: Path, exp: Experiment) -> list[str]:
+    """What the schema cannot see: metrics nothing measures, policies that do not load."""
+    found = []
+    variants = {v.name: v for v in exp.variants}
+    for i, e in enumerate(exp.expectations):
+        why = metric_names.why_not(e.metric, exp, variants[e.variant], e.phase)
+        if why:
+            found.append(f"expectations.{i}.metric: {why}")
+    for column in exp.columns:
+        whys = [metric_names.why_not(column, exp, v, "fault") for v in exp.variants]
+        if all(whys):
+            found.append(f"columns: {whys[0]}")
+    for variant in exp.variants:
+        try:
+            variant_policy(path, variant)
+        except PolicyError as err:
+            found.append(str(err))
+    return found
 
 
 def catalogue() -> list[tuple[Path, Experiment]]:

@@ -10,9 +10,12 @@ steady state, the abort condition, an exception in the load, and Ctrl-C.
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
+import os
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -25,12 +28,16 @@ from chaos.checks import CHECKS, CheckContext
 from chaos.counters import Snapshot, scrape
 from chaos.experiment import Experiment, LoadSpec, Probe, Variant
 from chaos.faults import FaultEvent, Injector
-from chaos.launcher import Mesh
+from chaos.launcher import STATE_FILE, Mesh
 from chaos.load import LoadResult, Outcome, percentile, run_load
 from chaos.toxiproxy.client import ToxiproxyClient
-from mesh.resilience.policy import PRESETS, PolicyError, load_policy
+from chaos.variant_policy import variant_policy
+from mesh.resilience.policy import PRESETS, PolicyError
 from mesh.runtime.topology import SERVICES
 from mesh.v1 import admin_pb2, admin_pb2_grpc
+
+log = logging.getLogger("chaos.runner")
+STATE_FILE_MAX_BYTES = 1 << 20
 
 Progress = Callable[[str, int, int], None]
 """progress(label, done, total): called as requests complete."""
@@ -51,6 +58,8 @@ class Target:
     api_key: str | None = None
     mesh: Mesh | None = None
     state_dir: Path = Path("var")
+    policy: str | None = None
+    """The policy a mesh we did not start runs under: put back after the variants."""
 
     @classmethod
     def from_mesh(cls, mesh: Mesh) -> Target:
@@ -67,8 +76,16 @@ class Target:
         )
 
     @classmethod
-    def parse(cls, spec: str) -> Target:
-        """`toxiproxy=URL,gateway=HOST:PORT[,admin.SERVICE=HOST:PORT][,metrics.SERVICE=URL]`."""
+    def parse(cls, spec: str, environ: Mapping[str, str] | None = None) -> Target:
+        """`running` (the mesh `mesh up` describes in $MESH_STATE_DIR or var/), a mesh.json
+        or the folder holding one, or
+        `toxiproxy=URL,gateway=HOST:PORT[,admin.SERVICE=HOST:PORT][,metrics.SERVICE=URL]`."""
+        if spec == "running":
+            env = os.environ if environ is None else environ
+            return cls.from_state_file(Path(env.get("MESH_STATE_DIR") or "var") / STATE_FILE)
+        if "=" not in spec:
+            path = Path(spec)
+            return cls.from_state_file(path / STATE_FILE if path.is_dir() else path)
         fields: dict[str, str] = {}
         for part in filter(None, (p.strip() for p in spec.split(","))):
             key, sep, value = part.partition("=")
@@ -88,6 +105,56 @@ class Target:
             metrics={k[8:]: v for k, v in fields.items() if k.startswith("metrics.")},
             api_key=fields.get("api_key"),
         )
+
+    @classmethod
+    def from_state_file(cls, path: Path) -> Target:
+        """The mesh a running `mesh up` describes in its mesh.json: every address and its key."""
+        try:
+            with path.open("rb") as fh:
+                state = json.loads(fh.read(STATE_FILE_MAX_BYTES))
+        except FileNotFoundError:
+            raise ValueError(f"--target {path}: no such file; is `mesh up` running?") from None
+        except OSError as err:
+            raise ValueError(f"--target {path}: cannot read: {err.strerror or err}") from None
+        except ValueError:
+            raise ValueError(f"--target {path}: not a mesh state file (not JSON)") from None
+        services = state.get("services") if isinstance(state, dict) else None
+        if not isinstance(services, dict) or not isinstance(state.get("gateway"), str):
+            raise ValueError(f"--target {path}: not a mesh state file (no gateway, no services)")
+        gateway_pid = (state.get("pids") or {}).get("gateway")
+        if isinstance(gateway_pid, int) and not _alive(gateway_pid):
+            raise ValueError(f"--target {path}: that mesh is not running (gateway pid exited)")
+
+        def addresses(kind: str) -> dict[str, str]:
+            return {
+                name: entry[kind]
+                for name, entry in services.items()
+                if isinstance(entry, dict) and isinstance(entry.get(kind), str)
+            }
+
+        def text(key: str) -> str | None:
+            value = state.get(key)
+            return value if isinstance(value, str) and value else None
+
+        return cls(
+            gateway=state["gateway"],
+            toxiproxy=text("toxiproxy"),
+            admin=addresses("admin"),
+            metrics=addresses("metrics"),
+            api_key=text("api_key"),
+            state_dir=Path(text("state_dir") or path.parent),
+            policy=text("policy"),
+        )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @dataclass
@@ -232,26 +299,16 @@ def check_probes(metrics: dict[str, float], probes: list[Probe]) -> list[str]:
 
 
 def materialise_policy(exp_path: Path, exp_name: str, variant: Variant, out_dir: Path) -> str:
-    """The variant's policy as a preset name or a file (preset + overrides), validated."""
-    source = variant.policy
-    if not variant.overrides and (source in ("unprotected", "retry-only", "full")):
-        load_policy(source, {})
-        return source
-    if source not in ("unprotected", "retry-only", "full"):
-        candidate = (exp_path.parent / source).resolve()
-        source = str(candidate)
-    base = load_policy(source, {})
-    raw: dict[str, Any] = base.model_dump(mode="json")
-    raw["name"] = f"{base.name}+{variant.name}" if variant.overrides else base.name
-    raw["edges"] = {}
-    _merge(raw, variant.overrides)
+    """The variant's policy as a preset name or a file written to `out_dir`, validated."""
+    try:
+        doc = variant_policy(exp_path, variant)
+    except PolicyError as err:
+        raise PolicyError(f"{exp_path}: {err}") from None
+    if isinstance(doc, str):
+        return doc
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{exp_name}.{variant.name}.yaml"
-    path.write_text(yaml.safe_dump(raw, sort_keys=False))
-    try:
-        load_policy(str(path), {})
-    except PolicyError as err:
-        raise PolicyError(f"{exp_path}: variants.{variant.name}.overrides: {err}") from None
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return str(path)
 
 
@@ -262,14 +319,6 @@ def policy_text(source: str) -> str:
     return Path(source).read_text()
 
 
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> None:
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            _merge(base[key], value)
-        else:
-            base[key] = value
-
-
 class Runner:
     """Runs experiments against one target, reporting progress as it goes."""
 
@@ -278,6 +327,7 @@ class Runner:
         self.progress = progress or (lambda label, done, total: None)
         client = ToxiproxyClient(target.toxiproxy) if target.toxiproxy else None
         self.injector = Injector(client, target.admin)
+        self._swapped = False
 
     async def _load(
         self,
@@ -430,6 +480,7 @@ class Runner:
         result = VariantResult(variant, policy)
         await self.injector.reset_all()
         if await self._set_policy(policy):
+            self._swapped = True
             if self.target.mesh is not None:
                 self.target.mesh.record_policy(policy)
         elif self.target.mesh is not None:
@@ -521,8 +572,22 @@ class Runner:
                     break
         finally:
             await self.injector.reset_all()
+            await self._restore_policy()
         out.verdicts = evaluate(out)
         return out
+
+    async def _restore_policy(self) -> None:
+        """A mesh we did not start goes back to the policy it ran before the variants."""
+        if not self._swapped or self.target.mesh is not None or self.target.policy is None:
+            return
+        try:
+            restored = await self._set_policy(self.target.policy)
+        except OSError:
+            restored = False
+        if restored:
+            self._swapped = False
+        else:
+            log.error("could not put the target back on its policy %s", self.target.policy)
 
 
 def evaluate(result: ExperimentResult) -> list[Verdict]:

@@ -1,4 +1,4 @@
-"""`mesh chaos list|run`: the experiment catalogue and its runner."""
+"""`mesh chaos list|validate|run`: the experiment catalogue, its checker and its runner."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from chaos.experiment import ExperimentError, catalogue, load_experiment
+from chaos.experiment import EXPERIMENTS_DIR, Experiment, ExperimentError, load_experiment
 from chaos.launcher import LaunchError, Mesh, Ports
 from chaos.report import print_result, to_json, write_report
 from chaos.runner import ExperimentResult, Runner, Target
@@ -31,10 +32,9 @@ def list_() -> None:
     """Every experiment in the catalogue with its hypothesis."""
     table = Table("name", "variants", "hypothesis", show_lines=True)
     try:
-        entries = catalogue()
+        entries = [load_experiment(name) for name in _catalogue_names()]
     except ExperimentError as err:
-        console.print(f"[red]{err}[/red]")
-        raise typer.Exit(2) from None
+        _refuse(err)
     for path, exp in entries:
         table.add_row(path.stem, ", ".join(v.name for v in exp.variants), exp.hypothesis)
     console.print(table)
@@ -68,12 +68,50 @@ def verdict_table(results: list[ExperimentResult]) -> Table:
     return table
 
 
+def _catalogue_names() -> list[str]:
+    return [p.stem for p in sorted(EXPERIMENTS_DIR.glob("*.yaml"))]
+
+
+def _refuse(err: Exception) -> None:
+    """Bad input: one line naming the file and the key, exit 2."""
+    console.print(f"[red]error:[/red] {escape(str(err))}", soft_wrap=True)
+    raise typer.Exit(2) from None
+
+
+@app.command()
+def validate(
+    experiments: Annotated[
+        list[str] | None,
+        typer.Argument(help="Names from `mesh chaos list`, or paths to YAML files."),
+    ] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Check the whole catalogue.")] = False,
+) -> None:
+    """Check experiment files without a mesh: schema, metric names, toxic attributes, edges,
+    services and methods, and each variant's policy. One line per file; exit 2 if any is bad."""
+    names = _catalogue_names() if all_ else list(experiments or [])
+    if not names:
+        _refuse(ExperimentError("name at least one experiment, or --all"))
+    bad = 0
+    for name in names:
+        try:
+            path, _ = load_experiment(name)
+        except ExperimentError as err:
+            bad += 1
+            console.print(f"[red]invalid[/red] {escape(str(err))}", soft_wrap=True)
+        else:
+            console.print(f"[green]OK[/green]      {escape(str(path))}", soft_wrap=True)
+    if bad:
+        raise typer.Exit(2)
+
+
 async def _run_all(
-    runner: Runner, experiments: list[tuple[str, Path]], progress: Progress, reports: Path
+    runner: Runner,
+    experiments: list[tuple[str, Path, Experiment]],
+    progress: Progress,
+    reports: Path,
 ) -> list[ExperimentResult]:
     results = []
-    for name, path in experiments:
-        _, exp = load_experiment(str(path))
+    for name, path, exp in experiments:
         progress.console.rule(f"{name}")
         result = await runner.run(name, path, exp)
         print_result(progress.console, result)
@@ -85,15 +123,17 @@ async def _run_all(
 def execute(
     names: list[str], target: str | None, json_path: Path | None, reports: Path, state_dir: Path
 ) -> list[ExperimentResult]:
-    """Run the named experiments (embedded mesh unless `target`); print and write reports."""
+    """Run the named experiments (embedded mesh unless `target`); print and write reports.
+
+    Every file is checked, and the target read, before anything starts: bad input is one line
+    and exit 2."""
     try:
         if not names:
             raise ExperimentError("name at least one experiment, or --all")
-        resolved = [(Path(n).stem, load_experiment(n)[0]) for n in names]
+        resolved = [(Path(n).stem, *load_experiment(n)) for n in names]
         remote = Target.parse(target) if target else None
     except (ExperimentError, ValueError) as err:
-        console.print(f"[red]error:[/red] {err}")
-        raise typer.Exit(2) from None
+        _refuse(err)
 
     mesh = None if remote else Mesh(state_dir=state_dir, ports=Ports.auto())
     started = time.monotonic()
@@ -121,8 +161,7 @@ def execute(
         console.print(f"[red]could not start the mesh:[/red] {err}")
         raise typer.Exit(1) from None
     except PolicyError as err:
-        console.print(f"[red]error:[/red] {err}")
-        raise typer.Exit(2) from None
+        _refuse(err)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted: every fault was removed, the mesh stopped[/yellow]")
         raise typer.Exit(130) from None
@@ -151,7 +190,8 @@ def run(
     target: Annotated[
         str | None,
         typer.Option(
-            help="Run against a running mesh instead of starting one: "
+            help="Run against a running mesh instead of starting one: `running` (the mesh "
+            "`mesh up` describes in var/mesh.json), a mesh.json path, or "
             "toxiproxy=URL,gateway=HOST:PORT[,api_key=KEY][,admin.SERVICE=ADDR]"
             "[,metrics.SERVICE=URL]"
         ),
@@ -167,7 +207,7 @@ def run(
     ),
 ) -> None:
     """Run experiments; exit 1 when a hypothesis does not hold, 2 on bad input."""
-    names = [p.stem for p, _ in catalogue()] if all_ else list(experiments or [])
+    names = _catalogue_names() if all_ else list(experiments or [])
     results = execute(names, target, json_path, reports, state_dir)
     if not all(r.held for r in results):
         raise typer.Exit(1)

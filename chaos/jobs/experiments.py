@@ -8,6 +8,7 @@ import itertools
 import signal
 import time
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from redis.asyncio import Redis
@@ -30,7 +31,21 @@ def _attempt_times(h: JobsHarness, charge_id: str) -> list[float]:
     return [t - times[0] for t in times] if times else []
 
 
-@scenario("receipt-backoff")
+PER_CASE = ("attempts_made", "delivered", "last_attempt_s", "computed_last_s")
+
+
+def _backoff_metrics(params: Mapping[str, Any]) -> set[str]:
+    """Each case's metrics under its `metric_prefix`, and the schedule's two errors."""
+    cases = params.get("cases")
+    prefixes = (
+        {str(c.get("metric_prefix", "")) for c in cases or [] if isinstance(c, Mapping)}
+        if isinstance(cases, list)
+        else set()
+    )
+    return {p + m for p in prefixes for m in PER_CASE} | {"max_drift_ms", "max_step_error_ms"}
+
+
+@scenario("receipt-backoff", metrics=_backoff_metrics)
 async def receipt_backoff(ctx: ScenarioContext) -> ScenarioResult:
     """SMTP refuses by script; the attempts' times are compared with the configured schedule."""
     p = ctx.params
@@ -94,7 +109,7 @@ async def receipt_backoff(ctx: ScenarioContext) -> ScenarioResult:
     return ScenarioResult(metrics, rows)
 
 
-@scenario("receipt-throughput")
+@scenario("receipt-throughput", metrics=("measured_ms", "theory_ms", "completed", "overhead_ms"))
 async def receipt_throughput(ctx: ScenarioContext) -> ScenarioResult:
     """N jobs of `job_s` each on a fresh queue and a fresh worker with this concurrency/limiter."""
     p = ctx.params
@@ -158,7 +173,19 @@ async def _drain(queue: Any, timeout_s: float) -> None:
         await asyncio.sleep(0.1)
 
 
-@scenario("worker-crash")
+@scenario(
+    "worker-crash",
+    metrics=(
+        "charges",
+        "completed",
+        "ran_twice",
+        "receipts",
+        "duplicates",
+        "missing",
+        "recovered_after_kill_s",
+        "recovered_after_start_s",
+    ),
+)
 async def worker_crash(ctx: ScenarioContext) -> ScenarioResult:
     """kill -9 a worker holding jobs mid-send; another worker recovers them once the locks
     expire; the mailbox gets exactly one receipt per charge."""
@@ -247,7 +274,7 @@ async def worker_crash(ctx: ScenarioContext) -> ScenarioResult:
     return ScenarioResult(metrics, rows)
 
 
-@scenario("duplicate-enqueue")
+@scenario("duplicate-enqueue", metrics=("enqueued", "jobs", "runs", "receipts", "queued_after"))
 async def duplicate_enqueue(ctx: ScenarioContext) -> ScenarioResult:
     """One real charge; its receipt job enqueued again (as a relay that lost Redis's reply
     would): one job, one receipt."""

@@ -1,0 +1,176 @@
+"""The metrics an experiment may name, known before anything runs.
+
+An expectation naming a metric nothing measures used to be reported as `n/a` and a FAIL after
+the whole run; experiment.py refuses it at load instead, with the closest name. Where each
+metric comes from (the runner measures them; a unit test pins the runner to these lists):
+
+- every gateway-load phase (fault and recovery): LOAD; `<rpc>_ok_rate` and `<rpc>_p99_ms` for
+  each RPC in that phase's load; `code.<STATUS>`; COUNTERS; `calls.<Method>` for each method of
+  the experiment's `dependency`;
+- the fault phase also: FAULT_ONLY; `<rpc>_p99_vs_steady` for an RPC in both the steady-state
+  and the fault load; CAPACITY when the load sets `rate_x_capacity`; what each named check
+  declares (chaos/checks.py);
+- the recovery phase also: RECOVERY_ONLY;
+- a scenario experiment: only what its scenario declares for the variant's params
+  (chaos/scenarios.py), in the fault phase.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import grpc
+import grpc_health.v1.health_pb2  # noqa: F401 - registers grpc.health.v1.Health's descriptor
+from google.protobuf import descriptor_pool
+
+import mesh.v1.gateway_pb2
+import mesh.v1.payment_pb2
+import mesh.v1.profile_pb2
+import mesh.v1.recommendation_pb2  # noqa: F401 - registers the services' descriptors
+from mesh.runtime import topology
+
+if TYPE_CHECKING:
+    from chaos.experiment import Experiment, Variant
+
+RPCS = ("home", "checkout")
+LOAD = (
+    "requests",
+    "ok",
+    "errors",
+    "ok_rate",
+    "error_rate",
+    "degraded",
+    "degraded_rate",
+    "personalised",
+    "total_ms",
+    "p50_ms",
+    "p95_ms",
+    "p99_ms",
+    "max_ms",
+    "ok_p99_ms",
+    "min_ms",
+    "goodput_per_s",
+    "rejections_without_pushback",
+    "served_popular",
+    "served_cached_popular",
+    "served_omitted",
+)
+COUNTERS = (
+    "dependency_calls",
+    "dependency_calls_all",
+    "retries",
+    "breaker_rejections",
+    "breaker_opened",
+    "bulkhead_rejections",
+    "fallbacks",
+    "shed",
+    "pushbacks_honoured",
+    "faults_injected",
+)
+FAULT_ONLY = ("settle_s", "aborted")
+CAPACITY = (
+    "capacity_per_s",
+    "capacity_p99_ms",
+    "offered_per_s",
+    "goodput_vs_capacity",
+    "ok_p99_vs_capacity",
+)
+RECOVERY_ONLY = ("breakers_not_closed",)
+STATUS_NAMES = tuple(c.name for c in grpc.StatusCode)
+
+
+def methods(service: str) -> tuple[str, ...]:
+    """The gRPC methods a mesh service serves (from the generated descriptors)."""
+    spec = topology.service(service)
+    found = descriptor_pool.Default().FindServiceByName(spec.grpc_service)
+    return tuple(m.name for m in found.methods)
+
+
+def _rpc_metrics(rpcs: Iterable[str]) -> set[str]:
+    return {f"{rpc}_{m}" for rpc in rpcs for m in ("ok_rate", "p99_ms")}
+
+
+def available(exp: Experiment, variant: Variant, phase: str) -> set[str]:
+    """Every metric this phase of this variant measures."""
+    from chaos.checks import CHECKS
+    from chaos.scenarios import SCENARIOS
+
+    if exp.scenario is not None:
+        if phase != "fault":
+            return set()
+        return set(SCENARIOS[exp.scenario].metrics({**exp.params, **variant.params}))
+    if phase == "recovery" and exp.recovery is None:
+        return set()
+    spec = exp.load_for(variant)
+    load = spec
+    if phase == "recovery" and exp.recovery is not None and exp.recovery.load is not None:
+        load = exp.recovery.load  # as the runner: the recovery's own load, else the variant's
+    names = {*LOAD, *COUNTERS, *(f"code.{s}" for s in STATUS_NAMES)}
+    names |= _rpc_metrics(load.rpc)
+    names |= {f"calls.{m}" for m in methods(exp.dependency)}
+    if phase == "recovery":
+        return names | set(RECOVERY_ONLY)
+    names |= set(FAULT_ONLY)
+    names |= {f"{r}_p99_vs_steady" for r in set(spec.rpc) & set(exp.steady_state.load.rpc)}
+    if spec.rate_x_capacity is not None:
+        names |= set(CAPACITY)
+    for check in exp.checks:
+        names |= CHECKS[check].metrics
+    return names
+
+
+def _everything() -> set[str]:
+    """Every metric some experiment could measure (scenario metrics aside)."""
+    from chaos.checks import CHECKS
+
+    names = {*LOAD, *COUNTERS, *FAULT_ONLY, *CAPACITY, *RECOVERY_ONLY}
+    names |= {f"code.{s}" for s in STATUS_NAMES} | _rpc_metrics(RPCS)
+    names |= {f"{r}_p99_vs_steady" for r in RPCS}
+    names |= {f"calls.{m}" for s in topology.SERVICES for m in methods(s.name)}
+    for check in CHECKS.values():
+        names |= check.metrics
+    return names
+
+
+def why_not(metric: str, exp: Experiment, variant: Variant, phase: str) -> str | None:
+    """None when `metric` is measured in this phase of this variant, else why not."""
+    here = available(exp, variant, phase)
+    if metric in here:
+        return None
+    if exp.scenario is not None:
+        if phase != "fault":
+            return f"{metric!r}: a scenario experiment has a fault phase only"
+        known = f" (scenario {exp.scenario} measures {', '.join(sorted(here))})"
+    elif phase == "recovery" and exp.recovery is None:
+        return f"{metric!r}: the experiment has no recovery phase (no `recovery:`)"
+    elif metric in _everything():
+        where = f"variant {variant.name}, phase {phase}"
+        return f"{metric!r} is not measured in {where}: {_reason(metric, exp, phase)}"
+    else:
+        known = ""
+    close = difflib.get_close_matches(metric, sorted(here), n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown metric {metric!r}{known}{hint}"
+
+
+def _reason(metric: str, exp: Experiment, phase: str) -> str:
+    from chaos.checks import CHECKS
+
+    for name, check in CHECKS.items():
+        if metric in check.metrics:
+            if phase != "fault":
+                return f"the check {name} measures the fault phase only"
+            return f"it comes from the check {name}, which `checks:` does not name"
+    if metric in CAPACITY:
+        return "measured only when the load sets rate_x_capacity"
+    if metric in RECOVERY_ONLY:
+        return "measured in the recovery phase only"
+    if metric in FAULT_ONLY or (metric.endswith("_p99_vs_steady") and phase != "fault"):
+        return "measured in the fault phase only"
+    if metric.startswith("calls."):
+        return f"{exp.dependency} serves {', '.join(methods(exp.dependency))}"
+    if metric.endswith("_p99_vs_steady"):
+        return "that RPC is not in both the steady-state and the fault load"
+    return "that RPC is not in this phase's load"
