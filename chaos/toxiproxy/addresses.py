@@ -6,7 +6,7 @@ import asyncio
 import ipaddress
 import socket
 
-from chaos.toxiproxy.errors import ApiError, internal
+from chaos.toxiproxy.errors import NON_LOOPBACK_LISTEN, ApiError, internal
 
 
 def split_host_port(address: str) -> tuple[str, int]:
@@ -51,11 +51,51 @@ async def resolve_listen(address: str) -> str:
     host, port = split_host_port(address)
     if host == "" or _is_ip(host):
         return join_host_port(host, port)
-    loop = asyncio.get_running_loop()
     try:
-        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        _, resolved, _ = await bind_address(address)
     except OSError as exc:
         raise ApiError(f"lookup {host}: {exc}", 500) from None
+    return join_host_port(resolved, port)
+
+
+async def bind_address(listen: str) -> tuple[socket.AddressFamily, str, int]:
+    """Family, host and port a proxy listening on `listen` binds; host "" is every interface.
+
+    Raises OSError if the host does not resolve, ApiError(500) if `listen` is malformed.
+    """
+    host, port = split_host_port(listen) if listen else ("", 0)
+    if host == "":
+        return socket.AF_UNSPEC, "", port
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
     # Go prefers an IPv4 address when a name resolves to both families.
     infos.sort(key=lambda info: info[0] != socket.AF_INET)
-    return join_host_port(str(infos[0][4][0]), port)
+    family, _, _, _, address = infos[0]
+    return family, str(address[0]), port
+
+
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 and ::ffff:127.x; not "" (every interface) and not a name."""
+    try:
+        ip = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+async def require_loopback(listen: str) -> None:
+    """Refuse (400) a `listen` that would bind beyond loopback: the server's promise by default.
+
+    A malformed or unresolvable address passes: binding it reports Toxiproxy's own error.
+    """
+    try:
+        _, host, _ = await bind_address(listen)
+    except (OSError, ApiError):
+        return
+    if not is_loopback(host):
+        binds = f"binds {host}" if host else "means every interface"
+        raise NON_LOOPBACK_LISTEN.joined(
+            f"{listen!r} {binds}; use 127.0.0.1:PORT or [::1]:PORT,"
+            " or start the server with --allow-non-loopback"
+        )

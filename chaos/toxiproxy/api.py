@@ -9,8 +9,8 @@ from typing import Any
 
 from aiohttp import web
 
-from chaos.toxiproxy.decoding import parse_body
 from chaos.toxiproxy.errors import ApiError, internal
+from chaos.toxiproxy.json_reader import parse_body
 from chaos.toxiproxy.proxy_collection import ProxyCollection
 
 log = logging.getLogger(__name__)
@@ -21,7 +21,8 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def _json(data: Any, status: int = 200) -> web.Response:
-    body = json.dumps(data, separators=(",", ":")).encode()
+    # allow_nan=False: a value that is not JSON (NaN, Infinity) is a 500, never a bare `NaN`.
+    body = json.dumps(data, separators=(",", ":"), allow_nan=False).encode()
     return web.Response(body=body, status=status, headers={"Content-Type": "application/json"})
 
 

@@ -19,7 +19,7 @@ class ApiError(Exception):
 
     def body(self) -> str:
         # Go's http.Error appends a newline to the JSON text; clients that compare bodies see it.
-        return json.dumps(self.to_json(), separators=(",", ":")) + "\n"
+        return json.dumps(self.to_json(), separators=(",", ":"), allow_nan=False) + "\n"
 
     def joined(self, detail: str) -> ApiError:
         """Toxiproxy's joinError: `"<message>: <detail>"` with this error's status."""
@@ -34,6 +34,9 @@ INVALID_STREAM = ApiError("stream was invalid, can be either upstream or downstr
 INVALID_TOXIC_TYPE = ApiError("invalid toxic type", 400)
 TOXIC_ALREADY_EXISTS = ApiError("toxic already exists", 409)
 TOXIC_NOT_FOUND = ApiError("toxic not found", 404)
+# Ours, not Toxiproxy's: see README "Differences from Toxiproxy".
+NAME_TOO_LONG = ApiError("name too long", 400)
+NON_LOOPBACK_LISTEN = ApiError("listen address is not loopback", 400)
 
 
 def internal(message: str) -> ApiError:

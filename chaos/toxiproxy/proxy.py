@@ -6,7 +6,12 @@ import asyncio
 import socket
 from typing import Any
 
-from chaos.toxiproxy.addresses import join_host_port, resolve_listen, split_host_port
+from chaos.toxiproxy.addresses import (
+    bind_address,
+    join_host_port,
+    require_loopback,
+    resolve_listen,
+)
 from chaos.toxiproxy.connection import ClientSide, Connection
 from chaos.toxiproxy.errors import internal
 from chaos.toxiproxy.toxic_collection import ToxicCollection
@@ -17,8 +22,8 @@ class ProxyAlreadyStartedError(Exception):
 
 
 async def _bind(listen: str) -> socket.socket:
-    host, port = split_host_port(listen) if listen else ("", 0)
     try:
+        family, host, port = await bind_address(listen)
         if host == "":
             # Go's wildcard listener accepts IPv4 and IPv6 on one port and reports "[::]:port".
             if socket.has_dualstack_ipv6():
@@ -26,22 +31,25 @@ async def _bind(listen: str) -> socket.socket:
                     ("::", port), family=socket.AF_INET6, dualstack_ipv6=True
                 )
             return socket.create_server(("0.0.0.0", port))
-        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        infos.sort(key=lambda info: info[0] != socket.AF_INET)
-        family, _, _, _, address = infos[0]
-        return socket.create_server((str(address[0]), port), family=family)
+        return socket.create_server((host, port), family=family)
     except OSError as exc:
         reason = (exc.strerror or str(exc)).lower()
         raise internal(f"listen tcp {listen}: bind: {reason}") from None
 
 
 class Proxy:
-    """Toxiproxy's Proxy: `listen` holds the real bound address once started."""
+    """Toxiproxy's Proxy: `listen` holds the real bound address once started.
 
-    def __init__(self, name: str, listen: str, upstream: str) -> None:
+    Unless `allow_non_loopback`, it refuses to bind anything but a loopback address.
+    """
+
+    def __init__(
+        self, name: str, listen: str, upstream: str, allow_non_loopback: bool = False
+    ) -> None:
         self.name = name
         self.listen = listen
         self.upstream = upstream
+        self.allow_non_loopback = allow_non_loopback
         self.enabled = False
         self.toxics = ToxicCollection()
         self._server: asyncio.Server | None = None
@@ -69,6 +77,8 @@ class Proxy:
     async def start(self) -> None:
         if self.enabled:
             raise ProxyAlreadyStartedError(self.name)
+        if not self.allow_non_loopback:
+            await require_loopback(self.listen)
         sock = await _bind(self.listen)
         try:
             self._server = await asyncio.get_running_loop().create_server(

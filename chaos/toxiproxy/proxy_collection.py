@@ -5,7 +5,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from chaos.toxiproxy.decoding import expect_object, get_bool, get_str, json_kind
+from chaos.toxiproxy.addresses import require_loopback
+from chaos.toxiproxy.decoding import (
+    check_name_length,
+    expect_object,
+    get_bool,
+    get_str,
+    json_kind,
+)
 from chaos.toxiproxy.errors import (
     BAD_REQUEST_BODY,
     MISSING_FIELD,
@@ -16,15 +23,28 @@ from chaos.toxiproxy.errors import (
 from chaos.toxiproxy.proxy import Proxy, ProxyAlreadyStartedError
 
 _PROXY = "toxiproxy.Proxy"
+_PROXY_STRUCT = "Proxy"  # Go names a struct field's type without its package
 _POPULATE = "[]struct { toxiproxy.Proxy; Enabled *bool }"
 
 
 class ProxyCollection:
-    """Guards proxy names; one lock serialises changes since starting a proxy awaits."""
+    """Guards proxy names; one lock serialises changes since starting a proxy awaits.
 
-    def __init__(self) -> None:
+    Unless `allow_non_loopback`, a proxy may only listen on loopback, checked before it is
+    created or changed (even disabled) and again whenever it binds.
+    """
+
+    def __init__(self, allow_non_loopback: bool = False) -> None:
         self._proxies: dict[str, Proxy] = {}
         self.lock = asyncio.Lock()
+        self.allow_non_loopback = allow_non_loopback
+
+    async def _check_listen(self, listen: str) -> None:
+        if not self.allow_non_loopback:
+            await require_loopback(listen)
+
+    def _new_proxy(self, name: str, listen: str, upstream: str) -> Proxy:
+        return Proxy(name, listen, upstream, self.allow_non_loopback)
 
     def all(self) -> list[Proxy]:
         return list(self._proxies.values())
@@ -38,18 +58,20 @@ class ProxyCollection:
     async def create_json(self, body: Any) -> Proxy:
         """POST /proxies: a new proxy, enabled unless `enabled: false`."""
         obj = expect_object(body, _PROXY)
-        name = get_str(obj, "name", _PROXY, "")
-        listen = get_str(obj, "listen", _PROXY, "")
-        upstream = get_str(obj, "upstream", _PROXY, "")
-        enabled = get_bool(obj, "enabled", _PROXY, True)
+        name = get_str(obj, "name", _PROXY_STRUCT, "")
+        listen = get_str(obj, "listen", _PROXY_STRUCT, "")
+        upstream = get_str(obj, "upstream", _PROXY_STRUCT, "")
+        enabled = get_bool(obj, "enabled", _PROXY_STRUCT, True)
         if not name:
             raise MISSING_FIELD.joined("name")
         if not upstream:
             raise MISSING_FIELD.joined("upstream")
+        check_name_length(name, "proxy name")
+        await self._check_listen(listen)
         async with self.lock:
             if name in self._proxies:
                 raise PROXY_ALREADY_EXISTS
-            proxy = Proxy(name, listen, upstream)
+            proxy = self._new_proxy(name, listen, upstream)
             if enabled:
                 await proxy.start()
             self._proxies[name] = proxy
@@ -60,9 +82,11 @@ class ProxyCollection:
         async with self.lock:
             proxy = self.get(name)
             obj = expect_object(body, _PROXY)
-            listen = get_str(obj, "listen", _PROXY, proxy.listen)
-            upstream = get_str(obj, "upstream", _PROXY, proxy.upstream)
-            enabled = get_bool(obj, "enabled", _PROXY, proxy.enabled)
+            listen = get_str(obj, "listen", _PROXY_STRUCT, proxy.listen)
+            upstream = get_str(obj, "upstream", _PROXY_STRUCT, proxy.upstream)
+            enabled = get_bool(obj, "enabled", _PROXY_STRUCT, proxy.enabled)
+            # Checked first, so a refused address leaves the proxy as it was.
+            await self._check_listen(listen)
             await proxy.update(listen, upstream, enabled)
         return proxy
 
@@ -75,15 +99,17 @@ class ProxyCollection:
         specs: list[tuple[str, str, str, bool]] = []
         for index, item in enumerate(body, start=1):
             obj = expect_object(item, _PROXY)
-            name = get_str(obj, "name", _PROXY, "")
-            listen = get_str(obj, "listen", _PROXY, "")
-            upstream = get_str(obj, "upstream", _PROXY, "")
-            enabled = get_bool(obj, "enabled", _PROXY, True)
+            name = get_str(obj, "name", _PROXY_STRUCT, "")
+            listen = get_str(obj, "listen", _PROXY_STRUCT, "")
+            upstream = get_str(obj, "upstream", _PROXY_STRUCT, "")
+            enabled = get_bool(obj, "enabled", _PROXY_STRUCT, True)
             # Everything is validated before any proxy is created, as in Toxiproxy.
             if not name:
                 raise MISSING_FIELD.joined(f"name at proxy {index}")
             if not upstream:
                 raise MISSING_FIELD.joined(f"upstream at proxy {index}")
+            check_name_length(name, f"proxy name at proxy {index}")
+            await self._check_listen(listen)
             specs.append((name, listen, upstream, enabled))
         result: list[Proxy] = []
         async with self.lock:
@@ -101,7 +127,7 @@ class ProxyCollection:
                 return existing
             # A replaced proxy starts afresh, without the old one's toxics (as in Toxiproxy).
             existing.stop()
-        proxy = Proxy(name, listen, upstream)
+        proxy = self._new_proxy(name, listen, upstream)
         if enabled:
             await proxy.start()
         self._proxies[name] = proxy

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import signal
 import socket
@@ -17,18 +16,24 @@ from aiohttp import web
 
 from chaos.toxiproxy.api import ToxiproxyApi
 from chaos.toxiproxy.errors import ApiError
+from chaos.toxiproxy.json_reader import parse_body
 from chaos.toxiproxy.proxy_collection import ProxyCollection
 
 log = logging.getLogger(__name__)
 
 
 class ToxiproxyServer:
-    """Toxiproxy-compatible server; the admin API binds 127.0.0.1 unless told otherwise."""
+    """Toxiproxy-compatible server; the admin API binds 127.0.0.1 unless told otherwise.
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 8474) -> None:
+    Proxies may only listen on loopback unless `allow_non_loopback` (unlike Toxiproxy).
+    """
+
+    def __init__(
+        self, host: str = "127.0.0.1", port: int = 8474, *, allow_non_loopback: bool = False
+    ) -> None:
         self.host = host
         self.port = port
-        self.proxies = ProxyCollection()
+        self.proxies = ProxyCollection(allow_non_loopback)
         self._runner: web.AppRunner | None = None
         self._api_port: int | None = None
 
@@ -81,21 +86,22 @@ class ToxiproxyServer:
         await self.stop()
 
 
-async def serve_forever(host: str, port: int, config_path: str | None = None) -> None:
+async def serve_forever(
+    host: str, port: int, config_path: str | None = None, *, allow_non_loopback: bool = False
+) -> None:
     """Run until SIGINT or SIGTERM; `config_path` is a JSON list of proxies, like -config."""
     loop = asyncio.get_running_loop()
     stopped = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stopped.set)
-    async with ToxiproxyServer(host, port) as server:
+    async with ToxiproxyServer(host, port, allow_non_loopback=allow_non_loopback) as server:
         if config_path is not None:
             # Like Toxiproxy, a bad config file is logged and the server keeps running.
             try:
-                text = await asyncio.to_thread(Path(config_path).read_text, encoding="utf-8")
-                proxies = json.loads(text)
-                created = await server.populate(proxies)
+                raw = await asyncio.to_thread(Path(config_path).read_bytes)
+                created = await server.populate(parse_body(raw))
                 log.info("populated %d proxies from %s", len(created), config_path)
-            except (OSError, ValueError, ApiError) as exc:
+            except (OSError, ApiError) as exc:
                 log.error("failed to populate proxies from %s: %s", config_path, exc)
         print(f"toxiproxy API on http://{host}:{server.api_port}", flush=True)
         await stopped.wait()
@@ -108,9 +114,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1", help="API host (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8474, help="API port (default 8474)")
     parser.add_argument("--config", default=None, help="JSON list of proxies to populate")
+    parser.add_argument(
+        "--allow-non-loopback",
+        action="store_true",
+        help="let proxies listen beyond 127.0.0.1/::1 (refused by default, unlike Toxiproxy)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    asyncio.run(serve_forever(args.host, args.port, args.config))
+    asyncio.run(
+        serve_forever(args.host, args.port, args.config, allow_non_loopback=args.allow_non_loopback)
+    )
     return 0
 
 

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from chaos.toxiproxy.decoding import expect_object, get_float, get_int, get_str
+from chaos.toxiproxy.decoding import (
+    check_name_length,
+    expect_object,
+    get_float32,
+    get_int,
+    get_str,
+)
 from chaos.toxiproxy.errors import (
     INVALID_STREAM,
     INVALID_TOXIC_TYPE,
@@ -14,6 +20,7 @@ from chaos.toxiproxy.errors import (
 from chaos.toxiproxy.toxics import TOXIC_TYPES, Direction, Toxic
 
 _WRAPPER = "toxics.ToxicWrapper"
+_WRAPPER_STRUCT = "ToxicWrapper"  # Go names a struct field's type without its package
 
 
 class ToxicListener(Protocol):
@@ -35,11 +42,12 @@ def _apply_attributes(toxic: Toxic, raw: Any) -> dict[str, int]:
     """Validate every attribute before changing any, so a bad update leaves the toxic intact."""
     if raw is None:
         return dict(toxic.attributes)
-    struct = type(toxic).__name__
-    attributes = expect_object(raw, f"struct field {_WRAPPER}.attributes")
+    struct = f"{type(toxic).__name__}.attributes"
+    # Go decodes attributes through an anonymous struct, hence the empty struct name.
+    attributes = expect_object(raw, f"toxics.{type(toxic).__name__}", "struct field .attributes")
     merged = dict(toxic.attributes)
     for name in toxic.attribute_names:
-        merged[name] = get_int(attributes, name, struct, merged[name])
+        merged[name] = get_int(attributes, name, struct, merged[name], toxic.go_int_type)
     return merged
 
 
@@ -81,13 +89,14 @@ class ToxicCollection:
     def add_json(self, body: Any) -> Toxic:
         """POST /proxies/{proxy}/toxics, checked in Toxiproxy's order."""
         obj = expect_object(body, _WRAPPER)
-        name = get_str(obj, "name", _WRAPPER, "")
-        type_name = get_str(obj, "type", _WRAPPER, "")
-        stream = get_str(obj, "stream", _WRAPPER, "downstream")
-        toxicity = get_float(obj, "toxicity", _WRAPPER, 1.0)
+        name = get_str(obj, "name", _WRAPPER_STRUCT, "")
+        type_name = get_str(obj, "type", _WRAPPER_STRUCT, "")
+        stream = get_str(obj, "stream", _WRAPPER_STRUCT, "downstream")
+        toxicity = get_float32(obj, "toxicity", _WRAPPER_STRUCT, 1.0)
         direction = _parse_direction(stream)
         if not name:
             name = f"{type_name}_{stream}"
+        check_name_length(name, "toxic name")
         toxic_type = TOXIC_TYPES.get(type_name)
         if toxic_type is None:
             raise INVALID_TOXIC_TYPE
@@ -103,7 +112,7 @@ class ToxicCollection:
         """PATCH/POST /proxies/{proxy}/toxics/{toxic}: attributes merge, toxicity optional."""
         toxic = self.get(name)
         obj = expect_object(body, "struct { Attributes interface {}; Toxicity float32 }")
-        toxicity = get_float(obj, "toxicity", "", toxic.toxicity)
+        toxicity = get_float32(obj, "toxicity", "", toxic.toxicity)
         attributes = _apply_attributes(toxic, obj.get("attributes"))
         toxic.attributes = attributes
         toxic.toxicity = toxicity

@@ -70,6 +70,7 @@ class Toxic:
 
     type_name: ClassVar[str]
     attribute_names: ClassVar[tuple[str, ...]] = ()
+    go_int_type: ClassVar[str] = "int64"  # the attributes' Go type, named in decoding errors
 
     def __init__(self, name: str, stream: str, direction: Direction, toxicity: float) -> None:
         self.name = name

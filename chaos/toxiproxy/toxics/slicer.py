@@ -12,6 +12,7 @@ class SlicerToxic(Toxic):
 
     type_name = "slicer"
     attribute_names = ("average_size", "size_variation", "delay")
+    go_int_type = "int"
 
     @property
     def average_size_bytes(self) -> int:

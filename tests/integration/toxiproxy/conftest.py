@@ -19,12 +19,11 @@ from chaos.toxiproxy.client import ToxiproxyClient
 from chaos.toxiproxy.server import ToxiproxyServer
 
 
-@pytest.fixture
-def toxiproxy() -> Iterator[RunningServer]:
+def _running(server: ToxiproxyServer) -> Iterator[RunningServer]:
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="toxiproxy", daemon=True)
     thread.start()
-    running = RunningServer(ToxiproxyServer("127.0.0.1", 0), loop)
+    running = RunningServer(server, loop)
     running.call(running.server.start())
     try:
         yield running
@@ -33,6 +32,17 @@ def toxiproxy() -> Iterator[RunningServer]:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(5)
         loop.close()
+
+
+@pytest.fixture
+def toxiproxy() -> Iterator[RunningServer]:
+    yield from _running(ToxiproxyServer("127.0.0.1", 0))
+
+
+@pytest.fixture
+def toxiproxy_any_interface() -> Iterator[RunningServer]:
+    """A server started with the explicit option that lets proxies listen beyond loopback."""
+    yield from _running(ToxiproxyServer("127.0.0.1", 0, allow_non_loopback=True))
 
 
 @pytest.fixture

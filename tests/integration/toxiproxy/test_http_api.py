@@ -3,38 +3,12 @@
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from typing import Any
 
 import pytest
-from toxiproxy_helpers import RunningServer
+from toxiproxy_helpers import RunningServer, error_of, http
 
 pytestmark = pytest.mark.timeout(20)
-
-
-def http(
-    server: RunningServer,
-    method: str,
-    path: str,
-    body: Any = None,
-    raw: bytes | None = None,
-    user_agent: str = "test",
-) -> tuple[int, dict[str, str], bytes]:
-    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
-    request = urllib.request.Request(server.base_url + path, data=data, method=method)
-    request.add_header("User-Agent", user_agent)
-    try:
-        with urllib.request.urlopen(request, timeout=5) as response:
-            return response.status, dict(response.headers), response.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, dict(exc.headers), exc.read()
-
-
-def error_of(status: int, body: bytes) -> dict[str, Any]:
-    parsed = json.loads(body)
-    assert parsed["status"] == status
-    return dict(parsed)
 
 
 def create(server: RunningServer, upstream_port: int, name: str = "p") -> dict[str, Any]:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,3 +49,29 @@ class RunningServer:
 
     def call(self, coro: Any, timeout_s: float = 5.0) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout_s)
+
+
+def http(
+    server: RunningServer,
+    method: str,
+    path: str,
+    body: Any = None,
+    raw: bytes | None = None,
+    user_agent: str = "test",
+) -> tuple[int, dict[str, str], bytes]:
+    """One request on the raw HTTP API: status, headers, body (errors included)."""
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    request = urllib.request.Request(server.base_url + path, data=data, method=method)
+    request.add_header("User-Agent", user_agent)
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
+
+
+def error_of(status: int, body: bytes) -> dict[str, Any]:
+    """Toxiproxy's error shape, `{"error": ..., "status": N}`, checked against the HTTP status."""
+    parsed = json.loads(body)
+    assert parsed["status"] == status
+    return dict(parsed)
