@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import grpc
 import pytest
+from mesh_up_process import MESH, MeshUp
+
+from mesh.v1 import admin_pb2, admin_pb2_grpc
 
 pytestmark = pytest.mark.e2e
 
@@ -102,3 +108,71 @@ def test_bad_experiment_file_exits_2(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert "fautls" in proc.stdout and str(bad) in proc.stdout
+
+
+def test_an_alias_bomb_is_refused_at_once(tmp_path: Path) -> None:
+    levels = ["x0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    levels += [f"x{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(
+        "title: t\nhypothesis: h\n" + "\n".join(levels) + "\nvariants: [{name: full}]\n"
+    )
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "chaos.cli", "chaos", "run", str(bomb)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert time.monotonic() - started < 20  # start-up and imports included; was 52 s of CPU
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    [line] = proc.stdout.strip().splitlines()
+    assert line.startswith(f"error: {bomb}: line ")
+    assert line.endswith("more than 20000 nodes once aliases are expanded")
+    assert "Traceback" not in proc.stderr
+
+
+def gateway_policy(mesh_up: MeshUp) -> str:
+    addr = mesh_up.state["services"]["gateway"]["admin"]
+    with grpc.insecure_channel(addr) as channel:
+        reply = admin_pb2_grpc.PolicyAdminStub(channel).GetPolicy(
+            admin_pb2.GetPolicyRequest(), timeout=5
+        )
+    return str(reply.name)
+
+
+def test_target_running_drives_the_mesh_up_describes(tmp_path: Path, mesh_up: MeshUp) -> None:
+    exp = tmp_path / "short.yaml"
+    exp.write_text(
+        SHORT.replace("{max_calls}", "12")
+        .replace("{more}", UNPROTECTED)
+        .replace("requests: 40", "requests: 20")
+        .replace("min: 40", "min: 20")
+    )
+    out = tmp_path / "out.json"
+    assert gateway_policy(mesh_up) == "full"
+    proc = subprocess.run(
+        [
+            *MESH,
+            "chaos",
+            "run",
+            str(exp),
+            "--target",
+            "running",
+            "--json",
+            str(out),
+            "--reports",
+            str(tmp_path / "reports"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "MESH_STATE_DIR": str(mesh_up.state_dir)},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [result] = json.loads(out.read_text())
+    by_name = {v["name"]: v for v in result["variants"]}
+    assert [v["skipped"] for v in by_name.values()] == ["", ""], "every variant ran"
+    assert by_name["unprotected"]["phases"]["fault"]["metrics"]["dependency_calls"] == 20
+    assert by_name["full"]["phases"]["fault"]["metrics"]["dependency_calls"] <= 12
+    assert gateway_policy(mesh_up) == "full", "the mesh is back on the policy it ran"
