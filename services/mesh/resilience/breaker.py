@@ -19,6 +19,12 @@ from mesh.resilience.policy import BreakerPolicy
 CLOSED, HALF_OPEN, OPEN = BreakerState.CLOSED, BreakerState.HALF_OPEN, BreakerState.OPEN
 
 
+def state_at(state: BreakerState, open_until_s: float, now_s: float) -> BreakerState:
+    """An open breaker is half-open once its open time has passed, whether or not a call has
+    looked since: the breaker itself and the `mesh_breaker_state` gauge both read it this way."""
+    return HALF_OPEN if state is OPEN and now_s >= open_until_s else state
+
+
 class CircuitBreaker:
     """One breaker's state machine. `acquire()` returns a generation that the outcome is
     reported with, so results of calls admitted before a transition cannot move the new state.
@@ -43,7 +49,7 @@ class CircuitBreaker:
 
     @property
     def state(self) -> BreakerState:
-        if self._state is OPEN and self._clock.now() >= self._open_until_s:
+        if state_at(self._state, self._open_until_s, self._clock.now()) is not self._state:
             self._move(HALF_OPEN)
         return self._state
 

@@ -190,6 +190,7 @@ async def serve(
     if tracing is not None:
         bus.subscribe(tracing.listener)
     runtime = Runtime(config, policy, bus, faults, metrics, tracing=tracing, tls=tls)
+    runtime.on_policy(lambda _policy: metrics.breakers_replaced())
     built = await build(runtime)
 
     resilience = server_interceptors(name, policy.server(name), bus, faults)

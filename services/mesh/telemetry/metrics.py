@@ -22,7 +22,9 @@
 
 `outcome` and `code` are gRPC status code names ("OK", "UNAVAILABLE", ...); `method` is the
 full gRPC method name, or "*" for a per-dependency breaker; `mesh_breaker_state` is 0 closed,
-1 half-open, 2 open; retry `reason` is the failing code name; skip `reason` is one of
+1 half-open, 2 open, read at scrape time from the breaker's clock (an open breaker nobody calls
+reads half-open once its open time has passed; a policy swap's fresh breakers read closed);
+retry `reason` is the failing code name; skip `reason` is one of
 attempts, budget, pushback, not_retryable_method, retries_off; `stage` is attempt or backoff.
 `mesh_server_deadline_overrun_seconds` observes, for each call that arrived with a deadline
 and ended CANCELLED or DEADLINE_EXCEEDED, how long it kept running past that deadline (0 when
@@ -38,6 +40,8 @@ from wsgiref.simple_server import WSGIServer
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from mesh.resilience import events as ev
+from mesh.resilience.breaker import state_at
+from mesh.resilience.clock import Clock, SystemClock
 
 _DM = ("dependency", "method")
 
@@ -56,10 +60,40 @@ class _Cached:
         return child
 
 
-class MeshMetrics:
-    """One service's metrics in the given registry; subscribe `.listener` to its EventBus."""
+class _BreakerGauge:
+    """`mesh_breaker_state`, computed when scraped from each breaker's last move and the clock
+    (the breakers' own), so a state that changes with time alone is reported without a call."""
 
-    def __init__(self, registry: CollectorRegistry, service: str) -> None:
+    def __init__(self, gauge: Gauge, clock: Clock) -> None:
+        self._gauge = gauge
+        self._clock = clock
+        self._last: dict[tuple[str, str], tuple[ev.BreakerState, float]] = {}
+
+    def moved(self, e: ev.BreakerStateChanged) -> None:
+        key = (e.dependency, e.method)
+        fresh = key not in self._last
+        self._last[key] = (e.to_state, self._clock.now() + e.time_until_probe_s)
+        if fresh:
+            self._gauge.labels(*key).set_function(lambda: float(self.state(*key)))
+
+    def state(self, dependency: str, method: str) -> ev.BreakerState:
+        to_state, open_until_s = self._last[(dependency, method)]
+        return state_at(to_state, open_until_s, self._clock.now())
+
+    def replaced(self) -> None:
+        """Every pipeline was rebuilt: the breakers reported so far are gone, new ones closed."""
+        for key in self._last:
+            self._last[key] = (ev.BreakerState.CLOSED, 0.0)
+
+
+class MeshMetrics:
+    """One service's metrics in the given registry; subscribe `.listener` to its EventBus.
+
+    `clock` must be the clock the service's breakers run on (both default to the system's)."""
+
+    def __init__(
+        self, registry: CollectorRegistry, service: str, clock: Clock | None = None
+    ) -> None:
         self.registry = registry
         self.service = service
         self._httpd: WSGIServer | None = None
@@ -89,8 +123,9 @@ class MeshMetrics:
         self.pushbacks = counter(
             "mesh_pushbacks_honoured_total", "Retries delayed by a server pushback.", _DM
         )
-        self.breaker_state = _Cached(
-            Gauge("mesh_breaker_state", "0 closed, 1 half-open, 2 open.", _DM, registry=registry)
+        self.breaker_state = _BreakerGauge(
+            Gauge("mesh_breaker_state", "0 closed, 1 half-open, 2 open.", _DM, registry=registry),
+            clock or SystemClock(),
         )
         self.breaker_transitions = counter(
             "mesh_breaker_transitions_total", "Breaker state changes.", (*_DM, "to_state")
@@ -150,6 +185,10 @@ class MeshMetrics:
         if handler is not None:
             handler(event)
 
+    def breakers_replaced(self) -> None:
+        """Call when a new policy rebuilt every pipeline (its breakers start closed)."""
+        self.breaker_state.replaced()
+
     def start_http(self, addr: str) -> int:
         """Serves /metrics on "host:port" (port 0 picks one) from a daemon thread; returns it."""
         host, _, port = addr.rpartition(":")
@@ -183,7 +222,7 @@ class MeshMetrics:
         self.deadline_exhausted.child(e.dependency, e.method, e.stage).inc()
 
     def _breaker_moved(self, e: ev.BreakerStateChanged) -> None:
-        self.breaker_state.child(e.dependency, e.method).set(int(e.to_state))
+        self.breaker_state.moved(e)
         self.breaker_transitions.child(e.dependency, e.method, e.to_state.name.lower()).inc()
 
     def _breaker_rejected(self, e: ev.BreakerRejected) -> None:

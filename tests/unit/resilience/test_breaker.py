@@ -229,3 +229,16 @@ class BreakerMachine(RuleBasedStateMachine):
 
 TestBreakerAgainstModel = BreakerMachine.TestCase
 TestBreakerAgainstModel.settings = settings(max_examples=150, stateful_step_count=40, deadline=None)
+
+
+def test_its_state_follows_its_clock_without_a_call() -> None:
+    from mesh.resilience.breaker import state_at
+
+    b, clock, seen = make(consecutive_failures=1, open_s=2.0)
+    fail(b)
+    assert state_at(OPEN, 1002.0, clock.now() + 1.99) is OPEN
+    assert state_at(OPEN, 1002.0, 1002.0) is HALF_OPEN
+    assert state_at(CLOSED, 0.0, 5000.0) is CLOSED
+    clock.advance(2.0)
+    assert b.state is HALF_OPEN
+    assert [e.to_state for e in seen if isinstance(e, BreakerStateChanged)] == [OPEN, HALF_OPEN]

@@ -66,3 +66,49 @@ def test_two_registries_do_not_collide_and_http_serves_one() -> None:
         assert 'mesh_service_info{service="a"} 1.0' in body
     finally:
         first.stop_http()
+
+
+def test_an_open_breaker_nobody_calls_reads_half_open_once_its_open_time_passes() -> None:
+    from mesh.resilience.breaker import CircuitBreaker
+    from mesh.resilience.clock import FakeClock
+    from mesh.resilience.policy import BreakerPolicy
+
+    clock = FakeClock()
+    registry = CollectorRegistry()
+    metrics = MeshMetrics(registry, "gateway", clock=clock)
+    bus = ev.EventBus()
+    bus.subscribe(metrics.listener)
+    policy = BreakerPolicy.model_validate({"consecutive_failures": 2, "open_s": 2.0})
+    breaker = CircuitBreaker(policy, clock, bus, "recommendation", "/x/Popular")
+    for _ in range(2):
+        breaker.record_failure(breaker.acquire())
+    labels = {"dependency": "recommendation", "method": "/x/Popular"}
+
+    def state() -> float | None:
+        return registry.get_sample_value("mesh_breaker_state", labels)
+
+    assert state() == 2
+    clock.advance(1.9)
+    assert state() == 2
+    clock.advance(0.2)  # past open_s, and no call has touched the breaker
+    assert state() == 1
+    assert (
+        registry.get_sample_value(
+            "mesh_breaker_transitions_total", {**labels, "to_state": "half_open"}
+        )
+        is None
+    ), "reading the gauge is not a transition"
+    breaker.record_success(breaker.acquire())  # the probe
+    assert state() == 0
+
+
+def test_a_new_policy_reports_its_fresh_breakers_closed() -> None:
+    registry = CollectorRegistry()
+    metrics = MeshMetrics(registry, "gateway")
+    metrics.listener(
+        ev.BreakerStateChanged("profile", M, ev.BreakerState.CLOSED, ev.BreakerState.OPEN, 30)
+    )
+    dm = {"dependency": "profile", "method": M}
+    assert registry.get_sample_value("mesh_breaker_state", dm) == 2
+    metrics.breakers_replaced()
+    assert registry.get_sample_value("mesh_breaker_state", dm) == 0
