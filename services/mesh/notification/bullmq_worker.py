@@ -1,4 +1,4 @@
-"""bullmq's Worker with two fixes this project's measurements needed (bullmq 3.4.4).
+"""bullmq's Worker with three fixes this project's measurements needed (bullmq 3.4.4).
 
 - Rate limiter: when the limiter says "wait N ms", the stock worker treats the queue as
   drained and blocks for `drainDelay` (5 s) instead: 30 jobs at 10/s took minutes. Here it
@@ -6,6 +6,16 @@
 - Timer resolution: the blocking connection never learns the Redis version, so it assumes
   Redis < 6 and rounds every block up to whole seconds: a 200 ms backoff waited 1 s. `ready()`
   asks for the version on both connections before the worker runs.
+- Delayed jobs held for minutes: the worker waits for its next job in one blocking read
+  (BZPOPMIN, 5 s when idle, up to 10 s or until the next delayed job is due), but redis-py
+  cuts every read at its default 5 s socket timeout, and the retries bullmq configures (20,
+  backing off up to 20 s) re-send the same read, which times out again: a receipt due in 8 s
+  waited up to about 7 minutes, until the retries gave up or another job's wake-up came
+  while a read was in flight. Here reads block at most MAX_BLOCK_S under an explicit longer
+  socket timeout, and a lost connection is retried within a second. An empty read is
+  followed by a promotion of every due delayed job, so a job is at most MAX_BLOCK_S late
+  even when the wake-up meant for it is lost (a reply dropped by a proxy, another worker
+  killed after it took the wake-up).
 """
 
 from __future__ import annotations
@@ -14,13 +24,43 @@ import asyncio
 from typing import Any
 
 from bullmq import Worker
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+
+MAX_BLOCK_S = 1.0
+"""The longest blocking read for the next job: how late a due delayed job can be at worst."""
+SOCKET_TIMEOUT_S = MAX_BLOCK_S + 4.0
+"""Longer than any blocking read; short enough to notice a connection that went silent."""
+RETRY_DELAY_MS = 1000
+"""bullmq's pause after its client gave up on Redis (runRetryDelay; its default is 15 s)."""
+
+
+def connection_url(addr: str) -> str:
+    """The worker's Redis URL: the explicit socket timeouts its blocking reads need."""
+    return (
+        f"redis://{addr}?socket_timeout={SOCKET_TIMEOUT_S}&socket_connect_timeout=2"
+        "&socket_keepalive=true"
+    )
+
+
+def _quick_retry() -> Retry:
+    return Retry(ExponentialBackoff(cap=1.0, base=0.05), retries=5)
 
 
 class QueueWorker(Worker):  # type: ignore[misc]
-    """bullmq.Worker that honours the limiter's wait and blocks with sub-second precision."""
+    """bullmq.Worker that honours the limiter's wait, blocks with sub-second precision and
+    never longer than MAX_BLOCK_S, and reconnects within a second."""
 
     limitUntil: int
     drained: bool
+
+    def __init__(self, name: str, processor: Any, opts: dict[str, Any]) -> None:
+        super().__init__(name, processor, {"runRetryDelay": RETRY_DELAY_MS, **opts})
+        for connection in (self.redisConnection, self.blockingRedisConnection):
+            connection.conn.set_retry(_quick_retry())
+
+    def getBlockTimeout(self, block_until: int) -> float:
+        return float(min(super().getBlockTimeout(block_until), MAX_BLOCK_S))
 
     async def ready(self) -> None:
         """Raises while Redis cannot be reached; call (and retry) before run()."""

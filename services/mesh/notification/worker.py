@@ -21,7 +21,7 @@ from bullmq import UnrecoverableError
 from opentelemetry import propagate, trace
 
 from mesh.catalogue import catalogue
-from mesh.notification.bullmq_worker import QueueWorker
+from mesh.notification.bullmq_worker import QueueWorker, connection_url
 from mesh.notification.config import NotificationConfig
 from mesh.notification.metrics import JobMetrics
 from mesh.notification.receipt import BACKOFF_TYPE, BadPayload, Receipt, backoff_delay_ms
@@ -50,7 +50,7 @@ class ReceiptWorker:
         )
         self._smtp = SmtpSender(config.smtp_addr, config.smtp_timeout_s, config.concurrency)
         opts: dict[str, Any] = {
-            "connection": f"redis://{config.redis_addr}",
+            "connection": connection_url(config.redis_addr),
             "autorun": False,
             "concurrency": config.concurrency,
             "lockDuration": config.lock_ms,
