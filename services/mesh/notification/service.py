@@ -1,5 +1,5 @@
 """The notification service: the receipt worker inside the common serve() (health, metrics,
-graceful stop). Its gRPC port serves health only: readiness does not wait for Redis."""
+tracing, graceful stop). Its gRPC port serves health only: readiness does not wait for Redis."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ from mesh.notification.config import NotificationConfig
 from mesh.notification.metrics import JobMetrics
 from mesh.notification.worker import ReceiptWorker
 from mesh.runtime.server import Runtime, Service
+from mesh.telemetry.tracing import TRACER_NAME
 
 
 async def build(runtime: Runtime) -> Service:
     config = NotificationConfig.from_env(runtime.config)
-    worker = ReceiptWorker(config, JobMetrics(runtime.metrics.registry, config.queue))
+    tracer = runtime.tracing.provider.get_tracer(TRACER_NAME) if runtime.tracing else None
+    worker = ReceiptWorker(config, JobMetrics(runtime.metrics.registry, config.queue), tracer)
     worker.start()
     return Service(names=[], register=lambda _server: None, close=worker.close)

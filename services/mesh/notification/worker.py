@@ -18,9 +18,10 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from bullmq import UnrecoverableError
-from opentelemetry import propagate, trace
+from opentelemetry import trace
 
 from mesh.catalogue import catalogue
+from mesh.notification import job_span
 from mesh.notification.bullmq_worker import QueueWorker, connection_url
 from mesh.notification.config import NotificationConfig
 from mesh.notification.metrics import JobMetrics
@@ -28,7 +29,6 @@ from mesh.notification.receipt import BACKOFF_TYPE, BadPayload, Receipt, backoff
 from mesh.notification.smtp import SendError, SmtpSender, render
 
 log = logging.getLogger("mesh.notification")
-tracer = trace.get_tracer(__name__)
 
 
 def backoff_strategy(attempts_made: int, _type: str, _err: Any, job: Any) -> int:
@@ -40,11 +40,18 @@ def backoff_strategy(attempts_made: int, _type: str, _err: Any, job: Any) -> int
 
 
 class ReceiptWorker:
-    """One BullMQ worker on the receipts queue, started in the service's event loop."""
+    """One BullMQ worker on the receipts queue, started in the service's event loop.
 
-    def __init__(self, config: NotificationConfig, metrics: JobMetrics) -> None:
+    `tracer` (the service's, when tracing is on) makes one span per attempt (job_span.py)."""
+
+    def __init__(
+        self, config: NotificationConfig, metrics: JobMetrics, tracer: trace.Tracer | None = None
+    ) -> None:
         self.config = config
         self.metrics = metrics
+        self._tracer = tracer or trace.NoOpTracer()
+        self._planned_ms: dict[str, int] = {}
+        """Backoff delays an attempt's span announced, for bullmq's hook to return."""
         self._redis = aioredis.Redis.from_url(
             f"redis://{config.redis_addr}", socket_connect_timeout=2, socket_timeout=5
         )
@@ -56,7 +63,7 @@ class ReceiptWorker:
             "lockDuration": config.lock_ms,
             "stalledInterval": config.stalled_interval_ms,
             "maxStalledCount": config.max_stalled,
-            "settings": {"backoffStrategy": backoff_strategy},
+            "settings": {"backoffStrategy": self._backoff},
         }
         if config.rate_max:
             opts["limiter"] = {"max": config.rate_max, "duration": config.rate_duration_ms}
@@ -88,29 +95,32 @@ class ReceiptWorker:
 
     async def process(self, job: Any, _token: str) -> dict[str, Any]:
         started = time.monotonic()
-        carrier = job.data.get("trace") if isinstance(job.data, dict) else None
-        parent = propagate.extract(carrier if isinstance(carrier, dict) else {})
-        with tracer.start_as_current_span(
-            "receipts process",
-            context=parent,
-            kind=trace.SpanKind.CONSUMER,
-            attributes={
-                "messaging.system": "bullmq",
-                "messaging.destination.name": self.config.queue,
-                "messaging.message.id": str(job.id),
-                "mesh.job.attempt": job.attemptsMade + 1,
-            },
-        ):
+        attempt, attempts = job_span.attempt_of(job)
+        with job_span.attempt_span(self._tracer, self.config.queue, job) as span:
             try:
                 result = await self._send_once(job)
-            except UnrecoverableError:
+            except UnrecoverableError as err:
                 self.metrics.attempt("permanent", time.monotonic() - started)
+                job_span.job_failed(span, attempt, err, "permanent")
                 raise
-            except Exception:
+            except Exception as err:
                 self.metrics.attempt("transient", time.monotonic() - started)
+                if attempt < attempts:
+                    delay_ms = backoff_strategy(attempt, BACKOFF_TYPE, err, job)
+                    if delay_ms >= 0:
+                        self._planned_ms[str(job.id)] = delay_ms
+                        job_span.retry_scheduled(span, attempt, err, delay_ms)
+                else:
+                    job_span.job_failed(span, attempt, err, "exhausted")
                 raise
             self.metrics.attempt("ok", time.monotonic() - started)
+            span.add_event(job_span.EV_SENT if result["sent"] else job_span.EV_ALREADY_SENT)
             return result
+
+    def _backoff(self, attempts_made: int, type_: str, err: Any, job: Any) -> int:
+        """bullmq's backoff hook: the delay the failed attempt's span announced."""
+        planned = self._planned_ms.pop(str(job.id), None)
+        return backoff_strategy(attempts_made, type_, err, job) if planned is None else planned
 
     async def _send_once(self, job: Any) -> dict[str, Any]:
         try:

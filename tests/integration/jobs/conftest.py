@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pytest
 from bullmq import Queue
 from jobs_helpers import RedisProc, start_redis
+from opentelemetry.trace import Tracer
 from prometheus_client import CollectorRegistry
 
 from chaos.jobs.mailbox import Mailbox
@@ -80,11 +81,11 @@ def _clear_script(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @pytest.fixture
 async def run_worker() -> AsyncIterator[object]:
-    """run_worker(config) -> a started ReceiptWorker, closed after the test."""
+    """run_worker(config[, tracer]) -> a started ReceiptWorker, closed after the test."""
     started: list[ReceiptWorker] = []
 
-    def start(config: NotificationConfig) -> ReceiptWorker:
-        worker = ReceiptWorker(config, JobMetrics(CollectorRegistry(), config.queue))
+    def start(config: NotificationConfig, tracer: Tracer | None = None) -> ReceiptWorker:
+        worker = ReceiptWorker(config, JobMetrics(CollectorRegistry(), config.queue), tracer)
         worker.start()
         started.append(worker)
         return worker
