@@ -116,12 +116,13 @@ class Target:
             raise ValueError(f"--target {path}: no such file; is `mesh up` running?") from None
         except OSError as err:
             raise ValueError(f"--target {path}: cannot read: {err.strerror or err}") from None
-        except ValueError:
+        except (ValueError, RecursionError):
             raise ValueError(f"--target {path}: not a mesh state file (not JSON)") from None
         services = state.get("services") if isinstance(state, dict) else None
         if not isinstance(services, dict) or not isinstance(state.get("gateway"), str):
             raise ValueError(f"--target {path}: not a mesh state file (no gateway, no services)")
-        gateway_pid = (state.get("pids") or {}).get("gateway")
+        pids = state.get("pids")
+        gateway_pid = pids.get("gateway") if isinstance(pids, dict) else None
         if isinstance(gateway_pid, int) and not _alive(gateway_pid):
             raise ValueError(f"--target {path}: that mesh is not running (gateway pid exited)")
 
@@ -487,7 +488,8 @@ class Runner:
             await asyncio.to_thread(self.target.mesh.restart_services, policy)
         elif variant.policy != "full" or variant.overrides:
             result.skipped = (
-                "the target's policy cannot be changed from here; "
+                "the target's policy cannot be changed in place (no admin address for every "
+                "service: try --target running; or a change that needs a restart); "
                 "deploy it with MESH_POLICY and run this variant alone"
             )
             return result

@@ -93,6 +93,9 @@ def test_a_file_that_is_not_a_state_file_is_not_quoted(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not a mesh state file") as info:
         Target.parse(str(secret))
     assert "hunter2" not in str(info.value)
+    secret.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match="not a mesh state file"):
+        Target.parse(str(secret))
     secret.write_text(json.dumps({"gateway": "hunter2"}))
     with pytest.raises(ValueError, match="no gateway, no services") as info:
         Target.parse(str(secret))
