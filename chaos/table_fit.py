@@ -29,6 +29,8 @@ class Column:
     keep: bool = False
     meaning: str = ""
     """What an abbreviated header stands for; shown in the legend when the column is."""
+    wraps: bool = False
+    """Free text (a reason, a subject): its cells may wrap at spaces in every row."""
 
 
 @dataclass
@@ -63,21 +65,21 @@ class FitTable:
             pad_edge=False,
             padding=(0, 1),
             collapse_padding=True,
-            title=self.title or None,
+            title=Text(self.title) if self.title else None,
             title_justify="left",
-            caption=self.caption or None,
+            caption=Text(self.caption) if self.caption else None,
             caption_justify="left",
         )
         for i in shown:
             col = self.columns[i]
             table.add_column(
-                _wrap_header(headers[i], widths[i]),
+                Text(_wrap_header(headers[i], widths[i])),
                 justify="left" if col.justify == "left" else "right",
                 width=widths[i],
                 overflow="fold",
             )
         for row in self.rows:
-            table.add_row(*[row.cells[i] for i in shown], style=row.style or None)
+            table.add_row(*[Text(row.cells[i]) for i in shown], style=row.style or None)
         notes = [*self.notes]
         legend = [
             f"{headers[i]} = {self.columns[i].meaning or self.columns[i].header}"
@@ -119,7 +121,7 @@ class FitTable:
         )
 
     def _cells(self, i: int) -> list[tuple[str, bool]]:
-        return [(r.cells[i], r.free) for r in self.rows]
+        return [(r.cells[i], r.free or self.columns[i].wraps) for r in self.rows]
 
     def _natural(self, i: int, header: str) -> int:
         lines = [line for cell, _ in self._cells(i) for line in cell.split("\n")]
@@ -160,7 +162,7 @@ class FitTable:
         columns of free text (fewer wrapped lines), then left to right."""
         widths = dict(least)
         spare = budget - sum(widths.values())
-        free = [i for i in shown if any(r.free and r.cells[i] for r in self.rows)]
+        free = [i for i in shown if any(free and cell for cell, free in self._cells(i))]
         for i in [*free, *(i for i in shown if i not in free)]:
             more = min(spare, natural[i] - widths[i])
             if more > 0:

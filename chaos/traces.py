@@ -4,6 +4,7 @@ a list of recent ones, one as a terminal waterfall with its events inline, or Ja
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -124,27 +125,68 @@ def _event_text(event: dict[str, Any]) -> str:
     return f"{event['name']} {attrs}".rstrip()
 
 
-def waterfall(spans: list[Span], width: int = 32) -> list[str]:
+TIMES = 22
+"""Width of a line's `   offsetms     tookms ` part."""
+
+
+def _wrap(text: str, room: int) -> list[str]:
+    """`text` in lines of at most `room`: broken at spaces, and after dots inside long span
+    names; a piece wider than the room (an id) is split, never dropped."""
+    lines: list[str] = []
+    line = ""
+    for piece in re.findall(r"[^\s.]*\.|[^\s.]+|\s+", text):
+        if piece.isspace():
+            line += " " if line else ""
+            continue
+        if line.strip() and len(line) + len(piece) > room:
+            lines.append(line.rstrip())
+            line = ""
+        while len(piece) > room:
+            lines.append(piece[:room])
+            piece = piece[room:]
+        line += piece
+    return [*lines, line.rstrip()] if line.strip() or not lines else lines
+
+
+def waterfall(spans: list[Span], columns: int = 120) -> list[str]:
     """The trace as an indented tree: offset, duration, a bar on the trace's time scale, the
-    span's service, name and status; events inline beneath, at their offset."""
+    span's service, name and status; events inline beneath, at their offset. Every line fits
+    `columns`: the bar narrows (32 down to 10 cells), then long labels continue on the next
+    line, under themselves."""
     start = min(s["start_ns"] for s in spans)
     total = max(max(s["end_ns"] for s in spans) - start, 1)
     children: dict[str | None, list[Span]] = defaultdict(list)
     ids = {s["span_id"] for s in spans}
     for s in spans:
         children[s.get("parent_span_id") if s.get("parent_span_id") in ids else None].append(s)
+    depth: dict[str, int] = {}
+    stack = [(s, 0) for s in children[None]]
+    while stack:
+        span, d = stack.pop()
+        depth[span["span_id"]] = d
+        stack += [(c, d + 1) for c in children[span["span_id"]]]
+    longest = max(
+        2 * depth.get(s["span_id"], 0) + len(f"{s['name']} [{s.get('service', '')}] {status_of(s)}")
+        for s in spans
+    )
+    width = max(10, min(32, columns - TIMES - 3 - longest))
     lines: list[str] = []
+
+    def emit(head: str, label: str) -> None:
+        indent = len(label) - len(label.lstrip())
+        first, *rest = _wrap(label.lstrip(), max(columns - len(head) - indent - 2, 16))
+        lines.append(f"{head}{' ' * indent}{first}")
+        lines.extend(f"{' ' * (len(head) + indent + 2)}{more}" for more in rest)
 
     def walk(span: Span, depth: int) -> None:
         left = int((span["start_ns"] - start) / total * width)
         size = max(1, round((span["end_ns"] - span["start_ns"]) / total * width))
         bar = " " * left + "█" * min(size, width - left) + " " * max(0, width - left - size)
-        status = status_of(span)
         offset_ms = (span["start_ns"] - start) / 1e6
         took_ms = (span["end_ns"] - span["start_ns"]) / 1e6
-        lines.append(
-            f"{offset_ms:8.1f}ms {took_ms:8.1f}ms "
-            f"|{bar}| {'  ' * depth}{span['name']} [{span.get('service', '')}] {status}"
+        emit(
+            f"{offset_ms:8.1f}ms {took_ms:8.1f}ms |{bar}| ",
+            f"{'  ' * depth}{span['name']} [{span.get('service', '')}] {status_of(span)}",
         )
         # Events and child spans in time order: attempt, backoff, attempt, ... reads as a story.
         items: list[tuple[int, int, Span]] = [(e["time_ns"], 0, e) for e in span.get("events", ())]
@@ -153,9 +195,9 @@ def waterfall(spans: list[Span], width: int = 32) -> list[str]:
             if is_span:
                 walk(item, depth + 1)
             else:
-                lines.append(
-                    f"{(at_ns - start) / 1e6:8.1f}ms {'':10} {' ' * (width + 2)} "
-                    f"{'  ' * depth}  · {_event_text(item)}"
+                emit(
+                    f"{(at_ns - start) / 1e6:8.1f}ms {'':10} {' ' * (width + 2)} ",
+                    f"{'  ' * depth}  · {_event_text(item)}",
                 )
 
     for top in sorted(children[None], key=lambda s: s["start_ns"]):

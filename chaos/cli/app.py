@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
+import sys
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated
+
 import typer
+from typer.core import TyperOption
 
 from chaos.cli import bench, call, certs, chaos_cmd, demo, soak, toxiproxy, traces, up
 from chaos.cli.jobs import app as jobs_app
+from chaos.cli.json_out import bare_json_to_stdout
+
+DISTRIBUTION = "grpc-resilience-mesh"
+
+
+def _flag_shows_no_type() -> None:
+    """Typer 0.29 prints `<bool>` beside every flag (--help included), as if it took a value;
+    a flag takes none, so its help shows no type."""
+    shown = TyperOption.display_type_rich
+
+    def display_type_rich(self: TyperOption, ctx: typer.Context) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign,assignment]
+
+
+_flag_shows_no_type()
 
 app = typer.Typer(
     name="mesh",
@@ -15,6 +37,30 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        try:
+            typer.echo(f"mesh {version(DISTRIBUTION)}")
+        except PackageNotFoundError:
+            typer.echo("mesh (not installed: no version)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    _: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """A gRPC microservice mesh that shows what deadlines, retries, circuit breakers,
+    bulkheads and fallbacks do under injected faults."""
+
+
 app.command("up")(up.up)
 app.add_typer(call.app, name="call")
 app.command("toxiproxy")(toxiproxy.toxiproxy)
@@ -28,4 +74,4 @@ app.command("soak")(soak.soak)
 
 
 def main() -> None:
-    app()
+    app(args=bare_json_to_stdout(sys.argv[1:]), prog_name="mesh")

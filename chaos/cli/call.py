@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -17,10 +17,12 @@ import typer
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from chaos.launcher import MeshState
-from chaos.load import metadata_for
+from chaos.cli.json_out import JsonOpt, to_stdout, write_json
+from chaos.launcher import STATE_FILE, MeshState
+from chaos.load import metadata_for, traced
 from mesh.resilience.errors import PUSHBACK_KEY
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 
@@ -38,51 +40,89 @@ AddrOpt = Annotated[
         "$MESH_GATEWAY, else 127.0.0.1:50051).",
     ),
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the response as JSON.")]
 TimeoutOpt = Annotated[float, typer.Option(help="Deadline of the call, seconds.")]
 
 
-def _target(addr: str | None) -> tuple[str, str | None]:
-    state = MeshState.load(Path(os.environ.get("MESH_STATE_DIR", "var")))
-    api_key = os.environ.get("MESH_API_KEY") or (state.api_key if state else None)
-    if addr:
-        return addr, api_key
-    if os.environ.get("MESH_GATEWAY"):
-        return os.environ["MESH_GATEWAY"], api_key
-    return (state.gateway if state else "127.0.0.1:50051"), api_key
+@dataclass(frozen=True)
+class Found:
+    """Where the gateway and the API key came from, to say so when a call goes wrong."""
+
+    gateway: str
+    api_key: str | None
+    state_file: Path
+    state_found: bool
+    key_from: str
+
+    def where(self) -> str:
+        state = (
+            "found"
+            if self.state_found
+            else "not found: run from the folder of `mesh up`, or set MESH_STATE_DIR"
+        )
+        return f"mesh state: {self.state_file.resolve()} ({state}); API key: {self.key_from}"
+
+
+def _target(addr: str | None) -> Found:
+    state_file = Path(os.environ.get("MESH_STATE_DIR", "var")) / STATE_FILE
+    state = MeshState.load(state_file.parent)
+    if os.environ.get("MESH_API_KEY"):
+        api_key, key_from = os.environ["MESH_API_KEY"], "from MESH_API_KEY"
+    elif state is not None and state.api_key:
+        api_key, key_from = state.api_key, f"from {state_file}"
+    else:
+        api_key, key_from = None, "none (MESH_API_KEY is unset and no mesh.json holds one)"
+    gateway = (
+        addr or os.environ.get("MESH_GATEWAY") or (state.gateway if state else "127.0.0.1:50051")
+    )
+    return Found(gateway, api_key, state_file, state is not None, key_from)
 
 
 def _invoke(
     addr: str | None,
     timeout: float,
     fn: Callable[[gateway_pb2_grpc.GatewayStub, Any], Awaitable[M]],
-) -> M:
-    target, api_key = _target(addr)
+) -> tuple[M, str]:
+    """The reply and the trace id the call was sent with (a fresh W3C traceparent)."""
+    found = _target(addr)
+    trace_id, md = traced(metadata_for(found.api_key))
 
     async def go() -> M:
-        async with grpc.aio.insecure_channel(target) as channel:
+        async with grpc.aio.insecure_channel(found.gateway) as channel:
             started = time.perf_counter()
-            reply = await fn(gateway_pb2_grpc.GatewayStub(channel), metadata_for(api_key))
+            reply = await fn(gateway_pb2_grpc.GatewayStub(channel), md)
             elapsed_ms[0] = (time.perf_counter() - started) * 1000
             return reply
 
     elapsed_ms = [0.0]
     try:
         reply = asyncio.run(asyncio.wait_for(go(), timeout + 1))
-        notes.print(f"[dim]answered in {elapsed_ms[0]:.0f} ms by {target}[/dim]", highlight=False)
-        return reply
+        notes.print(
+            f"[dim]answered in {elapsed_ms[0]:.0f} ms by {found.gateway}; "
+            f"trace {trace_id} (mesh traces {trace_id})[/dim]",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return reply, trace_id
     except grpc.aio.AioRpcError as err:
-        console.print(f"[red]{err.code().name}[/red]: {err.details()}")
+        console.print(f"[red]{err.code().name}[/red]: {escape(err.details() or '')}")
         for key, value in err.trailing_metadata() or ():
             if key == PUSHBACK_KEY:
                 console.print(f"retry after: {value} ms")
+        console.print(f"trace: {trace_id}", soft_wrap=True)
         if err.code() == grpc.StatusCode.UNAVAILABLE and "connect" in (err.details() or ""):
-            console.print(f"is the mesh up? (`mesh up`; gateway expected at {target})")
+            console.print(f"is the mesh up? (`mesh up`; gateway expected at {found.gateway})")
+        if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNAUTHENTICATED):
+            console.print(escape(found.where()), soft_wrap=True)
+        raise typer.Exit(1) from None
+    except TimeoutError:
+        console.print(f"[red]no answer[/red] from {found.gateway} within {timeout + 1:g} s")
+        console.print(f"trace: {trace_id}", soft_wrap=True)
         raise typer.Exit(1) from None
 
 
-def _print_json(message: Message) -> None:
-    typer.echo(json.dumps(MessageToDict(message, preserving_proto_field_name=True), indent=2))
+def _print_json(message: Message, trace_id: str, json_path: Path) -> None:
+    doc = MessageToDict(message, preserving_proto_field_name=True)
+    write_json(json_path, {**doc, "trace_id": trace_id})
 
 
 def _status_name(status: int) -> str:
@@ -95,20 +135,21 @@ def home(
     user: Annotated[str, typer.Option(help="A user id such as u-0001 (u-0001..u-0200 exist).")],
     limit: Annotated[int, typer.Option(help="How many recommendations (1..50).")] = 5,
     addr: AddrOpt = None,
-    json_out: JsonOpt = False,
+    json_path: JsonOpt = None,
     timeout: TimeoutOpt = 2.0,
 ) -> None:
     """GetHome: the user's profile and recommendations, and what was degraded."""
-    reply = _invoke(
+    reply, trace_id = _invoke(
         addr,
         timeout,
         lambda stub, md: stub.GetHome(
             gateway_pb2.GetHomeRequest(user_id=user, limit=limit), timeout=timeout, metadata=md
         ),
     )
-    if json_out:
-        _print_json(reply)
-        return
+    if json_path is not None:
+        _print_json(reply, trace_id, json_path)
+        if to_stdout(json_path):
+            return
     p = reply.profile
     console.print(
         f"[bold]{p.display_name}[/bold] ({p.user_id}, {p.tier}) interests: {', '.join(p.interests)}"
@@ -127,15 +168,24 @@ def home(
         )
 
 
+INT64_MAX = 2**63 - 1
+"""amount_cents is an int64: anything larger cannot be sent (the gateway checks the rest)."""
+
+
 def parse_amount(text: str) -> int:
-    """'12.50' -> 1250 cents; more than two decimals or a non-number is an error."""
+    """'12.50' -> 1250 cents; ValueError for a non-number, a non-finite one (inf, nan, sNaN),
+    more than two decimals, or more than int64 cents hold."""
     try:
-        value = Decimal(text)
+        value = Decimal(text.strip())
     except InvalidOperation:
-        raise typer.BadParameter(f"{text!r} is not a number like 12.50") from None
+        raise ValueError(f"{text!r} is not a number like 12.50") from None
+    if not value.is_finite():
+        raise ValueError(f"{text!r} is not a finite number; give one like 12.50")
     cents = value * 100
+    if abs(cents) > INT64_MAX:
+        raise ValueError(f"{text!r} is too large to send")
     if cents != cents.to_integral_value():
-        raise typer.BadParameter(f"{text!r} has more than two decimals")
+        raise ValueError(f"{text!r} has more than two decimals")
     return int(cents)
 
 
@@ -149,13 +199,17 @@ def checkout(
         typer.Option(help="Idempotency key; reuse it to retry safely (default: a new random key)."),
     ] = None,
     addr: AddrOpt = None,
-    json_out: JsonOpt = False,
+    json_path: JsonOpt = None,
     timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Checkout: charge the user once per idempotency key."""
-    cents = parse_amount(amount)
+    try:
+        cents = parse_amount(amount)
+    except ValueError as err:
+        notes.print(f"error: --amount: {escape(str(err))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
     idem = key or f"cli-{uuid.uuid4().hex}"
-    reply = _invoke(
+    reply, trace_id = _invoke(
         addr,
         timeout,
         lambda stub, md: stub.Checkout(
@@ -166,9 +220,10 @@ def checkout(
             metadata=md,
         ),
     )
-    if json_out:
-        _print_json(reply)
-        return
+    if json_path is not None:
+        _print_json(reply, trace_id, json_path)
+        if to_stdout(json_path):
+            return
     console.print(
         f"charge {reply.charge_id}: [bold]{_status_name(reply.status)}[/bold]"
         + (f" ({reply.decline_reason})" if reply.decline_reason else "")
@@ -182,13 +237,13 @@ def charge(
     charge_id: Annotated[str | None, typer.Option("--id", help="Charge id (ch_...).")] = None,
     key: Annotated[str | None, typer.Option(help="The idempotency key of the checkout.")] = None,
     addr: AddrOpt = None,
-    json_out: JsonOpt = False,
+    json_path: JsonOpt = None,
     timeout: TimeoutOpt = 2.0,
 ) -> None:
     """GetCharge: resolve a PENDING checkout by charge id or idempotency key."""
     if not charge_id and not key:
         raise typer.BadParameter("give --id or --key")
-    reply = _invoke(
+    reply, trace_id = _invoke(
         addr,
         timeout,
         lambda stub, md: stub.GetCharge(
@@ -197,9 +252,10 @@ def charge(
             metadata=md,
         ),
     )
-    if json_out:
-        _print_json(reply)
-        return
+    if json_path is not None:
+        _print_json(reply, trace_id, json_path)
+        if to_stdout(json_path):
+            return
     console.print(
         f"charge {reply.charge_id}: [bold]{_status_name(reply.status)}[/bold]"
         + (f" ({reply.decline_reason})" if reply.decline_reason else "")

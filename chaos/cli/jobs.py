@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, TypeVar
 
 import typer
-from rich.console import Console
-from rich.table import Table
+from rich.console import Console, RenderableType
 
+from chaos.cli.json_out import JsonOpt, to_stdout, write_json
 from chaos.jobs.mailbox import Mailbox
-from chaos.jobs.queue_admin import STATES, QueueAdmin, dumps, redis_addr
+from chaos.jobs.queue_admin import STATES, JobView, QueueAdmin, dumps, redis_addr
+from chaos.table_fit import Column, FitTable
 
 app = typer.Typer(
     help="Receipts: the background-job queue and the local mailbox.", no_args_is_help=True
@@ -24,7 +24,6 @@ T = TypeVar("T")
 
 StateDir = Annotated[Path, typer.Option(help="The running mesh's state directory.")]
 RedisOpt = Annotated[str | None, typer.Option("--redis", help="HOST:PORT (default: the mesh's).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="JSON instead of a table.")]
 
 
 def _with_admin(state_dir: Path, redis: str | None, fn: Callable[[QueueAdmin], Awaitable[T]]) -> T:
@@ -50,24 +49,19 @@ def _when(ms: int | None) -> str:
     return dt.datetime.fromtimestamp(int(ms) / 1000).strftime("%H:%M:%S.%f")[:-3]
 
 
-@app.command("list")
-def list_(
-    state: Annotated[str | None, typer.Option(help=f"One of {', '.join(STATES)}.")] = None,
-    limit: Annotated[int, typer.Option(help="At most this many per state.")] = 50,
-    state_dir: StateDir = Path("var"),
-    redis: RedisOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Jobs by state, with attempts and the reason of the last failure."""
-    if state is not None and state not in STATES:
-        console.print(f"[red]error:[/red] --state must be one of {', '.join(STATES)}")
-        raise typer.Exit(2)
-    states = (state,) if state else STATES
-    views = _with_admin(state_dir, redis, lambda a: a.list(states, limit))
-    if as_json:
-        print(json.dumps([v.as_dict() for v in views], indent=1, default=str))
-        return
-    table = Table("job", "state", "attempts", "processed", "finished", "failed reason")
+def jobs_table(views: list[JobView], width: int) -> RenderableType:
+    """Job ids whole (a receipt's id carries its charge id), the failure reason wrapped."""
+    table = FitTable(
+        [
+            Column("job", justify="left", keep=True),
+            Column("state", justify="left", keep=True),
+            Column("attempts"),
+            Column("processed", justify="left"),
+            Column("finished", justify="left"),
+            Column("failed reason", justify="left", wraps=True),
+        ],
+        priority=[0, 1, 2, 5, 4, 3],
+    )
     for v in views:
         table.add_row(
             v.id,
@@ -77,7 +71,28 @@ def list_(
             _when(v.finished_on),
             v.failed_reason or "-",
         )
-    console.print(table)
+    return table.render(width)
+
+
+@app.command("list")
+def list_(
+    state: Annotated[str | None, typer.Option(help=f"One of {', '.join(STATES)}.")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many per state.")] = 50,
+    state_dir: StateDir = Path("var"),
+    redis: RedisOpt = None,
+    json_path: JsonOpt = None,
+) -> None:
+    """Jobs by state, with attempts and the reason of the last failure."""
+    if state is not None and state not in STATES:
+        console.print(f"[red]error:[/red] --state must be one of {', '.join(STATES)}")
+        raise typer.Exit(2)
+    states = (state,) if state else STATES
+    views = _with_admin(state_dir, redis, lambda a: a.list(states, limit))
+    if json_path is not None:
+        write_json(json_path, [v.as_dict() for v in views])
+        if to_stdout(json_path):
+            return
+    console.print(jobs_table(views, console.width))
 
 
 @app.command()
@@ -105,22 +120,25 @@ def retry(job_id: str, state_dir: StateDir = Path("var"), redis: RedisOpt = None
 def mailbox(
     state_dir: StateDir = Path("var"),
     limit: Annotated[int, typer.Option(help="The last N messages.")] = 20,
-    as_json: JsonOpt = False,
+    json_path: JsonOpt = None,
 ) -> None:
     """Receipts the local SMTP sink accepted (<state_dir>/mailbox), newest last."""
     box = Mailbox(state_dir / "mailbox")
     mails = box.messages()
-    if as_json:
-        print(json.dumps([{**vars(m), "path": str(m.path)} for m in mails[-limit:]], indent=1))
-        return
-    table = Table(
-        "received",
-        "to",
-        "subject",
-        "charge",
-        "message-id",
+    if json_path is not None:
+        write_json(json_path, [{**vars(m), "path": str(m.path)} for m in mails[-limit:]])
+        if to_stdout(json_path):
+            return
+    table = FitTable(
+        [
+            Column("received", justify="left"),
+            Column("to", justify="left"),
+            Column("subject", justify="left", wraps=True),
+            Column("charge", justify="left", keep=True),
+            Column("message-id", justify="left"),
+        ],
+        priority=[3, 0, 2, 1, 4],
         title=f"{len(mails)} message(s) in {box.root}",
-        title_justify="left",
     )
     for m in mails[-limit:]:
         table.add_row(
@@ -130,4 +148,4 @@ def mailbox(
             m.charge_id,
             m.message_id,
         )
-    console.print(table)
+    console.print(table.render(console.width))

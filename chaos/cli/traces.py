@@ -8,37 +8,51 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.markup import escape
-from rich.table import Table
 
 from chaos import traces as tr
+from chaos.table_fit import Column, FitTable
 
 console = Console()
 
 
-def _table(rows: list[tr.TraceSummary], where: Path) -> Table:
-    table = Table(title=f"recent traces ({where})", title_justify="left")
-    table.add_column("trace id")
-    table.add_column("root operation")
-    table.add_column("started")
-    table.add_column("ms", justify="right")
-    table.add_column("status")
-    table.add_column("degraded")
-    table.add_column("spans", justify="right")
+def _operation(name: str) -> str:
+    """'Recv.mesh.v1.Gateway.GetHome' -> 'Gateway.GetHome': the RPC, without the span kind and
+    the package every root shares (the waterfall shows the full span name)."""
+    return name.removeprefix("Recv.").removeprefix("mesh.v1.")
+
+
+def _table(rows: list[tr.TraceSummary], where: Path, width: int) -> RenderableType:
+    table = FitTable(
+        [
+            Column("trace id", justify="left", keep=True),
+            Column("root operation", justify="left", wraps=True),
+            Column("started", justify="left"),
+            Column("ms"),
+            Column("status", justify="left", wraps=True),
+            Column("spans"),
+        ],
+        priority=[0, 3, 4, 1, 2, 5],
+        title=f"recent traces ({where})",
+        notes=["`mesh traces TRACE_ID` (or a prefix) draws one as a waterfall"],
+    )
     for r in rows:
         started = time.strftime("%H:%M:%S", time.localtime(r.start_ns / 1e9))
-        status = r.status if r.status == "OK" else f"[red]{r.status}[/red]"
+        status = r.status + (", degraded" if r.degraded else "")
+        style = (
+            "" if r.status == "OK" and not r.degraded else ("yellow" if r.status == "OK" else "red")
+        )
         table.add_row(
             r.trace_id,
-            escape(f"{r.operation} [{r.service}]"),
+            f"{_operation(r.operation)} [{r.service}]",
             started,
             f"{r.duration_ms:.1f}",
             status,
-            "[yellow]yes[/yellow]" if r.degraded else "",
             str(r.span_count),
+            style=style,
         )
-    return table
+    return table.render(width)
 
 
 def traces(
@@ -57,8 +71,8 @@ def traces(
 ) -> None:
     """Traces the services wrote locally (no collector): list, waterfall, or Jaeger export.
 
-    `mesh up` keeps them in var/traces, the chaos runner in var/chaos/traces, the demo in
-    var/demo/traces.
+    `mesh up` keeps them in var/traces; `mesh chaos run` and `mesh demo` in var/chaos/traces
+    (their --state-dir's traces/).
     """
     where = traces_dir or state_dir / "traces"
     files = tr.trace_files(where)
@@ -77,7 +91,7 @@ def traces(
         console.print(f"wrote {len(found)} trace(s) to {export} (Jaeger UI: Search > JSON File)")
         return
     if trace_id is None:
-        console.print(_table(tr.recent(found, limit), where))
+        console.print(_table(tr.recent(found, limit), where, console.width))
         return
     ((tid, spans),) = found.items()
     summary = tr.summarise(tid, spans)
@@ -85,5 +99,5 @@ def traces(
         f"trace {tid}: {summary.operation} {summary.duration_ms:.1f} ms "
         f"{summary.status}{' degraded' if summary.degraded else ''}"
     )
-    for line in tr.waterfall(spans):
+    for line in tr.waterfall(spans, console.width):
         console.print(escape(line), highlight=False, soft_wrap=True)

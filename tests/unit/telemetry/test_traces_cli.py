@@ -96,7 +96,37 @@ def test_list_shows_root_status_and_degraded(recorded: tuple[Path, str, str]) ->
         app, ["traces", "--state-dir", str(state_dir)], env={"COLUMNS": "250"}
     )
     assert result.exit_code == 0, result.output
-    assert degraded in result.output and healthy in result.output and "yes" in result.output
+    assert degraded in result.output and healthy in result.output
+    assert "OK, degraded" in result.output
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_the_list_keeps_ids_whole_and_fits(recorded: tuple[Path, str, str], width: int) -> None:
+    state_dir, degraded, healthy = recorded
+    result = CliRunner().invoke(
+        app, ["traces", "--state-dir", str(state_dir)], env={"COLUMNS": str(width)}
+    )
+    assert result.exit_code == 0, result.output
+    assert degraded in result.output and healthy in result.output and "…" not in result.output
+    assert max(len(line) for line in result.output.splitlines()) <= width
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_waterfall_lines_fit_the_terminal(recorded: tuple[Path, str, str], width: int) -> None:
+    state_dir, degraded, _ = recorded
+    result = CliRunner().invoke(
+        app, ["traces", degraded, "--state-dir", str(state_dir)], env={"COLUMNS": str(width)}
+    )
+    assert result.exit_code == 0, result.output
+    assert max(len(line) for line in result.output.splitlines()) <= width
+    flat = " ".join(result.output.split())  # wrapped labels read back whole
+    for name in ("Attempt.mesh.v1.RecommendationService.Recommend", "reason=UNAVAILABLE"):
+        assert name in flat.replace(". ", ".")
+
+
+def test_help_names_where_the_traces_are() -> None:
+    result = CliRunner().invoke(app, ["traces", "--help"], env={"COLUMNS": "200"})
+    assert "var/chaos/traces" in result.output and "var/demo" not in result.output
 
 
 def test_waterfall_nests_attempts_and_shows_events_at_their_offset(
