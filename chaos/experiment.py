@@ -100,7 +100,7 @@ def _edge_name(value: str) -> str:
     names = [e.proxy_name for e in topology.EDGES]
     if value not in names:
         raise ValueError(
-            f"unknown edge {_shown(value)}{_did_you_mean(value, names)} known: {', '.join(names)}"
+            f"unknown edge {_shown(value)}{_did_you_mean(value, names)} (known: {', '.join(names)})"
         )
     return value
 
@@ -290,7 +290,10 @@ class Experiment(_Model):
             raise ValueError(f"variants: duplicate names in {names}")
         for exp in self.expectations:
             if exp.variant not in names:
-                raise ValueError(f"expectations: unknown variant {exp.variant!r}; have {names}")
+                raise ValueError(
+                    f"expectations: unknown variant {_shown(exp.variant)}"
+                    f"{_did_you_mean(exp.variant, names)} (have {', '.join(names)})"
+                )
         from chaos.checks import CHECKS
         from chaos.scenarios import SCENARIOS
 
@@ -342,7 +345,9 @@ def resolve(name_or_path: str) -> Path:
     if not found:
         known = sorted(p.stem for p in EXPERIMENTS_DIR.glob("*.yaml"))
         hint = _did_you_mean(name_or_path, known)
-        raise ExperimentError(f"{name_or_path}: no such experiment{hint} known: {', '.join(known)}")
+        raise ExperimentError(
+            f"{name_or_path}: no such experiment{hint} (known: {', '.join(known)})"
+        )
     return candidate
 
 
