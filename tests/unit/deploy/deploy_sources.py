@@ -1,4 +1,5 @@
-"""Where the deployment files are, and how Compose reads them: .env, then ${VAR} interpolation."""
+"""Where the deployment files are, how they are parsed (mesh.safe_yaml, the project's one YAML
+loader), and how Compose reads them: .env, then ${VAR} interpolation."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
+from mesh import safe_yaml
 
 ROOT = Path(__file__).resolve().parents[3]
 DOTENV = ROOT / ".env"
@@ -23,8 +24,17 @@ JAEGER_OTLP_GRPC_PORT = 4317
 JAEGER_UI_PORT = 16686
 JAEGER_HEALTH_PORT = 13133
 
+_DOCUMENT_START = re.compile(r"^---[ \t]*$", re.M)
 _VAR = re.compile(r"\$(?:(?P<escaped>\$)|\{(?P<braced>[^}]*)\}|(?P<plain>[A-Za-z_][A-Za-z0-9_]*))")
 _BRACED = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-?+])(?P<arg>.*))?$", re.S)
+
+
+def yaml_documents(text: str, name: str) -> list[Any]:
+    """The non-empty documents of a `---`-separated YAML stream (a k8s manifest, `kubectl
+    kustomize` output), each through mesh.safe_yaml, which reads one document at a time."""
+    parts = _DOCUMENT_START.split(text)
+    docs = [safe_yaml.load(part, f"{name}, document {i + 1}") for i, part in enumerate(parts)]
+    return [doc for doc in docs if doc is not None]
 
 
 def read_dotenv(path: Path = DOTENV) -> dict[str, str]:
@@ -85,7 +95,7 @@ def _lookup(name: str, env: dict[str, str]) -> str:
 
 def load_compose() -> dict[str, Any]:
     """docker-compose.yml as Compose sees it after reading .env (YAML merge keys resolved)."""
-    raw = yaml.safe_load(COMPOSE_FILE.read_text())
+    raw = safe_yaml.load_file(str(COMPOSE_FILE))
     model: dict[str, Any] = interpolate(raw, read_dotenv())
     return model
 

@@ -14,7 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
+from deploy_sources import yaml_documents
+
+from mesh import safe_yaml
 
 Obj = dict[str, Any]
 
@@ -55,7 +57,7 @@ class KustomizeError(ValueError):
 def build(root: Path) -> list[Obj]:
     """The objects `kustomize build root` would print (names, namespaces, merged fields)."""
     root = root.resolve()
-    kustomization = yaml.safe_load((root / "kustomization.yaml").read_text())
+    kustomization = safe_yaml.load_file(str(root / "kustomization.yaml"))
     unsupported = set(kustomization) - SUPPORTED
     if unsupported:
         raise KustomizeError(f"{root}: unsupported fields {sorted(unsupported)}")
@@ -65,7 +67,8 @@ def build(root: Path) -> list[Obj]:
         if path.is_dir():
             objects += build(path)
         else:
-            objects += [doc for doc in yaml.safe_load_all(_inside(root, entry).read_text()) if doc]
+            path = _inside(root, entry)
+            objects += yaml_documents(path.read_text(), str(path))
     renamed: dict[str, str] = {}
     for generator in kustomization.get("configMapGenerator", []):
         config_map = _generate_config_map(root, generator)
@@ -114,7 +117,7 @@ def _apply_patch(root: Path, patch: Obj, objects: list[Obj]) -> None:
     unsupported = set(patch) - {"path", "target"}
     if unsupported:
         raise KustomizeError(f"patch {patch}: unsupported fields {sorted(unsupported)}")
-    body = yaml.safe_load(_inside(root, patch["path"]).read_text())
+    body = safe_yaml.load_file(str(_inside(root, patch["path"])))
     if not isinstance(body, dict):
         raise KustomizeError(f"{patch['path']}: only strategic merge patches are supported")
     target = patch.get("target") or {"kind": body["kind"], "name": body["metadata"]["name"]}

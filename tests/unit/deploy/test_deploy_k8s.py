@@ -9,8 +9,10 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
-from deploy_sources import K8S, MESH_SERVICES, OVERLAYS
+from deploy_sources import K8S, MESH_SERVICES, OVERLAYS, yaml_documents
 from kustomize_lite import KustomizeError, build, containers, pod_spec, strategic_merge
+
+from mesh import safe_yaml
 
 K8S_VERSION = kubernetes_validate.latest_version()
 STATELESS = ("gateway", "profile", "recommendation")
@@ -44,7 +46,7 @@ def manifest_files() -> list[Path]:
     patches = {
         (kustomization.parent / patch["path"]).resolve()
         for kustomization in K8S.rglob("kustomization.yaml")
-        for patch in yaml.safe_load(kustomization.read_text()).get("patches", [])
+        for patch in safe_yaml.load_file(str(kustomization)).get("patches", [])
     }
     return sorted(
         p for p in K8S.rglob("*.yaml") if p.name != "kustomization.yaml" and p not in patches
@@ -53,9 +55,8 @@ def manifest_files() -> list[Path]:
 
 @pytest.mark.parametrize("path", manifest_files(), ids=lambda p: str(p.relative_to(K8S)))
 def test_every_manifest_file_validates_on_its_own(path: Path) -> None:
-    for doc in yaml.safe_load_all(path.read_text()):
-        if doc:
-            kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+    for doc in yaml_documents(path.read_text(), str(path)):
+        kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
 
 
 def test_objects_are_unique_and_in_the_mesh_namespace(overlay: list[Any]) -> None:
