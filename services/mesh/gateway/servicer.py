@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import NoReturn
 
 import grpc
 
@@ -57,6 +58,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         self._profiles = profile_pb2_grpc.ProfileServiceStub(runtime.channel_to("profile"))
         self._payments = payment_pb2_grpc.PaymentServiceStub(runtime.channel_to("payment"))
         self._retried = {dep: runtime.retries_on(dep) for dep in ("profile", "payment")}
+        self._busy_pushback_ms = runtime.policy.server(runtime.config.name).shed_pushback_ms
         self.recommendations = RecommendationsWithFallback(
             recommendation_pb2_grpc.RecommendationServiceStub(runtime.channel_to("recommendation")),
             runtime.bus,
@@ -66,7 +68,15 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
 
     def _policy_changed(self, runtime: Runtime) -> None:
         self._retried = {dep: runtime.retries_on(dep) for dep in ("profile", "payment")}
+        self._busy_pushback_ms = runtime.policy.server(runtime.config.name).shed_pushback_ms
         self.recommendations.popular.ttl_s = runtime.policy.fallbacks.popular_ttl_s
+
+    async def _relay(
+        self, context: grpc.aio.ServicerContext, err: grpc.aio.AioRpcError, dependency: str
+    ) -> NoReturn:
+        await relay_failure(
+            context, err, dependency, self._retried[dependency], self._busy_pushback_ms
+        )
 
     async def GetHome(
         self, request: gateway_pb2.GetHomeRequest, context: grpc.aio.ServicerContext
@@ -83,7 +93,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
             )
         except grpc.aio.AioRpcError as err:
             recs.cancel()
-            await relay_failure(context, err, "profile", self._retried["profile"])
+            await self._relay(context, err, "profile")
         except asyncio.CancelledError:
             recs.cancel()
             raise
@@ -109,7 +119,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
             reply = await self._payments.Charge(charge)
         except grpc.aio.AioRpcError as err:
             if not charge_may_have_happened(err):
-                await relay_failure(context, err, "payment", self._retried["payment"])
+                await self._relay(context, err, "payment")
             return gateway_pb2.CheckoutResponse(
                 charge_id=charge_id_for(key),
                 status=payment_pb2.CHARGE_STATUS_PENDING,
@@ -133,7 +143,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         try:
             reply = await self._payments.GetCharge(lookup)
         except grpc.aio.AioRpcError as err:
-            await relay_failure(context, err, "payment", self._retried["payment"])
+            await self._relay(context, err, "payment")
         return gateway_pb2.CheckoutResponse(
             charge_id=reply.charge.charge_id,
             status=reply.charge.status,

@@ -14,7 +14,6 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry
 
 from mesh.resilience.bulkhead import Bulkhead
@@ -29,8 +28,10 @@ from mesh.resilience.shedding import SheddingInterceptor
 from mesh.runtime.auth import gateway_interceptors
 from mesh.runtime.config import ServiceConfig
 from mesh.runtime.decoding import RequestDecodingInterceptor
+from mesh.runtime.log_limit import limit_invalid_metadata_logs
 from mesh.runtime.logging import setup_logging
 from mesh.runtime.policy_admin import PolicyAdminServicer, PolicyNeedsRestart
+from mesh.runtime.reflection import enable_reflection
 from mesh.runtime.tls import MeshTls
 from mesh.runtime.topology import service
 from mesh.telemetry.metrics import MeshMetrics
@@ -142,6 +143,30 @@ def message_size_options(max_bytes: int) -> list[tuple[str, Any]]:
     ]
 
 
+PENDING_CALLS_LIMIT = 10_000
+"""Calls grpc core may hold for us before the application picks them up (see below)."""
+
+
+def pending_call_options(limit: int = PENDING_CALLS_LIMIT) -> list[tuple[str, Any]]:
+    """No silent drops in grpc core: every call reaches our interceptors, which count it and
+    refuse it, if they must, with RESOURCE_EXHAUSTED and a pushback.
+
+    grpc.aio takes calls from core one at a time on the event loop; calls that arrive faster
+    wait in core's queue of unrequested calls. Past `grpc.server.max_pending_requests` (1000)
+    core drops arrivals at random (certainly past the hard limit, 3000), before any Python
+    code runs: the caller sees CANCELLED with no pushback and no metric counts it. A burst of
+    2,000 GetHome got 139-209 of those. With the soft limit equal to a hard limit far above
+    anything the rate limiter admits at once (MESH_RATE_LIMIT_BURST, 4000), admission is
+    decided where it is visible: the rate limiter and the in-flight shedding. (grpc.aio's
+    `maximum_concurrent_rpcs` is not used either: it refuses with RESOURCE_EXHAUSTED, but
+    before the interceptors, so uncounted and without pushback.)
+    """
+    return [
+        ("grpc.server.max_pending_requests", limit),
+        ("grpc.server.max_pending_requests_hard_limit", limit),
+    ]
+
+
 def _update_shedding(shedding: SheddingInterceptor, name: str, policy: MeshPolicy) -> None:
     shedding.update(policy.server(name))
 
@@ -154,14 +179,8 @@ async def _start_admin(runtime: Runtime) -> grpc.aio.Server:
     )
     admin_pb2_grpc.add_FaultAdminServicer_to_server(FaultAdminServicer(runtime.faults), admin)
     admin_pb2_grpc.add_PolicyAdminServicer_to_server(PolicyAdminServicer(runtime), admin)
-    reflection.enable_server_reflection(
-        (
-            *(
-                admin_pb2.DESCRIPTOR.services_by_name[s].full_name
-                for s in ("FaultAdmin", "PolicyAdmin")
-            ),
-            reflection.SERVICE_NAME,
-        ),
+    enable_reflection(
+        (admin_pb2.DESCRIPTOR.services_by_name[s].full_name for s in ("FaultAdmin", "PolicyAdmin")),
         admin,
     )
     admin.add_insecure_port(config.admin_addr)
@@ -179,6 +198,7 @@ async def serve(
     env: Mapping[str, str] = os.environ if environ is None else environ
     config = ServiceConfig.from_env(name, env)
     setup_logging(name)
+    limit_invalid_metadata_logs()  # grpc logs a traceback per non-UTF-8 metadata value
     policy = load_policy(config.policy, env)
     bus = EventBus()
     metrics = MeshMetrics(CollectorRegistry(), service=name)
@@ -204,14 +224,12 @@ async def serve(
             *front,
             *resilience,
         ],
-        options=message_size_options(config.max_message_bytes),
+        options=[*message_size_options(config.max_message_bytes), *pending_call_options()],
     )
     built.register(server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        (*built.names, health.SERVICE_NAME, reflection.SERVICE_NAME), server
-    )
+    enable_reflection((*built.names, health.SERVICE_NAME), server)  # this port's files only
     if tls is not None and tls.serves_tls(name):
         port = server.add_secure_port(config.listen_addr, tls.server_credentials(name))
     else:

@@ -7,6 +7,9 @@
   caller does not retry it again (gRFC A6: a negative pushback means "do not retry"); 3
   attempts at each of two hops would otherwise be 9 calls to the dependency.
 - A pushback the dependency (or our own open breaker) sent is passed on as it is.
+- Our own bulkhead's refusal (RESOURCE_EXHAUSTED before any attempt left this hop, so nothing
+  was retried) is a "busy, come back" like load shedding: it gets a positive pushback
+  (`busy_pushback_ms`, the service's `shed_pushback_ms`), not -1.
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ from typing import NoReturn
 
 import grpc
 
-from mesh.resilience.errors import PUSHBACK_KEY
+from mesh.resilience.errors import PUSHBACK_KEY, ResilienceError
 
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED})
+DEFAULT_BUSY_PUSHBACK_MS = 200
+"""The default of the policy's shed_pushback_ms."""
 
 
 def pushback_of(err: grpc.aio.AioRpcError) -> str | None:
@@ -41,11 +46,15 @@ async def relay_failure(
     err: grpc.aio.AioRpcError,
     dependency: str,
     retried_here: bool,
+    busy_pushback_ms: int = DEFAULT_BUSY_PUSHBACK_MS,
 ) -> NoReturn:
     """Abort the current RPC with the dependency's failure, mapped as the module says."""
     code = relayed_code(err, context.time_remaining())
     pushback = pushback_of(err)
-    if pushback is None and retried_here and code in RETRYABLE:
+    refused_here = isinstance(err, ResilienceError) and err.attempts_sent == 0
+    if pushback is None and refused_here and code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+        pushback = str(max(1, busy_pushback_ms))
+    elif pushback is None and retried_here and code in RETRYABLE:
         pushback = "-1"
     if pushback is not None:
         context.set_trailing_metadata(((PUSHBACK_KEY, pushback),))

@@ -141,5 +141,7 @@ def test_ledger_survives_a_restart_of_payment(mesh: Mesh, gateway, md) -> None: 
 
 def test_unknown_charge_is_not_found(gateway, md) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(grpc.RpcError) as info:
-        gateway.GetCharge(payment_pb2.GetChargeRequest(charge_id="ch_nope"), timeout=5, metadata=md)
+        gateway.GetCharge(
+            payment_pb2.GetChargeRequest(charge_id="ch_" + "0" * 24), timeout=5, metadata=md
+        )
     assert info.value.code() == SC.NOT_FOUND
