@@ -81,6 +81,11 @@ RECOVERY_ONLY = ("breakers_not_closed",)
 STATUS_NAMES = tuple(c.name for c in grpc.StatusCode)
 
 
+def counted(metric: str) -> bool:
+    """A count the runner records only when it is not zero (a status, a method, an abort)."""
+    return metric.startswith(("code.", "calls.")) or metric == "aborted"
+
+
 def methods(service: str) -> tuple[str, ...]:
     """The gRPC methods a mesh service serves (from the generated descriptors)."""
     spec = topology.service(service)

@@ -30,6 +30,7 @@ from chaos.experiment import Experiment, LoadSpec, Probe, Variant
 from chaos.faults import FaultEvent, Injector
 from chaos.launcher import STATE_FILE, Mesh
 from chaos.load import LoadResult, Outcome, percentile, run_load
+from chaos.metric_names import counted
 from chaos.toxiproxy.client import ToxiproxyClient
 from chaos.variant_policy import variant_policy
 from mesh.resilience.policy import PRESETS, PolicyError
@@ -607,6 +608,8 @@ def evaluate(result: ExperimentResult) -> list[Verdict]:
         variant = by_name.get(exp.variant)
         phase = variant.phases.get(exp.phase) if variant else None
         value = phase.metrics.get(exp.metric) if phase else None
+        if value is None and phase is not None and counted(exp.metric):
+            value = 0.0  # a status never returned, a method never called: none, not n/a
         passed = (
             value is not None
             and (exp.min is None or value >= exp.min)

@@ -13,7 +13,15 @@ from chaos.experiment import Experiment, load_experiment
 from chaos.faults import FaultEvent
 from chaos.load import LoadResult, Outcome
 from chaos.metric_names import available
-from chaos.runner import PhaseResult, Target, counter_metrics, load_metrics
+from chaos.runner import (
+    ExperimentResult,
+    PhaseResult,
+    Target,
+    VariantResult,
+    counter_metrics,
+    evaluate,
+    load_metrics,
+)
 from chaos.scenarios import SCENARIOS
 
 EXPERIMENT = """
@@ -101,3 +109,26 @@ def test_receipt_backoff_declares_one_set_per_case_prefix() -> None:
     metrics = SCENARIOS["receipt-backoff"].metrics(params)
     assert {"attempts_made", "giveup_attempts_made", "giveup_delivered", "max_drift_ms"} <= metrics
     assert "other_attempts_made" not in metrics
+
+
+def test_a_count_that_never_happened_is_zero_not_n_a(tmp_path: Path) -> None:
+    text = EXPERIMENT + (
+        "expectations:\n"
+        "  - {variant: full, metric: code.UNAVAILABLE, max: 0}\n"
+        "  - {variant: full, metric: calls.Recommend, max: 0}\n"
+        "  - {variant: full, metric: aborted, max: 0}\n"
+        "  - {variant: full, metric: p99_ms, max: 1000}\n"
+    )
+    path = tmp_path / "counts.yaml"
+    path.write_text(text)
+    _, counts = load_experiment(str(path))
+    result = ExperimentResult("counts", path, counts)
+    result.variants.append(VariantResult(counts.variants[0], "full"))
+    result.variants[0].phases["fault"] = PhaseResult(LoadResult(), Snapshot(), {"ok": 1.0})
+    verdicts = evaluate(result)
+    assert [(v.metric, v.measured, v.passed) for v in verdicts] == [
+        ("code.UNAVAILABLE", 0.0, True),
+        ("calls.Recommend", 0.0, True),
+        ("aborted", 0.0, True),
+        ("p99_ms", None, False),
+    ]
