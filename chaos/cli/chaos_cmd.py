@@ -86,8 +86,11 @@ def validate(
     ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Check the whole catalogue.")] = False,
 ) -> None:
-    """Check experiment files without a mesh: schema, metric names, toxic attributes, edges,
-    services and methods, and each variant's policy. One line per file; exit 2 if any is bad."""
+    """Check experiment files without starting anything; exit 2 if any is bad.
+
+    One line per file, OK or its errors: the schema, metric names, toxic attributes, edges,
+    services and methods, and each variant's policy with its overrides.
+    """
     names = _catalogue_names() if all_ else list(experiments or [])
     if not names:
         _refuse(ExperimentError("name at least one experiment, or --all"))
