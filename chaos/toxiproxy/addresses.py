@@ -24,10 +24,9 @@ def split_host_port(address: str) -> tuple[str, int]:
             raise internal(f"address {address}: too many colons in address")
     if port_text == "":
         return host, 0
-    try:
-        port = int(port_text)
-    except ValueError:
-        raise internal(f"lookup tcp/{port_text}: unknown port") from None
+    if not (port_text.isascii() and port_text.isdigit()):  # int() takes "٨٠", " 80", "8_0", "+80"
+        raise internal(f"lookup tcp/{port_text}: unknown port")
+    port = int(port_text) if len(port_text) <= 5 else 65536  # int() refuses > 4300 digits
     if not 0 <= port <= 65535:
         raise internal(f"address {port_text}: invalid port")
     return host, port

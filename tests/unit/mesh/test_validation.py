@@ -1,7 +1,11 @@
 """Field-level validation of requests, and the seeded catalogue it checks against."""
 
 import pytest
+from pydantic import ValidationError
 
+from chaos.experiment import Variant
+from chaos.toxiproxy.addresses import split_host_port
+from chaos.toxiproxy.errors import ApiError
 from mesh.catalogue import CATEGORIES, catalogue, user_id
 from mesh.notification.receipt import BadPayload, Receipt
 from mesh.payment.ids import charge_id_for, check_charge_lookup
@@ -135,3 +139,18 @@ def test_catalogue_is_deterministic_and_complete() -> None:
     pops = [p.popularity for p in c.products]
     assert pops == sorted(pops, reverse=True)
     assert {p.category for p in c.products} == set(CATEGORIES)
+
+
+@pytest.mark.parametrize("port", ["\u0668\u0660", " 80", "8_0", "+80", "9" * 5000])
+def test_toxiproxy_ports_are_ascii_digits(port: str) -> None:
+    """The embedded Toxiproxy parses ports as Go does: ASCII digits only (int() takes more)."""
+    with pytest.raises(ApiError):
+        split_host_port(f"127.0.0.1:{port}")
+    assert split_host_port("127.0.0.1:8080") == ("127.0.0.1", 8080)
+
+
+@pytest.mark.parametrize("name", ["baseline\n", "base\u0661", "Baseline"])
+def test_experiment_variant_names_match_whole_and_ascii_only(name: str) -> None:
+    with pytest.raises(ValidationError):
+        Variant(name=name)
+    assert Variant(name="baseline-2").name == "baseline-2"
