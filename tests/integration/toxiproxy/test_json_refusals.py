@@ -11,7 +11,12 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from toxiproxy_helpers import RunningServer, connect, error_of, http, round_trip_ms
+
+from chaos.toxiproxy.errors import ApiError
+from chaos.toxiproxy.json_reader import _Reader, parse_body
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -171,6 +176,19 @@ def test_nesting_go_allows_is_decoded(toxiproxy: RunningServer, echo_port: int) 
     )
 
 
+def test_large_bodies_are_answered_in_toxiproxy_shape(toxiproxy: RunningServer) -> None:
+    # Above 64 KiB the body is decoded off the event loop; the answer is the same.
+    unterminated = b"[" + b"0," * 100_000 + b"0"
+    assert _refused(toxiproxy, "POST", "/proxies", unterminated) == (
+        "bad request body: unexpected EOF"
+    )
+    status, _, body = http(toxiproxy, "POST", "/proxies", raw=b" " * (1 << 20) + b"{}")
+    assert error_of(status, body) == {
+        "error": "bad request body: http: request body too large",
+        "status": 413,
+    }
+
+
 @pytest.mark.parametrize(
     ("raw", "detail"),
     [
@@ -195,3 +213,32 @@ def test_unpaired_surrogates_become_replacement_characters(
     status, _, body = http(toxiproxy, "POST", "/proxies", raw=raw)
     assert status == 201 and json.loads(body)["name"] == "a\ufffd"
     assert http(toxiproxy, "DELETE", "/proxies/a%EF%BF%BD")[0] == 204
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=_JSON_VALUES,
+    cut=st.integers(min_value=0, max_value=200),
+    insert=st.sampled_from(["", "NaN", "\\ud800", ",", "]", "}", '"', "-", "1e", "\x01", "[[["]),
+)
+def test_both_decoding_paths_agree(value: Any, cut: int, insert: str) -> None:
+    # parse_body tries the C decoder first and falls back to _Reader: they must agree on every
+    # body, valid or not, so the fast path never accepts or reads what Go's rules would not.
+    text = json.dumps(value, allow_nan=True)
+    for body in (text, text[:cut] + insert + text[cut:], text[:cut]):
+        outcomes = []
+        for decode in (lambda b: parse_body(b.encode()), lambda b: _Reader(b).read()):
+            try:
+                outcomes.append(("value", decode(body)))
+            except ApiError as exc:
+                outcomes.append(("error", exc.message))
+        assert outcomes[0] == outcomes[1], body
