@@ -6,7 +6,7 @@ import grpc
 
 from mesh.catalogue import Product, catalogue
 from mesh.runtime.server import Runtime, Service
-from mesh.runtime.status import DEFAULT_BUSY_PUSHBACK_MS, relay_failure
+from mesh.runtime.status import relay_failure
 from mesh.runtime.validation import FieldError, abort_invalid, check_limit, check_user_id
 from mesh.v1 import profile_pb2, profile_pb2_grpc, recommendation_pb2, recommendation_pb2_grpc
 
@@ -38,17 +38,10 @@ def popular(limit: int) -> list[recommendation_pb2.Product]:
 class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServicer):
     """Recommend crosses a second hop (to profile); Popular is the cheap fallback source."""
 
-    def __init__(
-        self,
-        profiles: profile_pb2_grpc.ProfileServiceStub,
-        retried: bool,
-        busy_pushback_ms: int = DEFAULT_BUSY_PUSHBACK_MS,
-    ) -> None:
+    def __init__(self, profiles: profile_pb2_grpc.ProfileServiceStub, retried: bool) -> None:
         self._profiles = profiles
         self.retried = retried
         """Whether this hop retries profile calls itself (then callers are told not to)."""
-        self.busy_pushback_ms = busy_pushback_ms
-        """The pushback sent when our own bulkhead to profile refuses a call."""
 
     async def Recommend(
         self, request: recommendation_pb2.RecommendRequest, context: grpc.aio.ServicerContext
@@ -61,7 +54,7 @@ class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServic
         try:
             reply = await self._profiles.GetProfile(profile_pb2.GetProfileRequest(user_id=user_id))
         except grpc.aio.AioRpcError as err:
-            await relay_failure(context, err, "profile", self.retried, self.busy_pushback_ms)
+            await relay_failure(context, err, "profile", self.retried)
         products = personalised(list(reply.profile.interests), limit)
         return recommendation_pb2.RecommendResponse(products=products, source="personalised")
 
@@ -79,12 +72,10 @@ async def build(runtime: Runtime) -> Service:
     servicer = RecommendationServicer(
         profile_pb2_grpc.ProfileServiceStub(runtime.channel_to("profile")),
         retried=runtime.retries_on("profile"),
-        busy_pushback_ms=runtime.policy.server(runtime.config.name).shed_pushback_ms,
     )
 
     def policy_changed(_: object) -> None:
         servicer.retried = runtime.retries_on("profile")
-        servicer.busy_pushback_ms = runtime.policy.server(runtime.config.name).shed_pushback_ms
 
     runtime.on_policy(policy_changed)
     return Service(

@@ -7,9 +7,10 @@
   caller does not retry it again (gRFC A6: a negative pushback means "do not retry"); 3
   attempts at each of two hops would otherwise be 9 calls to the dependency.
 - A pushback the dependency (or our own open breaker) sent is passed on as it is.
-- Our own bulkhead's refusal (RESOURCE_EXHAUSTED before any attempt left this hop, so nothing
-  was retried) is a "busy, come back" like load shedding: it gets a positive pushback
-  (`busy_pushback_ms`, the service's `shed_pushback_ms`), not -1.
+- At the public edge (the gateway passes `busy_pushback_ms`, its `shed_pushback_ms`), our own
+  bulkhead's refusal (RESOURCE_EXHAUSTED before any attempt left this hop, so nothing was
+  retried) is a "busy, come back" like load shedding: a positive pushback the client can act
+  on, not -1. Inner hops keep -1 there, so the gateway falls back instead of waiting.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ import grpc
 from mesh.resilience.errors import PUSHBACK_KEY, ResilienceError
 
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED})
-DEFAULT_BUSY_PUSHBACK_MS = 200
-"""The default of the policy's shed_pushback_ms."""
 
 
 def pushback_of(err: grpc.aio.AioRpcError) -> str | None:
@@ -46,13 +45,14 @@ async def relay_failure(
     err: grpc.aio.AioRpcError,
     dependency: str,
     retried_here: bool,
-    busy_pushback_ms: int = DEFAULT_BUSY_PUSHBACK_MS,
+    busy_pushback_ms: int | None = None,
 ) -> NoReturn:
     """Abort the current RPC with the dependency's failure, mapped as the module says."""
     code = relayed_code(err, context.time_remaining())
     pushback = pushback_of(err)
     refused_here = isinstance(err, ResilienceError) and err.attempts_sent == 0
-    if pushback is None and refused_here and code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+    busy = refused_here and code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    if pushback is None and busy and busy_pushback_ms is not None:
         pushback = str(max(1, busy_pushback_ms))
     elif pushback is None and retried_here and code in RETRYABLE:
         pushback = "-1"
