@@ -2,11 +2,16 @@
 
 Start-up configuration comes from env `MESH_FAULTS` (a JSON list of objects with the fields of
 mesh.v1.Fault) and `MESH_FAULT_SEED` (an int: same seed, same sequence of injected failures).
+
+MESH_FAULTS stays JSON (YAML 1.1 would read `1e-3` as a string and `.5` differently from JSON),
+parsed with the limits mesh.safe_yaml puts on YAML: at most 64 KiB, NaN / Infinity / 1e999
+refused, each fault a flat object of typed scalars (so nesting is refused at the first level).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -15,10 +20,19 @@ from typing import Any
 import grpc
 import grpc.aio
 
+from mesh import safe_yaml
 from mesh.resilience.clock import Clock, SystemClock
 from mesh.resilience.errors import InjectedFaultError
 from mesh.resilience.events import EventBus, FaultInjected
 from mesh.resilience.inbound import Behaviour, HandlerLookup, abort_with, is_exempt
+from mesh.runtime.config import ConfigError
+
+MAX_DELAY_S = 600.0
+"""Longest injected delay: ten minutes, far past any deadline the mesh sets."""
+MAX_PUSHBACK_MS = 600_000
+"""Largest injected grpc-retry-pushback-ms (ten minutes)."""
+MAX_FAULTS_BYTES = safe_yaml.MAX_BYTES
+_FIELDS = ("method", "error_rate", "code", "delay_s", "pushback_ms")
 
 
 class FaultValidationError(ValueError):
@@ -45,20 +59,25 @@ class FaultSpec:
         cls, method: str, error_rate: float, code: str, delay_s: float, pushback_ms: int
     ) -> FaultSpec:
         """Validates raw values (from env or FaultAdmin), naming the field that is wrong."""
-        if not method or not (method == "*" or method.startswith("/")):
+        if not method or not (method == "*" or method.startswith("/")) or len(method) > 256:
             raise FaultValidationError(
-                "method", f"must be '*' or '/pkg.Service/Method', got {method!r}"
+                "method", f"must be '*' or '/pkg.Service/Method', got {safe_yaml.short(method)!r}"
             )
-        if not 0.0 <= error_rate <= 1.0:
+        if not 0.0 <= error_rate <= 1.0:  # NaN fails every comparison
             raise FaultValidationError("error_rate", f"must be within 0..1, got {error_rate}")
         status = grpc.StatusCode.__members__.get((code or "UNAVAILABLE").upper())
         if status is None or status is grpc.StatusCode.OK:
-            raise FaultValidationError("code", f"not a gRPC error code name: {code!r}")
-        if not delay_s >= 0.0:
-            raise FaultValidationError("delay_s", f"must be >= 0, got {delay_s}")
-        if pushback_ms < -1:
             raise FaultValidationError(
-                "pushback_ms", f"must be >= -1 (-1 = none), got {pushback_ms}"
+                "code", f"not a gRPC error code name: {safe_yaml.short(code)!r}"
+            )
+        if not 0.0 <= delay_s <= MAX_DELAY_S:
+            raise FaultValidationError(
+                "delay_s", f"must be within 0..{MAX_DELAY_S:g} seconds, got {delay_s}"
+            )
+        if not -1 <= pushback_ms <= MAX_PUSHBACK_MS:
+            raise FaultValidationError(
+                "pushback_ms",
+                f"must be within -1..{MAX_PUSHBACK_MS} (-1 = none), got {pushback_ms}",
             )
         return cls(method, float(error_rate), status, float(delay_s), int(pushback_ms))
 
@@ -72,19 +91,15 @@ class FaultTable:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> FaultTable:
-        seed_text = environ.get("MESH_FAULT_SEED", "")
+        """The faults in MESH_FAULTS, seeded by MESH_FAULT_SEED; a ConfigError names either."""
+        seed_text = environ.get("MESH_FAULT_SEED", "").strip()
         try:
             seed = int(seed_text) if seed_text else None
-        except ValueError as exc:
-            raise ValueError(f"MESH_FAULT_SEED: not an integer: {seed_text!r}") from exc
-        try:
-            raw = json.loads(environ.get("MESH_FAULTS", "") or "[]")
-            if not isinstance(raw, list):
-                raise ValueError("must be a JSON list of fault objects")
-            specs = [_spec_from_json(item) for item in raw]
-        except (ValueError, TypeError) as exc:
-            raise ValueError(f"MESH_FAULTS: {exc}") from exc
-        return cls(specs, seed)
+        except ValueError:
+            raise ConfigError(
+                f"MESH_FAULT_SEED={safe_yaml.short(seed_text)!r} is not an integer"
+            ) from None
+        return cls(parse_faults(environ.get("MESH_FAULTS", "")), seed)
 
     def set(self, spec: FaultSpec) -> None:
         self._faults = {**self._faults, spec.method: spec}
@@ -102,19 +117,88 @@ class FaultTable:
         return faults.get(method) or faults.get("*")
 
 
+def parse_faults(text: str, var: str = "MESH_FAULTS") -> list[FaultSpec]:
+    """A JSON list of fault objects; any problem is a ConfigError naming `var` and the field."""
+    if not text.strip():
+        return []
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_FAULTS_BYTES:
+        raise ConfigError(f"{var}: more than the {MAX_FAULTS_BYTES} bytes it may have")
+    try:
+        raw = json.loads(
+            text, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_short_int
+        )
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{var}: not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        reason = "nesting too deep" if isinstance(exc, RecursionError) else exc
+        raise ConfigError(f"{var}: {safe_yaml.short(reason, 100)}") from None
+    if not isinstance(raw, list):
+        raise ConfigError(f"{var}: must be a JSON list of fault objects")
+    specs = []
+    for n, item in enumerate(raw, 1):
+        try:
+            specs.append(_spec_from_json(item))
+        except FaultValidationError as exc:
+            raise ConfigError(f"{var}: {exc} (fault {n} of {len(raw)})") from None
+    return specs
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a fault may have")
+
+
+def _short_int(text: str) -> int:
+    if len(text) > 20:
+        raise ValueError(f"an integer of {len(text)} digits")
+    return int(text)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"a number out of range ({safe_yaml.short(text, 20)})")
+    return value
+
+
 def _spec_from_json(item: Any) -> FaultSpec:
     if not isinstance(item, dict):
-        raise ValueError(f"each fault must be an object, got {item!r}")
-    unknown = set(item) - {"method", "error_rate", "code", "delay_s", "pushback_ms"}
+        raise FaultValidationError("fault", f"must be an object, got {type(item).__name__}")
+    unknown = sorted(str(k) for k in set(item) - set(_FIELDS))
     if unknown:
-        raise ValueError(f"unknown fault fields {sorted(unknown)}")
+        names = ", ".join(safe_yaml.short(k) for k in unknown[:5])
+        raise FaultValidationError("fault", f"unknown fields: {names}")
     return FaultSpec.parse(
-        str(item.get("method", "")),
-        float(item.get("error_rate", 0.0)),
-        str(item.get("code", "UNAVAILABLE")),
-        float(item.get("delay_s", 0.0)),
-        int(item.get("pushback_ms", -1)),
+        _string(item, "method", ""),
+        _number(item, "error_rate", 0.0),
+        _string(item, "code", "UNAVAILABLE"),
+        _number(item, "delay_s", 0.0),
+        _integer(item, "pushback_ms", -1),
     )
+
+
+def _string(item: dict[str, Any], field: str, default: str) -> str:
+    value = item.get(field, default)
+    if not isinstance(value, str):
+        raise FaultValidationError(field, f"must be a string, got {type(value).__name__}")
+    return value
+
+
+def _number(item: dict[str, Any], field: str, default: float) -> float:
+    value = item.get(field, default)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise FaultValidationError(field, f"must be a number, got {type(value).__name__}")
+    return float(value)
+
+
+def _integer(item: dict[str, Any], field: str, default: int) -> int:
+    value = item.get(field, default)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise FaultValidationError(field, f"must be an integer, got {type(value).__name__}")
+    return value
 
 
 class FaultInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]

@@ -22,30 +22,42 @@ def _addr(environ: Mapping[str, str], var: str, default: str) -> str:
     value = environ.get(var, default).strip()
     host, sep, port = value.rpartition(":")
     if not sep or not host or not _ascii_digits(port) or not 0 <= int(port) <= 65535:
-        raise ConfigError(f"{var}={value!r} is not HOST:PORT (e.g. 127.0.0.1:50052)")
+        raise ConfigError(f"{var}={_shown(value)} is not HOST:PORT (e.g. 127.0.0.1:50052)")
     return value
 
 
-def _float(environ: Mapping[str, str], var: str, default: float) -> float:
+def _shown(raw: str) -> str:
+    """A variable's value as an error quotes it: short, one line."""
+    flat = " ".join(raw.split())
+    return repr(flat if len(flat) <= 40 else flat[:37] + "...")
+
+
+def _float(environ: Mapping[str, str], var: str, default: float, maximum: float) -> float:
     raw = environ.get(var)
     if raw is None:
         return default
     try:
         value = float(raw)
     except ValueError:
-        raise ConfigError(f"{var}={raw!r} is not a number") from None
-    if value < 0:
-        raise ConfigError(f"{var}={raw!r} must be >= 0")
+        raise ConfigError(f"{var}={_shown(raw)} is not a number") from None
+    if not 0 <= value <= maximum:  # NaN fails both comparisons
+        raise ConfigError(f"{var}={_shown(raw)} must be a number within 0..{maximum:g}")
     return value
 
 
-def _int(environ: Mapping[str, str], var: str, default: int) -> int:
+def _int(environ: Mapping[str, str], var: str, default: int, lo: int, hi: int) -> int:
     raw = environ.get(var)
     if raw is None:
         return default
-    if not _ascii_digits(raw.strip()):
-        raise ConfigError(f"{var}={raw!r} is not a non-negative integer")
-    return int(raw)
+    digits = raw.strip()
+    if not _ascii_digits(digits) or len(digits) > 18 or not lo <= int(digits) <= hi:
+        raise ConfigError(f"{var}={_shown(raw)} is not an integer within {lo}..{hi}")
+    return int(digits)
+
+
+MAX_GRACE_S = 3600.0
+MIN_MESSAGE_BYTES = 4 * 1024
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -62,9 +74,11 @@ class ServiceConfig:
     policy: str | None
     """MESH_POLICY: a preset name (unprotected, retry-only, full) or a YAML path. Default full."""
     grace_s: float
-    """SHUTDOWN_GRACE_S: how long SIGTERM waits for in-flight calls to finish. Default 5 s."""
+    """SHUTDOWN_GRACE_S: how long SIGTERM waits for in-flight calls to finish, 0..3600.
+    Default 5 s."""
     max_message_bytes: int
-    """MAX_MESSAGE_BYTES: largest request or response accepted. Default 1 MiB: this API is small."""
+    """MAX_MESSAGE_BYTES: largest request or response accepted, 4 KiB..256 MiB. Default 1 MiB:
+    this API is small."""
     dependencies: Mapping[str, str]
     """<CALLEE>_ADDR for each edge leaving this service, e.g. PROFILE_ADDR."""
 
@@ -84,7 +98,9 @@ class ServiceConfig:
             admin_addr=_addr(env, "ADMIN_ADDR", f"127.0.0.1:{spec.admin_port}"),
             metrics_addr=_addr(env, "METRICS_ADDR", f"127.0.0.1:{spec.metrics_port}"),
             policy=env.get("MESH_POLICY") or None,
-            grace_s=_float(env, "SHUTDOWN_GRACE_S", 5.0),
-            max_message_bytes=_int(env, "MAX_MESSAGE_BYTES", 1024 * 1024),
+            grace_s=_float(env, "SHUTDOWN_GRACE_S", 5.0, MAX_GRACE_S),
+            max_message_bytes=_int(
+                env, "MAX_MESSAGE_BYTES", 1024 * 1024, MIN_MESSAGE_BYTES, MAX_MESSAGE_BYTES
+            ),
             dependencies=deps,
         )

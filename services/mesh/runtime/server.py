@@ -271,11 +271,15 @@ async def serve(
 
 
 def run(name: str, build: Callable[[Runtime], Awaitable[Service]]) -> None:
-    """Entry point of each service's __main__: exit 0 after a graceful stop, 2 on bad config."""
+    """Entry point of each service's __main__: exit 0 after a graceful stop; on bad config, one
+    line on stderr naming the variable (never a traceback) and exit 2."""
+    import sys
+
     from mesh.resilience.policy import PolicyError
     from mesh.runtime.config import ConfigError
 
     try:
         asyncio.run(serve(name, build))
     except (ConfigError, PolicyError) as err:
-        raise SystemExit(f"{name}: configuration error: {err}") from None
+        print(f"{name}: configuration error: {' '.join(str(err).split())}", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -1,7 +1,17 @@
 """Configuration from the environment fails at start-up naming the variable."""
 
+import itertools
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import grpc
 import pytest
 
+from mesh.resilience.faults import FaultSpec, FaultTable, FaultValidationError
 from mesh.runtime.config import ConfigError, ServiceConfig
 
 
@@ -30,3 +40,147 @@ def test_gateway_has_three_dependencies() -> None:
 def test_bad_values_name_the_variable(env: dict[str, str], var: str) -> None:
     with pytest.raises(ConfigError, match=var):
         ServiceConfig.from_env("recommendation", env)
+
+
+@pytest.mark.parametrize(
+    ("env", "var"),
+    [
+        ({"SHUTDOWN_GRACE_S": "nan"}, "SHUTDOWN_GRACE_S"),
+        ({"SHUTDOWN_GRACE_S": "inf"}, "SHUTDOWN_GRACE_S"),
+        ({"SHUTDOWN_GRACE_S": "1e9"}, "SHUTDOWN_GRACE_S"),
+        ({"MAX_MESSAGE_BYTES": "0"}, "MAX_MESSAGE_BYTES"),
+        ({"MAX_MESSAGE_BYTES": "9" * 40}, "MAX_MESSAGE_BYTES"),
+    ],
+)
+def test_numbers_must_be_finite_and_in_range(env: dict[str, str], var: str) -> None:
+    with pytest.raises(ConfigError, match=rf"^{var}=.* within "):
+        ServiceConfig.from_env("recommendation", env)
+
+
+def test_a_long_value_is_quoted_short() -> None:
+    with pytest.raises(ConfigError) as caught:
+        ServiceConfig.from_env("recommendation", {"LISTEN_ADDR": "x" * 5000})
+    assert len(str(caught.value)) < 120
+
+
+# MESH_FAULTS: JSON with the limits safe_yaml puts on YAML; a ConfigError names the variable.
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ('[{"method": "*", "error_rate": NaN}]', "NaN is not a number"),
+        ('[{"method": "*", "delay_s": Infinity}]', "Infinity is not a number"),
+        ('[{"method": "*", "delay_s": 1e999}]', "a number out of range"),
+        ('[{"method": "*", "pushback_ms": 1e999}]', "a number out of range"),
+        ('[{"method": "*", "error_rate": "nan"}]', "error_rate: must be a number, got str"),
+        ('[{"method": "*", "delay_s": 86400}]', "delay_s: must be within 0..600"),
+        ('[{"method": "*", "pushback_ms": 10000000000}]', "pushback_ms: must be within -1.."),
+        ('[{"method": "*", "pushback_ms": 1.5}]', "pushback_ms: must be an integer"),
+        ('[{"method": "*", "error_rate": true}]', "error_rate: must be a number, got bool"),
+        ('[{"method": {"a": [1, 2]}}]', "method: must be a string, got dict"),
+        ('[{"method": "*", "colour": 1}]', "fault: unknown fields: colour"),
+        ('[{"method": "*"}, 7]', "fault: must be an object, got int (fault 2 of 2)"),
+        ('{"method": "*"}', "must be a JSON list of fault objects"),
+        ("[" * 50_000, "nesting too deep"),
+        ('[{"method": "*", "pushback_ms": ' + "9" * 5000 + "}]", "an integer of 5000 digits"),
+        ("[" + " " * 70_000 + "]", "more than the 65536 bytes"),
+        ('[{"method": "*"', "not valid JSON: line 1, column 16"),
+    ],
+)
+def test_bad_faults_name_the_variable_and_the_field(value: str, words: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        FaultTable.from_env({"MESH_FAULTS": value})
+    message = str(caught.value)
+    assert message.startswith("MESH_FAULTS: ") and words in message, message
+    assert len(message) < 200
+
+
+def test_good_faults_and_seed_load() -> None:
+    table = FaultTable.from_env(
+        {
+            "MESH_FAULTS": '[{"method": "*", "error_rate": 0.5, "code": "internal",'
+            ' "delay_s": 30, "pushback_ms": 2000}]',
+            "MESH_FAULT_SEED": "7",
+        }
+    )
+    [spec] = table.list()
+    assert (spec.error_rate, spec.code, spec.delay_s, spec.pushback_ms) == (
+        0.5,
+        grpc.StatusCode.INTERNAL,
+        30.0,
+        2000,
+    )
+    with pytest.raises(ConfigError, match=r"^MESH_FAULT_SEED='seven' is not an integer"):
+        FaultTable.from_env({"MESH_FAULT_SEED": "seven"})
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"delay_s": math.inf}, "delay_s"),
+        ({"delay_s": math.nan}, "delay_s"),
+        ({"error_rate": math.nan}, "error_rate"),
+        ({"pushback_ms": 2**62}, "pushback_ms"),
+        ({"method": "/" + "m" * 1000}, "method"),
+    ],
+)
+def test_fault_admin_shares_the_rules(fields: dict[str, object], field: str) -> None:
+    raw: dict[str, Any] = {
+        "method": "*",
+        "error_rate": 0.0,
+        "code": "UNAVAILABLE",
+        "delay_s": 0.0,
+        "pushback_ms": -1,
+    }
+    with pytest.raises(FaultValidationError) as caught:
+        FaultSpec.parse(**{**raw, **fields})
+    assert caught.value.field == field and len(str(caught.value)) < 120
+
+
+# A service with bad configuration: exit 2, one line on stderr naming the variable, no traceback.
+
+BOMB = "\n".join(
+    ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    + [f"{n}: &{n} [" + ",".join([f"*{p}"] * 9) + "]" for p, n in itertools.pairwise("abcdefghi")]
+)
+
+
+def test_a_service_with_bad_configuration_says_so_in_one_line(tmp_path: Path) -> None:
+    latin1 = tmp_path / "latin1.yaml"
+    latin1.write_bytes(b"name: caf\xe9\n")
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(BOMB)
+    cases = {
+        "MESH_POLICY__PROFILE__MAX_IN_FLIGHT": {"MESH_POLICY__PROFILE__MAX_IN_FLIGHT": "[oops"},
+        "MESH_POLICY__EDGE_DEFAULTS__BREAKER__OPEN_S": {
+            "MESH_POLICY__EDGE_DEFAULTS__BREAKER__OPEN_S": ".inf"
+        },
+        "MESH_POLICY: " + str(latin1): {"MESH_POLICY": str(latin1)},
+        "MESH_POLICY: " + str(bomb): {"MESH_POLICY": str(bomb)},
+        "MESH_FAULTS": {"MESH_FAULTS": '[{"method": "*", "error_rate": NaN}]'},
+        "MESH_FAULTS: error_rate": {"MESH_FAULTS": '[{"method": "*", "error_rate": "nan"}]'},
+        "SHUTDOWN_GRACE_S": {"SHUTDOWN_GRACE_S": "nan"},
+    }
+    base = {k: v for k, v in os.environ.items() if not k.startswith("MESH_")}
+    base.update(LISTEN_ADDR="127.0.0.1:0", ADMIN_ADDR="127.0.0.1:0", METRICS_ADDR="127.0.0.1:0")
+    base.update(MESH_TRACING="0")
+    procs = {
+        named: subprocess.Popen(
+            [sys.executable, "-m", "mesh.profile"],
+            env={**base, **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for named, env in cases.items()
+    }
+    for named, proc in procs.items():
+        try:
+            _, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+        assert proc.returncode == 2, (named, err)
+        assert "Traceback" not in err, err
+        [line] = err.strip().splitlines()
+        assert line.startswith(f"profile: configuration error: {named}"), line
