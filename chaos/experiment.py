@@ -19,6 +19,7 @@ import grpc
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from chaos import metric_names
+from chaos.lesson_order import lesson_rank
 from chaos.toxiproxy.toxics import TOXIC_TYPES as TOXIC_CLASSES
 from chaos.variant_policy import variant_policy
 from mesh import safe_yaml
@@ -395,4 +396,6 @@ def problems(path: Path, exp: Experiment) -> list[str]:
 
 
 def catalogue() -> list[tuple[Path, Experiment]]:
-    return [load_experiment(str(p)) for p in sorted(EXPERIMENTS_DIR.glob("*.yaml"))]
+    """Every experiment of the catalogue, in the order the lesson builds (chaos/lesson_order)."""
+    paths = sorted(EXPERIMENTS_DIR.glob("*.yaml"), key=lambda p: lesson_rank(p.stem))
+    return [load_experiment(str(p)) for p in paths]

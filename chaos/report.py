@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from chaos.experiment import ReferenceRow
 from chaos.faults import FaultEvent
-from chaos.runner import ExperimentResult, PhaseResult
+from chaos.runner import ExperimentResult, PhaseResult, VariantResult
 from chaos.table_fit import Column, FitTable
 
 COLUMNS = (
@@ -162,6 +162,36 @@ def experiment_table(result: ExperimentResult, width: int = 120) -> RenderableTy
     for cells, style, free in rows:
         table.add_row(*[cells.get(k, "") for k in keys], style=style, free=free)
     return table.render(width)
+
+
+def showed(result: ExperimentResult) -> str:
+    """What the experiment showed, in one line, from its own numbers: the first metric its
+    expectations read, side by side for every variant that measured it (or one variant's
+    first three), and which variants opened a breaker."""
+    measured = [v for v in result.variants if v.phases]
+    if not measured:
+        return f"nothing measured: {result.aborted or 'every variant was skipped'}"
+
+    def value(v: VariantResult, metric: str, phase: str) -> float | None:
+        ph = v.phases.get(phase)
+        return None if ph is None else ph.metrics.get(metric)
+
+    wanted = list(dict.fromkeys((e.metric, e.phase) for e in result.experiment.expectations))
+    line = ""
+    for metric, phase in wanted or [("dependency_calls", "fault")]:
+        found = [(v, x) for v in measured if (x := value(v, metric, phase)) is not None]
+        if len(found) > 1:
+            line = f"{metric}: " + ", ".join(f"{v.variant.name} {_cell(x)}" for v, x in found)
+            break
+        if found:
+            v = found[0][0]
+            three = [(m, x) for m, ph in wanted if (x := value(v, m, ph)) is not None][:3]
+            line = f"{v.variant.name}: " + ", ".join(f"{m} {_cell(x)}" for m, x in three)
+            break
+    opened = [v.variant.name for v in measured if (value(v, "breaker_opened", "fault") or 0) > 0]
+    if opened:
+        line += f"; breaker opened: {', '.join(opened)}"
+    return line.lstrip("; ") or "no expected metric was measured"
 
 
 def print_result(console: Console, result: ExperimentResult) -> None:

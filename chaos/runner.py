@@ -530,7 +530,8 @@ class Runner:
         from chaos.scenarios import SCENARIOS, ScenarioContext
 
         assert exp.scenario is not None
-        ctx = ScenarioContext(self.target, exp, variant, {**exp.params, **variant.params})
+        params = {**exp.params, **variant.params}
+        ctx = ScenarioContext(self.target, exp, variant, params, self.progress)
         try:
             outcome = await SCENARIOS[exp.scenario](ctx)
         finally:

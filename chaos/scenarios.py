@@ -28,6 +28,8 @@ class ScenarioContext:
     experiment: Experiment
     variant: Variant
     params: dict[str, Any]
+    progress: Callable[[str, int, int], None] = field(default=lambda label, done, total: None)
+    """progress(label, done, total): the runner's callback, so the run's display moves."""
 
 
 @dataclass

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,10 +10,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from chaos.cli.json_out import JsonOpt, human_output_to_stderr, to_stdout, write_json
+
 app = typer.Typer(help="Benchmarks: ratios measured in one run.", no_args_is_help=True)
 console = Console()
 
-JsonOpt = Annotated[Path | None, typer.Option("--json", help="Write the figures to FILE.")]
 CallsOpt = Annotated[int, typer.Option(help="Calls per variant per round.")]
 ConcOpt = Annotated[int, typer.Option(help="Calls in flight.")]
 RoundsOpt = Annotated[int, typer.Option(help="Interleaved rounds.")]
@@ -47,10 +47,12 @@ def print_result(title: str, result: dict[str, Any]) -> None:
 
 
 def _finish(title: str, result: dict[str, Any], json_path: Path | None) -> None:
-    print_result(title, result)
+    with human_output_to_stderr(json_path, console):
+        print_result(title, result)
     if json_path is not None:
-        json_path.write_text(json.dumps(result, indent=2))
-        console.print(f"wrote {json_path}")
+        write_json(json_path, result)
+        if not to_stdout(json_path):
+            console.print(f"wrote {json_path}")
 
 
 @app.command()

@@ -3,28 +3,43 @@
 from __future__ import annotations
 
 import asyncio
-import json
+import logging
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
+from rich.text import Text
 
+from chaos.cli.json_out import JsonOpt, write_json
+from chaos.eta import Eta, about, expected_s
 from chaos.experiment import EXPERIMENTS_DIR, Experiment, ExperimentError, load_experiment
 from chaos.launcher import LaunchError, Mesh, Ports
-from chaos.report import print_result, to_json, write_report
+from chaos.lesson_order import in_lesson_order
+from chaos.report import print_result, showed, to_json, write_report
 from chaos.runner import ExperimentResult, Runner, Target
+from chaos.table_fit import Column, FitTable
 from mesh.resilience.policy import PolicyError
 
 app = typer.Typer(
     help="Chaos experiments: steady state, faults, load, verdict.", no_args_is_help=True
 )
 console = Console(width=None if sys.stdout.isatty() else 150)
+logging.getLogger("matplotlib").setLevel(logging.ERROR)  # font-cache notes and the like
 
 
 @app.command("list")
@@ -44,32 +59,90 @@ def _measured(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4g}"
 
 
-def verdict_table(results: list[ExperimentResult]) -> Table:
-    table = Table(
-        "experiment",
-        "verdict",
-        "failed expectations (measured, wanted)",
+def verdict_table(results: list[ExperimentResult], width: int = 120) -> RenderableType:
+    """The verdict screen: one line per experiment saying what it showed, then each missed
+    expectation with what was measured and what was wanted."""
+    table = FitTable(
+        [
+            Column("experiment", justify="left", keep=True),
+            Column("verdict", justify="left", keep=True),
+            Column("what it showed", justify="left", wraps=True),
+        ],
         title="verdict",
-        title_justify="left",
     )
+    missed: list[str] = []
     for r in results:
-        failed = [
-            f"{v.variant}/{v.phase} {v.metric}={_measured(v.measured)} (want {v.bound})"
+        table.add_row(
+            r.name,
+            "held" if r.held else "did not hold",
+            showed(r),
+            style="" if r.held else "red",
+        )
+        if r.aborted:
+            missed.append(f"{r.name}: {r.aborted}")
+        missed += [
+            f"{r.name}: {v.variant}/{v.phase} {v.metric}={_measured(v.measured)} (want {v.bound})"
             for v in r.verdicts
             if not v.passed
         ]
-        if r.aborted:
-            failed.insert(0, r.aborted)
-        table.add_row(
-            r.name,
-            "[green]held[/green]" if r.held else "[red]did not hold[/red]",
-            "\n".join(failed) or "-",
+    notes = [Text("missed (measured, wanted):", style="bold")] if missed else []
+    return Group(table.render(width), *notes, *[Text(f"  {m}") for m in missed])
+
+
+class RunProgress:
+    """Two lines under the reports: the whole run ("experiment 3/13 ..., about 2 min left")
+    and the current step (the runner's and the scenarios' progress callback)."""
+
+    def __init__(self, progress: Progress, experiments: list[Experiment]) -> None:
+        self.progress = progress
+        self.eta = Eta([expected_s(exp) for exp in experiments])
+        self.count = len(experiments)
+        self.started = time.monotonic()
+        self.run = progress.add_task("", total=self.count, left=self.left)
+        self.step_task = progress.add_task("", total=None, left=lambda: "")
+
+    def left(self) -> str:
+        return about(self.eta.left_s(time.monotonic() - self.started))
+
+    def start(self, n: int, name: str) -> None:
+        self.started = time.monotonic()
+        self.progress.update(
+            self.run, description=f"experiment {n}/{self.count}: {name}", completed=n - 1
         )
-    return table
+        self.progress.update(
+            self.step_task, description=f"{name}: starting", completed=0, total=None
+        )
+
+    def step(self, label: str, done: int, total: int) -> None:
+        self.progress.update(self.step_task, description=label, completed=done, total=total)
+
+    def finish(self) -> None:
+        self.eta.finished(time.monotonic() - self.started)
+        self.progress.update(self.run, completed=len(self.eta.actual))
+
+
+class _LeftColumn(ProgressColumn):
+    """The task's `left` field, computed at each refresh so it moves between callbacks."""
+
+    def render(self, task: Task) -> Text:
+        left = task.fields.get("left")
+        return Text(left() if callable(left) else "", style="progress.remaining")
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        _LeftColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
 
 
 def _catalogue_names() -> list[str]:
-    return [p.stem for p in sorted(EXPERIMENTS_DIR.glob("*.yaml"))]
+    return in_lesson_order(p.stem for p in EXPERIMENTS_DIR.glob("*.yaml"))
 
 
 def _refuse(err: Exception) -> None:
@@ -110,15 +183,19 @@ def validate(
 async def _run_all(
     runner: Runner,
     experiments: list[tuple[str, Path, Experiment]],
-    progress: Progress,
+    shown: RunProgress,
     reports: Path,
 ) -> list[ExperimentResult]:
     results = []
-    for name, path, exp in experiments:
-        progress.console.rule(f"{name}")
+    for n, (name, path, exp) in enumerate(experiments, start=1):
+        shown.start(n, name)
+        shown.progress.console.rule(f"{name}")
         result = await runner.run(name, path, exp)
-        print_result(progress.console, result)
-        write_report(result, reports / name)
+        print_result(shown.progress.console, result)
+        with warnings.catch_warnings():  # a plot's library warning is not the user's business
+            warnings.simplefilter("ignore")
+            write_report(result, reports / name)
+        shown.finish()
         results.append(result)
     return results
 
@@ -146,20 +223,9 @@ def execute(
             with console.status("starting the embedded mesh..."):
                 mesh.start()
         tgt = remote or Target.from_mesh(mesh)  # type: ignore[arg-type]
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        ) as progress:
-            bar = progress.add_task("starting", total=1)
-
-            def tick(label: str, done: int, total: int) -> None:
-                progress.update(bar, description=label, completed=done, total=total)
-
-            results = asyncio.run(_run_all(Runner(tgt, tick), resolved, progress, reports))
+        with _progress() as progress:
+            shown = RunProgress(progress, [exp for _, _, exp in resolved])
+            results = asyncio.run(_run_all(Runner(tgt, shown.step), resolved, shown, reports))
     except LaunchError as err:
         console.print(f"[red]could not start the mesh:[/red] {err}")
         raise typer.Exit(1) from None
@@ -172,9 +238,8 @@ def execute(
         if mesh is not None:
             mesh.stop()
     if json_path is not None:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps([to_json(r) for r in results], indent=1))
-    console.print(verdict_table(results))
+        write_json(json_path, [to_json(r) for r in results])
+    console.print(verdict_table(results, console.width))
     held = sum(r.held for r in results)
     console.print(
         f"{held} of {len(results)} hypotheses held; reports in {reports}/ "
@@ -199,9 +264,7 @@ def run(
             "[,metrics.SERVICE=URL]"
         ),
     ] = None,
-    json_path: Annotated[
-        Path | None, typer.Option("--json", help="Write all numbers here.")
-    ] = None,
+    json_path: JsonOpt = None,
     reports: Annotated[Path, typer.Option(help="Folder for report.md and plots.")] = Path(
         "reports"
     ),

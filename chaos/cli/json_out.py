@@ -7,11 +7,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 
 STDOUT = Path("-")
 
@@ -51,3 +54,19 @@ def bare_json_to_stdout(argv: Sequence[str]) -> list[str]:
                 out.insert(i + 1, "-")
         i += 1
     return out
+
+
+@contextmanager
+def human_output_to_stderr(json_path: Path | None, *consoles: Console) -> Iterator[None]:
+    """With `--json -`, the commands' tables and notes go to stderr while they run."""
+    if not to_stdout(json_path):
+        yield
+        return
+    saved = [c.file for c in consoles]
+    for c in consoles:
+        c.file = sys.stderr
+    try:
+        yield
+    finally:
+        for c, file in zip(consoles, saved, strict=True):
+            c.file = file

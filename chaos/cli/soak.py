@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import tempfile
 from collections import Counter
 from dataclasses import asdict
@@ -15,6 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from chaos.cli.json_out import JsonOpt, human_output_to_stderr, to_stdout, write_json
 from chaos.launcher import LaunchError, Mesh, Ports
 from chaos.soak import SoakConfig, SoakResult, run_soak
 
@@ -72,7 +72,7 @@ def soak(
     duration: Annotated[float, typer.Option(help="Seconds of load and chaos.")] = 600.0,
     rate: Annotated[float, typer.Option(help="Requests per second (home and checkout).")] = 40.0,
     seed: Annotated[int | None, typer.Option(help="Seed for the fault schedule.")] = None,
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write samples here.")] = None,
+    json_path: JsonOpt = None,
     state_dir: Annotated[
         Path | None, typer.Option(help="Ledger and logs (default: a fresh temporary dir).")
     ] = None,
@@ -83,7 +83,11 @@ def soak(
     descriptors more than 10% plus 4, and no acknowledged charge is missing from the ledger;
     exits 1 otherwise.
     """
-    config = SoakConfig(duration_s=duration, rate_per_s=rate, seed=seed)
+    with human_output_to_stderr(json_path, console):
+        _soak(SoakConfig(duration_s=duration, rate_per_s=rate, seed=seed), json_path, state_dir)
+
+
+def _soak(config: SoakConfig, json_path: Path | None, state_dir: Path | None) -> None:
     directory = state_dir or Path(tempfile.mkdtemp(prefix="mesh-soak-"))
     mesh = Mesh(state_dir=directory, ports=Ports.auto())
     try:
@@ -101,13 +105,13 @@ def soak(
             console=console,
             transient=False,
         ) as progress:
-            task = progress.add_task("", total=duration)
+            task = progress.add_task("", total=config.duration_s)
 
             def tick(elapsed_s: float, codes: Counter[str], fault: str) -> None:
                 shown = f"fault: {fault}" if fault else "fault: none"
                 progress.update(
                     task,
-                    completed=min(elapsed_s, duration),
+                    completed=min(elapsed_s, config.duration_s),
                     description=f"{shown}\n{_summary(codes)}",
                 )
 
@@ -123,9 +127,9 @@ def soak(
         + (f"[red]{lost}[/red]" if lost else "[green]0[/green]")
     )
     if json_path is not None:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps(to_json(result), indent=2))
-        console.print(f"samples written to {json_path}")
+        write_json(json_path, to_json(result))
+        if not to_stdout(json_path):
+            console.print(f"samples written to {json_path}")
     if not result.passed:
         console.print("[red]soak target missed[/red]")
         raise typer.Exit(1)

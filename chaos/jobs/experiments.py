@@ -72,9 +72,11 @@ async def receipt_backoff(ctx: ScenarioContext) -> ScenarioResult:
         )
         await asyncio.sleep(0.1)
         ids = {n: await h.enqueue(QUEUE, c["receipt"], policy) for n, c in cases.items()}
+        ctx.progress(f"{ctx.variant.name}: receipts retrying on schedule", 0, len(ids))
         finished = await h.wait_finished(
             QUEUE, list(ids.values()), timeout_s=policy.schedule_s()[-1] + 10
         )
+        ctx.progress(f"{ctx.variant.name}: receipts finished", len(ids), len(ids))
     finally:
         h.mailbox.clear_script()
         await h.close()
@@ -133,7 +135,9 @@ async def receipt_throughput(ctx: ScenarioContext) -> ScenarioResult:
         ids = [
             await h.enqueue(queue, receipt(f"tput{ctx.variant.name}"), policy) for _ in range(jobs)
         ]
+        ctx.progress(f"{ctx.variant.name}: {jobs} receipt jobs running", 0, jobs)
         done = await h.wait_finished(queue, ids, timeout_s=jobs * job_s + 30)
+        ctx.progress(f"{ctx.variant.name}: receipt jobs finished", jobs, jobs)
     finally:
         h.mailbox.clear_script()
         if worker in h.mesh.alive():
@@ -204,6 +208,7 @@ async def worker_crash(ctx: ScenarioContext) -> ScenarioResult:
     try:
         # Receipts of earlier experiments' checkouts may still be queued: let the mesh's own
         # worker send them first, or the victim would hold those instead of ours.
+        ctx.progress(f"{ctx.variant.name}: draining earlier receipts", 0, n)
         await _drain(q, timeout_s=60)
         # Only the victim may take the jobs: the mesh's own worker stops (restarted below).
         await asyncio.to_thread(mesh.kill, "notification", signal.SIGTERM)
@@ -236,9 +241,11 @@ async def worker_crash(ctx: ScenarioContext) -> ScenarioResult:
         await asyncio.to_thread(mesh.start_worker, "rescuer", env)
         killed_at = time.time()
         await asyncio.to_thread(mesh.kill, "victim", signal.SIGKILL)
+        ctx.progress(f"{ctx.variant.name}: worker killed, jobs being recovered", 0, n)
         await asyncio.to_thread(toxi.remove_toxic, "notification_to_smtp", "hold-smtp")
         first_started = {j: (await h.times(QUEUE, j)).processed_on for j in ids}
         done = await h.wait_finished(QUEUE, ids, timeout_s=lock_ms / 1000 * 3 + 10)
+        ctx.progress(f"{ctx.variant.name}: jobs recovered", n, n)
     finally:
         if "rescuer" in mesh.alive():
             await asyncio.to_thread(mesh.kill, "rescuer", signal.SIGTERM)
@@ -281,12 +288,14 @@ async def duplicate_enqueue(ctx: ScenarioContext) -> ScenarioResult:
     h = _harness(ctx)
     copies = int(ctx.params.get("copies", 3))
     try:
+        ctx.progress(f"{ctx.variant.name}: one checkout, {copies} more enqueues", 0, copies + 1)
         (charge,) = await checkouts(ctx.target.gateway, ctx.target.api_key, 1)
         job_id = f"receipt-{charge}"
         first = await h.wait_finished(QUEUE, [job_id], timeout_s=15)
         job = await h.queue(QUEUE).getJob(job_id)
         for _ in range(copies):
             await h.queue(QUEUE).add("receipt", job.data, RetryPolicy().job_options(job_id))
+        ctx.progress(f"{ctx.variant.name}: {copies} copies enqueued", copies + 1, copies + 1)
         await asyncio.sleep(float(ctx.params.get("settle_s", 1.0)))
         after = await h.times(QUEUE, job_id)
         counts = await h.queue(QUEUE).getJobCounts("waiting", "active", "delayed")

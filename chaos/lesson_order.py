@@ -1,0 +1,32 @@
+"""The order the catalogue teaches in: deadlines and timeouts, then retries, retry storms,
+breakers, bulkheads, shedding, and last the background jobs. Experiments not named here
+(a user's own) come after, alphabetically."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+LESSON_ORDER = (
+    "deadline-budget",  # one deadline, hop to hop
+    "payment-lost-response",  # a timeout that may have charged: idempotent retries
+    "pushback",  # how long a retry waits
+    "provider-outage",  # retries alone storm a dependency; a breaker fails fast
+    "fallback-trap",  # a breaker shared with its own fallback
+    "flapping-dependency",  # a breaker recovering after each outage
+    "bulkhead-reject",  # a bulkhead's figure depends on the load's shape
+    "bulkhead-isolation",  # a slow dependency must not take another with it
+    "load-shedding",  # refuse early rather than fail late
+    "receipt-backoff",  # jobs: backoff for transient errors
+    "receipt-throughput",  # jobs: concurrency and rate limits
+    "worker-crash",  # jobs: a killed worker's jobs recovered
+    "duplicate-enqueue",  # jobs: one job per receipt
+)
+
+
+def lesson_rank(name: str) -> tuple[int, str]:
+    """Sort key: the lesson's place, then the name."""
+    return (LESSON_ORDER.index(name) if name in LESSON_ORDER else len(LESSON_ORDER), name)
+
+
+def in_lesson_order(names: Iterable[str]) -> list[str]:
+    return sorted(names, key=lesson_rank)

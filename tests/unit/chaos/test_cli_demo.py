@@ -1,0 +1,137 @@
+"""The demo tells a story: the lesson's order, overall progress with time left (scenarios
+report progress too), a verdict screen that leads with what each experiment showed, and no
+library warning from writing the reports."""
+
+from __future__ import annotations
+
+import io
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+from render_fixtures import demo_result
+from rich.console import Console
+from rich.progress import Progress
+from typer.testing import CliRunner
+
+from chaos.cli import chaos_cmd
+from chaos.cli.app import app
+from chaos.eta import Eta, about, expected_s
+from chaos.experiment import EXPERIMENTS_DIR, Experiment, Variant, catalogue
+from chaos.lesson_order import LESSON_ORDER, in_lesson_order
+from chaos.report import showed
+from chaos.runner import ExperimentResult, Runner, Target, VariantResult
+from chaos.scenarios import SCENARIOS, ScenarioContext, ScenarioResult, scenario
+
+
+def test_the_catalogue_runs_in_the_lessons_order() -> None:
+    shipped = {p.stem for p in EXPERIMENTS_DIR.glob("*.yaml")}
+    assert shipped == set(LESSON_ORDER), "place a new experiment in chaos/lesson_order.py"
+    assert [p.stem for p, _ in catalogue()] == list(LESSON_ORDER)
+    assert LESSON_ORDER[0] == "deadline-budget" and LESSON_ORDER[-1] == "duplicate-enqueue"
+    assert in_lesson_order(["zz-mine", "pushback", "aa-mine"]) == ["pushback", "aa-mine", "zz-mine"]
+    listed = CliRunner().invoke(app, ["chaos", "list"], env={"COLUMNS": "200"}).output
+    at = [listed.index(f" {name} ") for name in LESSON_ORDER]
+    assert at == sorted(at)
+
+
+def test_time_left_comes_from_the_loads_and_is_refined_as_experiments_finish() -> None:
+    experiments = [exp for _, exp in catalogue()]
+    expected = [expected_s(exp) for exp in experiments]
+    assert all(e > 0 for e in expected)
+    # flapping-dependency's load is capped by its max_duration_s (30 s) per variant.
+    flapping = dict(zip(LESSON_ORDER, expected, strict=True))["flapping-dependency"]
+    assert 30 <= flapping <= 45
+    eta = Eta([10.0, 20.0, 30.0])
+    assert eta.left_s(0.0) == 60.0
+    eta.finished(20.0)  # took twice as long as expected: the rest will too
+    assert eta.left_s(5.0) == pytest.approx(2 * 20 - 5 + 2 * 30)
+    assert about(100) == "about 2 min left" and about(42) == "about 40 s left"
+    assert about(3) == "under 10 s left"
+
+
+def test_the_overall_line_names_the_experiment_and_the_time_left() -> None:
+    console = Console(width=120, record=True, file=io.StringIO())
+    with Progress(console=console, auto_refresh=False) as progress:
+        shown = chaos_cmd.RunProgress(progress, [exp for _, exp in catalogue()])
+        shown.start(3, "pushback")
+        shown.step("pushback-minus-1: under fault", 2, 5)
+        task = progress.tasks[shown.run]
+        assert task.description == "experiment 3/13: pushback" and task.completed == 2
+        assert shown.left().startswith("about ") and shown.left().endswith(" left")
+        assert progress.tasks[shown.step_task].description == "pushback-minus-1: under fault"
+
+
+async def test_a_scenario_reports_progress_through_the_runner() -> None:
+    @scenario("test-progress", metrics=("n",))
+    async def counting(ctx: ScenarioContext) -> ScenarioResult:
+        for done in range(3):
+            ctx.progress(f"{ctx.variant.name}: step", done + 1, 3)
+        return ScenarioResult({"n": 3.0})
+
+    try:
+        seen: list[tuple[str, int, int]] = []
+        runner = Runner(Target("127.0.0.1:1", None, {}, {}), lambda *a: seen.append(a))
+        exp = Experiment(
+            title="t", hypothesis="h", scenario="test-progress", variants=[Variant(name="v")]
+        )
+        await runner._run_scenario(exp, exp.variants[0], VariantResult(exp.variants[0], "full"))
+        assert seen == [("v: step", 1, 3), ("v: step", 2, 3), ("v: step", 3, 3)]
+    finally:
+        SCENARIOS.pop("test-progress")
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_the_verdict_leads_with_what_each_experiment_showed(width: int) -> None:
+    results = [demo_result(name) for name in LESSON_ORDER]
+    console = Console(width=width, record=True, file=io.StringIO())
+    console.print(chaos_cmd.verdict_table(results, width))
+    text = console.export_text()
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= width
+    flat = " ".join(text.split())
+    for r in results:
+        assert r.name in text and " ".join(showed(r).split()) in flat
+    assert text.index("what it showed") < text.index("missed (measured, wanted):")
+
+
+def test_showed_is_derived_from_the_results() -> None:
+    result = demo_result("provider-outage")
+    for v, calls in zip(result.variants, (100, 300, 150, 8), strict=True):
+        v.phases["fault"].metrics["dependency_calls"] = float(calls)
+        v.phases["fault"].metrics["breaker_opened"] = 1.0 if v.variant.name == "full" else 0.0
+    assert showed(result) == (
+        "dependency_calls: unprotected 100, retry-only 300, grpc-native 150, full 8; "
+        "breaker opened: full"
+    )
+    skipped = ExperimentResult("x", Path("x.yaml"), result.experiment, aborted="no mesh")
+    assert showed(skipped) == "nothing measured: no mesh"
+
+
+async def test_writing_reports_lets_no_library_warning_through(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = chaos_cmd.write_report
+
+    def noisy(*args: Any, **kwargs: Any) -> Path:  # what matplotlib did on an empty legend
+        warnings.warn("No artists with labels found to put in legend.", UserWarning, stacklevel=1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(chaos_cmd, "write_report", noisy)
+
+    class Replay:  # a runner that returns a recorded result
+        target = Target("127.0.0.1:1", None, {}, {}, state_dir=tmp_path)
+
+        async def run(self, name: str, path: Path, exp: Experiment) -> ExperimentResult:
+            return demo_result(name)
+
+    names = ["provider-outage", "worker-crash"]
+    resolved = [(n, *next((p, e) for p, e in catalogue() if p.stem == n)) for n in names]
+    console = Console(width=120, record=True, file=io.StringIO())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a leaked warning fails the test
+        with Progress(console=console, auto_refresh=False) as progress:
+            shown = chaos_cmd.RunProgress(progress, [e for _, _, e in resolved])
+            await chaos_cmd._run_all(Replay(), resolved, shown, tmp_path)  # type: ignore[arg-type]
+    assert (tmp_path / "provider-outage" / "report.md").exists()
+    assert "No artists" not in capsys.readouterr().err + console.export_text()
