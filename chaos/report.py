@@ -11,7 +11,7 @@ from rich.console import Console, RenderableType
 from rich.markup import escape
 
 from chaos.experiment import ReferenceRow
-from chaos.faults import FaultEvent
+from chaos.plots import plot
 from chaos.runner import ExperimentResult, PhaseResult, VariantResult
 from chaos.table_fit import Column, FitTable
 
@@ -281,72 +281,13 @@ def to_json(result: ExperimentResult, samples: bool = True) -> dict[str, Any]:
     }
 
 
-def _shade(ax: Any, timeline: list[FaultEvent]) -> None:
-    opened: dict[str, float] = {}
-    for event in timeline:
-        if event.on:
-            opened.setdefault(event.what, event.at_s)
-        elif event.what in opened:
-            ax.axvspan(opened.pop(event.what), event.at_s, color="tab:red", alpha=0.12)
-    for start in opened.values():
-        ax.axvspan(start, ax.get_xlim()[1], color="tab:red", alpha=0.12)
-
-
-def plot(result: ExperimentResult, out_dir: Path) -> list[Path]:
-    """latency.png (one panel per variant, fault window shaded) and calls.png."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    runs = [v for v in result.variants if "fault" in v.phases]
-    if not runs:
-        return []
-    fig, axes = plt.subplots(len(runs), 1, figsize=(9, 2.4 * len(runs)), squeeze=False, sharex=True)
-    for ax, v in zip(axes[:, 0], runs, strict=True):
-        phase = v.phases["fault"]
-        t0 = phase.load.outcomes[0].started_s if phase.load.outcomes else 0.0
-        for ok, colour, label in ((True, "tab:blue", "ok"), (False, "tab:red", "error")):
-            pts = [
-                (o.started_s - t0, o.latency_s * 1000)
-                for o in phase.load.outcomes
-                if (o.code == "OK") == ok
-            ]
-            if pts:
-                xs, ys = zip(*pts, strict=True)
-                ax.scatter(xs, ys, s=6, color=colour, label=label)
-        degraded = [
-            (o.started_s - t0, o.latency_s * 1000) for o in phase.load.outcomes if o.degraded
-        ]
-        if degraded:
-            xs, ys = zip(*degraded, strict=True)
-            ax.scatter(xs, ys, s=6, color="tab:orange", label="degraded")
-        _shade(ax, phase.timeline)
-        ax.set_ylabel("ms")
-        ax.set_title(f"{v.variant.name}: user wait per request", fontsize=9, loc="left")
-        ax.legend(fontsize=7, loc="upper right")
-    axes[-1, 0].set_xlabel("seconds since the load started (red band: fault active)")
-    fig.tight_layout()
-    latency = out_dir / "latency.png"
-    fig.savefig(latency, dpi=90)
-    plt.close(fig)
-
-    fig, ax = plt.subplots(figsize=(9, 3))
-    for v in runs:
-        ax.bar(v.variant.name, v.phases["fault"].metrics.get("dependency_calls", 0.0))
-    ax.set_ylabel(f"calls reaching {result.experiment.dependency}")
-    ax.set_title("calls that reached the dependency during the fault", fontsize=9, loc="left")
-    fig.tight_layout()
-    calls = out_dir / "calls.png"
-    fig.savefig(calls, dpi=90)
-    plt.close(fig)
-    return [latency, calls]
-
-
-def write_report(result: ExperimentResult, out_dir: Path) -> Path:
+def write_report(
+    result: ExperimentResult, out_dir: Path, traces_dir: Path | None = None
+) -> Path:
+    """report.md, result.json and the plots; `traces_dir` (the spans) adds breaker moves."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "result.json").write_text(json.dumps(to_json(result), indent=1))
-    images = plot(result, out_dir)
+    images = plot(result, out_dir, traces_dir)
     console = Console(record=True, width=160, file=io.StringIO())
     print_result(console, result)
     lines = [

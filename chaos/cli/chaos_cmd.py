@@ -31,6 +31,7 @@ from chaos.experiment import EXPERIMENTS_DIR, Experiment, ExperimentError, load_
 from chaos.launcher import LaunchError, Mesh, Ports
 from chaos.lesson_order import in_lesson_order
 from chaos.report import print_result, showed, to_json, write_report
+from chaos.report_index import write_index
 from chaos.runner import ExperimentResult, Runner, Target
 from chaos.table_fit import Column, FitTable
 from mesh.resilience.policy import PolicyError
@@ -194,7 +195,8 @@ async def _run_all(
         print_result(shown.progress.console, result)
         with warnings.catch_warnings():  # a plot's library warning is not the user's business
             warnings.simplefilter("ignore")
-            write_report(result, reports / name)
+            write_report(result, reports / name, runner.target.state_dir / "traces")
+        write_index(reports, runner.target.state_dir)
         shown.finish()
         results.append(result)
     return results

@@ -275,6 +275,7 @@ async def worker_crash(ctx: ScenarioContext) -> ScenarioResult:
             state=j.state,
             attempts_started=j.attempts_started,
             rerun_after_s=round(j.processed_on - first_started[j.id], 3),
+            after_kill_s=round(j.processed_on - killed_at, 3),
         )
         for j in done
     ]

@@ -1,0 +1,108 @@
+"""`reports/index.html`: one static page (no script, no CDN) that links every experiment's
+report, tables, plots and trace ids, so the whole demo can be browsed from one place.
+
+It is rebuilt from what is on disk (`<reports>/<experiment>/result.json`, `report.md`, `*.png`)
+after each experiment, so an interrupted run still has an index of what finished.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from pathlib import Path
+from typing import Any
+
+INDEX = "index.html"
+_STYLE = """
+body { font-family: sans-serif; max-width: 72rem; margin: 2rem auto; padding: 0 1rem; }
+nav a { margin-right: .8rem; } section { border-top: 1px solid #ccc; padding-top: .5rem; }
+.held { color: #1a7f37; } .failed { color: #cf222e; }
+pre { font-size: .75rem; background: #f6f8fa; padding: .5rem; overflow-x: auto; }
+img { max-width: 100%; border: 1px solid #ddd; margin: .3rem 0; } code { font-size: .8rem; }
+"""
+
+
+def write_index(reports: Path, state_dir: Path | None = None) -> Path:
+    """Write `<reports>/index.html` from every experiment folder found there; its path."""
+    entries = [_entry(d) for d in sorted(reports.iterdir()) if (d / "result.json").is_file()]
+    found = [e for e in entries if e is not None]
+    where = f" --state-dir {escape(str(state_dir))}" if state_dir else ""
+    held = sum(1 for e in found if e["held"])
+    parts = [
+        "<!doctype html><html lang=en><meta charset=utf-8>",
+        f"<title>chaos experiments</title><style>{_STYLE}</style>",
+        f"<h1>Chaos experiments</h1><p>{held} of {len(found)} hypotheses held. A trace id "
+        f"opens as a waterfall with <code>mesh traces TRACE_ID{where}</code>.</p>",
+        "<nav>" + "".join(f'<a href="#{escape(e["dir"])}">{escape(e["dir"])}</a>' for e in found),
+        "</nav>",
+        *(_section(e, where) for e in found),
+        "</html>",
+    ]
+    path = reports / INDEX
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return path
+
+
+def _entry(folder: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((folder / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    report = folder / "report.md"
+    text = report.read_text(encoding="utf-8") if report.is_file() else ""
+    return {
+        "dir": folder.name,
+        "title": str(data.get("title", "")),
+        "hypothesis": str(data.get("hypothesis", "")),
+        "held": bool(data.get("held")),
+        "table": _code_block(text),
+        "images": sorted(p.name for p in folder.glob("*.png")),
+        "has_report": report.is_file(),
+        "traces": _traces(data),
+    }
+
+
+def _code_block(markdown: str) -> str:
+    """The first fenced block of report.md: the terminal tables and verdict lines."""
+    _, sep, rest = markdown.partition("```\n")
+    return rest.partition("```")[0].rstrip() if sep else ""
+
+
+def _traces(data: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
+    """(variant / phase, kind, trace ids): the slowest, degraded and failed requests."""
+    found = []
+    for v in data.get("variants", []):
+        for phase, p in (v.get("phases") or {}).items():
+            for kind, items in (p.get("traces") or {}).items():
+                ids = [str(i).split(" ", 1)[0] for i in items if str(i).strip()]
+                if ids:
+                    found.append((f"{v.get('name')} / {phase}", kind, ids))
+    return found
+
+
+def _section(e: dict[str, Any], where: str) -> str:
+    name = escape(e["dir"])
+    verdict = '<b class="held">held</b>' if e["held"] else '<b class="failed">did not hold</b>'
+    links = [f'<a href="{name}/result.json">result.json</a>']
+    if e["has_report"]:
+        links.insert(0, f'<a href="{name}/report.md">report.md</a>')
+    out = [
+        f'<section id="{name}"><h2>{name}: {escape(e["title"])}</h2>',
+        f"<p>{verdict}. {escape(e['hypothesis'])}</p><p>{' | '.join(links)}</p>",
+    ]
+    if e["table"]:
+        out.append(f"<pre>{escape(e['table'])}</pre>")
+    out += [
+        f'<a href="{name}/{escape(img)}"><img src="{name}/{escape(img)}" alt="{escape(img)}"></a>'
+        for img in e["images"]
+    ]
+    if e["traces"]:
+        out.append("<h3>Traces worth opening</h3><ul>")
+        for label, kind, ids in e["traces"]:
+            codes = ", ".join(
+                f'<code title="mesh traces {escape(i)}{where}">{escape(i)}</code>' for i in ids
+            )
+            out.append(f"<li>{escape(label)}, {escape(kind)}: {codes}</li>")
+        out.append("</ul>")
+    out.append("</section>")
+    return "\n".join(out)
