@@ -1,4 +1,5 @@
-"""A checkout in `mesh up` produces a receipt: the job completes, `mesh jobs mailbox` shows it."""
+"""A checkout in `mesh up` produces a receipt: the job completes, `mesh jobs mailbox` shows it,
+and `mesh traces` shows the worker's span in the checkout's trace."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import grpc
 import pytest
 from mesh_up_process import MESH, MeshUp
 
+from chaos import traces as tr
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 
 pytestmark = pytest.mark.e2e
@@ -57,5 +59,15 @@ def test_checkout_receipt_reaches_the_mailbox(mesh_up: MeshUp) -> None:
         _mesh("jobs", "list", "--state", "completed", "--json", "--state-dir", str(state_dir))
     )
     assert f"receipt-{out.charge_id}" in [j["id"] for j in completed]
-    output = mesh_up.stop()
+    output = mesh_up.stop()  # a graceful stop flushes every service's spans
     assert mesh_up.proc.returncode == 0, output
+
+    spans = tr.load_spans(tr.trace_files(state_dir / "traces"))
+    (worker_span,) = [s for s in spans if s["attributes"].get("mesh.charge_id") == out.charge_id]
+    assert worker_span["service"] == "notification"
+    assert worker_span["name"] == "process receipts"
+    trace = tr.group_traces(spans)[worker_span["trace_id"]]
+    parent = [s for s in trace if s["span_id"] == worker_span["parent_span_id"]]
+    assert [s["service"] for s in parent] == ["payment"], "the worker continues the charge's trace"
+    waterfall = _mesh("traces", worker_span["trace_id"], "--state-dir", str(state_dir))
+    assert "process receipts" in waterfall
