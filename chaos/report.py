@@ -135,7 +135,9 @@ def experiment_table(result: ExperimentResult, width: int = 120) -> RenderableTy
     zero = [
         k
         for k in keys[2:]
-        if k != "errors" and rows and all(r.get(k, "") in ("0", "", "-") for r, _, _ in rows)
+        if k not in ("requests", "ok", "errors")
+        and rows
+        and all(r.get(k, "") in ("0", "", "-") for r, _, _ in rows)
     ]
     phases = {r.get("phase") for r, _, _ in rows} - {"-"}
     keys = [k for k in keys if k not in zero and (k != "phase" or phases != {"fault"})]
