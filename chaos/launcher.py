@@ -296,6 +296,9 @@ class Mesh:
             "MESH_POLICY": self.policy,
             "PAYMENT_DB_PATH": str(self.state_dir / "payment" / "ledger.sqlite3"),
             "MESH_TRACES_DIR": str(self.state_dir / "traces"),
+            # Spans reach the files within half a second (the SDK's default is 5 s), so a
+            # report written right after an experiment finds its breaker moves there.
+            "OTEL_BSP_SCHEDULE_DELAY": "500",
             "OTEL_SERVICE_NAME": spec.name,
             **self.env,
         }
