@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Literal
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -25,7 +26,7 @@ class Column:
     """A column: its header, how it aligns, and whether it may be left out."""
 
     header: str
-    justify: str = "right"
+    justify: Literal["left", "right"] = "right"
     keep: bool = False
     meaning: str = ""
     """What an abbreviated header stands for; shown in the legend when the column is."""
@@ -74,7 +75,7 @@ class FitTable:
             col = self.columns[i]
             table.add_column(
                 Text(_wrap_header(headers[i], widths[i])),
-                justify="left" if col.justify == "left" else "right",
+                justify=col.justify,
                 width=widths[i],
                 overflow="fold",
             )
@@ -111,6 +112,7 @@ class FitTable:
                 if sum(least.values()) <= budget:
                     break
                 headers[i], least[i] = short, self._least(i, short)
+                natural[i] = self._natural(i, short)
             if sum(least.values()) <= budget:
                 return shown, headers, self._grow(least, natural, budget, shown)
         shown = [i for i in range(n) if self.columns[i].keep]
