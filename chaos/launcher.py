@@ -1,7 +1,10 @@
 """Start the mesh as local processes (services behind the embedded Toxiproxy) and stop it.
 
 Used by `mesh up`, the experiment runner and the end-to-end tests. Every process it starts
-it also stops, by PID, on every exit path.
+it also stops, by PID, on every exit path. One mesh per state dir (chaos.state_lock); its
+mesh.json (which holds the API key) is written owner-only. A restarted process keeps its
+ports and the current policy, and its log is appended to. Nothing here restarts a process
+on its own: `mesh up` adds that (chaos.supervisor), the experiment runner does not.
 """
 
 from __future__ import annotations
@@ -13,14 +16,18 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import time
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from chaos.state_lock import StateLock
 from mesh.runtime.tls import CA_CERT, PLAINTEXT_LISTENERS, tls_enabled
 from mesh.runtime.topology import (
     EDGES,
@@ -29,13 +36,29 @@ from mesh.runtime.topology import (
     TOXIPROXY_API_PORT,
     Edge,
     ServiceSpec,
+    service,
 )
 
 STATE_FILE = "mesh.json"
+GRACE_S = 10.0
+"""How long a stopped process gets to exit after SIGTERM before SIGKILL (services drain
+in-flight calls for SHUTDOWN_GRACE_S, 5 s by default)."""
 
 
 class LaunchError(RuntimeError):
     """A process of the mesh failed to start; the message carries its own error output."""
+
+
+class StateDirInUse(LaunchError):
+    """Another mesh holds the state dir; nothing was started and no file was touched."""
+
+    def __init__(self, state_dir: Path, holder: Mapping[str, Any]) -> None:
+        self.pid = holder.get("pid")
+        self.gateway = holder.get("gateway")
+        super().__init__(
+            f"a mesh is already running on {state_dir} (pid {self.pid or 'unknown'}, "
+            f"gateway {self.gateway or 'unknown'}); stop it first, or use another state dir"
+        )
 
 
 def free_port() -> int:
@@ -111,10 +134,22 @@ class MeshState:
     state_dir: str
     api_key: str | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    owner_pid: int | None = None
+    """The process that started the mesh and will stop it (`mesh up`, the runner)."""
+    control: str | None = None
+    """`mesh up`'s control socket (how `mesh restart` reaches it); None: nothing supervises."""
 
     def save(self, state_dir: Path) -> Path:
+        """Replace mesh.json atomically with a file born 0600 (it holds the API key)."""
         path = state_dir / STATE_FILE
-        path.write_text(json.dumps(asdict(self), indent=2))
+        fd, tmp = tempfile.mkstemp(dir=state_dir, prefix=f".{STATE_FILE}.")  # mode 0600
+        try:
+            with os.fdopen(fd, "w") as out:
+                out.write(json.dumps(asdict(self), indent=2))
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
         return path
 
     @classmethod
@@ -122,7 +157,9 @@ class MeshState:
         path = state_dir / STATE_FILE
         if not path.exists():
             return None
-        return cls(**json.loads(path.read_text()))
+        data = json.loads(path.read_text())
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 @dataclass
@@ -130,6 +167,48 @@ class _Proc:
     name: str
     popen: subprocess.Popen[bytes]
     log_path: Path
+    env: dict[str, str] = field(default_factory=dict)
+    started_at: float = field(default_factory=time.monotonic)
+    supervised: bool = True
+    """One of the mesh's own processes (not an experiment's extra worker)."""
+    stopped: bool = False
+    """Stopped on purpose (Mesh.kill): a supervisor leaves it down, as `unless-stopped` does."""
+
+
+@dataclass(frozen=True)
+class ProcessStatus:
+    """One of the mesh's own processes as a supervisor sees it."""
+
+    name: str
+    pid: int
+    exit_code: int | None
+    """None while it runs; negative: the signal that ended it."""
+    started_at: float
+    """time.monotonic() when it was spawned."""
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "is running"
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+def terminate(
+    popen: subprocess.Popen[bytes], sig: int = signal.SIGTERM, grace_s: float = GRACE_S
+) -> int:
+    """Send `sig`, wait up to `grace_s` for the process to exit, then SIGKILL it; its exit code."""
+    if popen.poll() is None:
+        popen.send_signal(sig)
+        try:
+            return popen.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            popen.kill()
+    return popen.wait()
 
 
 def _log_tail(path: Path, lines: int = 15) -> str:
@@ -148,29 +227,59 @@ def health_channel(addr: str, tls_dir: Path | None = None, name: str = "") -> gr
     return grpc.secure_channel(addr, creds, options=[("grpc.ssl_target_name_override", name)])
 
 
+def _wait_ready(
+    proc: _Proc,
+    ready: Callable[[], bool],
+    what: str,
+    timeout_s: float,
+    abort: threading.Event | None = None,
+) -> None:
+    """Poll `ready` until it holds while `proc` still runs; LaunchError with its log tail if
+    `proc` exits first, `timeout_s` passes, or `abort` is set (the mesh is stopping)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if proc.popen.poll() is None and ready() and proc.popen.poll() is None:
+            return  # polled twice: another process on its port may answer while it dies
+        if proc.popen.poll() is not None:
+            raise LaunchError(
+                f"{proc.name} exited with code {proc.popen.returncode} during start-up:\n"
+                f"{_log_tail(proc.log_path)}"
+            )
+        if abort is not None and abort.is_set():
+            raise LaunchError(f"{proc.name}: start-up abandoned, the mesh is stopping")
+        if time.monotonic() > deadline:
+            raise LaunchError(
+                f"{proc.name} did not {what} within {timeout_s:.0f} s\n{_log_tail(proc.log_path)}"
+            )
+        time.sleep(0.05)
+
+
 def wait_serving(
-    addr: str, timeout_s: float, proc: _Proc | None = None, tls_dir: Path | None = None
+    addr: str,
+    timeout_s: float,
+    proc: _Proc | None = None,
+    tls_dir: Path | None = None,
+    *,
+    abort: threading.Event | None = None,
 ) -> None:
     """Block until `addr` answers grpc.health.v1 Check with SERVING (over TLS if `tls_dir`)."""
-    deadline = time.monotonic() + timeout_s
     with health_channel(addr, tls_dir, proc.name if proc else "") as channel:
         stub = health_pb2_grpc.HealthStub(channel)
-        while True:
-            if proc is not None and proc.popen.poll() is not None:
-                raise LaunchError(
-                    f"{proc.name} exited with code {proc.popen.returncode} during start-up:\n"
-                    f"{_log_tail(proc.log_path)}"
-                )
+
+        def serving() -> bool:
             try:
                 reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=0.5)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
             except grpc.RpcError:
-                pass
+                return False
+            return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
+        if proc is not None:
+            _wait_ready(proc, serving, "report SERVING", timeout_s, abort)
+            return
+        deadline = time.monotonic() + timeout_s
+        while not serving():
             if time.monotonic() > deadline:
-                name = proc.name if proc else addr
-                tail = _log_tail(proc.log_path) if proc else ""
-                raise LaunchError(f"{name} did not report SERVING within {timeout_s:.0f} s\n{tail}")
+                raise LaunchError(f"{addr} did not report SERVING within {timeout_s:.0f} s")
             time.sleep(0.05)
 
 
@@ -182,47 +291,31 @@ def _first_key(path: Path) -> str | None:
     return next((ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")), None)
 
 
-def _wait_tcp(addr: str, timeout_s: float, proc: _Proc) -> None:
+def _smtp_greets(addr: str) -> bool:
     host, _, port = addr.rpartition(":")
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if proc.popen.poll() is not None:
-            raise LaunchError(
-                f"{proc.name} exited with code {proc.popen.returncode}:\n{_log_tail(proc.log_path)}"
-            )
-        try:
-            with socket.create_connection((host, int(port)), timeout=0.5) as sock:
-                if sock.recv(3) == b"220":
-                    return
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            raise LaunchError(f"{proc.name} did not greet at {addr} within {timeout_s:.0f} s")
-        time.sleep(0.05)
+    try:
+        with socket.create_connection((host, int(port)), timeout=0.5) as sock:
+            return sock.recv(3) == b"220"
+    except OSError:
+        return False
 
 
-def _wait_http(url: str, timeout_s: float, proc: _Proc) -> None:
+def _http_answers(url: str) -> bool:
     import urllib.request
 
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if proc.popen.poll() is not None:
-            raise LaunchError(
-                f"toxiproxy exited with code {proc.popen.returncode}:\n{_log_tail(proc.log_path)}"
-            )
-        try:
-            with urllib.request.urlopen(url + "/version", timeout=0.5):
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise LaunchError(
-                    f"toxiproxy did not answer at {url} within {timeout_s:.0f} s"
-                ) from None
-            time.sleep(0.05)
+    try:
+        with urllib.request.urlopen(url, timeout=0.5):
+            return True
+    except OSError:
+        return False
 
 
 class Mesh:
-    """The embedded mesh: toxiproxy (unless direct) and the four services, as processes."""
+    """The embedded mesh: toxiproxy (unless direct) and the four services, as processes.
+
+    Thread-safe: starting, stopping, killing and restarting processes hold one lock, so a
+    supervisor thread and the caller never act on the same process at once.
+    """
 
     def __init__(
         self,
@@ -246,20 +339,63 @@ class Mesh:
         """The key `mesh call` and the load send; generated per start unless configured."""
         self._generated_key: str | None = None
         self.tls_dir: Path | None = None
+        self.control: str | None = None
+        """Where a supervisor listens for `mesh restart` (recorded in mesh.json), if any."""
         self.procs: list[_Proc] = []
         self.state: MeshState | None = None
+        self._lock = threading.RLock()
+        self._state_lock = StateLock(self.state_dir)
+        self._stopping = threading.Event()
+        self._logs_begun: set[str] = set()
 
     @property
     def toxiproxy_url(self) -> str | None:
         return None if self.direct else f"http://127.0.0.1:{self.ports.toxiproxy_api}"
 
+    @property
+    def gateway(self) -> str:
+        return f"127.0.0.1:{self.ports.listen['gateway']}"
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def lock(self) -> None:
+        """Claim the state dir for this mesh (idempotent; stop() releases it). Raises
+        StateDirInUse, naming the other mesh, before creating or changing any file but the
+        state dir itself and its lock file."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        owner = {"pid": os.getpid(), "gateway": self.gateway, "state_dir": str(self.state_dir)}
+        holder = self._state_lock.try_acquire(owner)
+        if holder is not None:
+            raise StateDirInUse(self.state_dir, holder)
+
+    def interrupt(self) -> None:
+        """Make a wait for a process to become ready (a restart in progress) give up now:
+        the mesh is about to stop. stop() does this too; start() undoes it."""
+        self._stopping.set()
+
     def _spawn(
-        self, name: str, args: list[str], env: Mapping[str, str], python: bool = True
+        self,
+        name: str,
+        args: list[str],
+        env: Mapping[str, str],
+        python: bool = True,
+        *,
+        supervised: bool = True,
+        note: str | None = None,
     ) -> _Proc:
+        """Start one process, its output in logs/<name>.log: truncated on its first start in
+        this mesh's life, appended to on every later one (after `note`, a JSON log line)."""
         log_dir = self.state_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
         log_path = log_dir / f"{name}.log"
-        with log_path.open("wb") as log:
+        mode = "ab" if name in self._logs_begun else "wb"
+        self._logs_begun.add(name)
+        with log_path.open(mode) as log:
+            if note:
+                log.write(_log_line(name, note))
+                log.flush()
             popen = subprocess.Popen(
                 [sys.executable, *args] if python else args,
                 env={**os.environ, **env},
@@ -268,9 +404,7 @@ class Mesh:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        proc = _Proc(name, popen, log_path)
-        self.procs.append(proc)
-        return proc
+        return _Proc(name, popen, log_path, dict(env), supervised=supervised)
 
     def proxy_config(self) -> list[dict[str, object]]:
         return [
@@ -332,39 +466,68 @@ class Mesh:
 
     def _wait_serving(self, spec: ServiceSpec, env: Mapping[str, str], proc: _Proc) -> None:
         tls = self.tls_dir if spec.name not in PLAINTEXT_LISTENERS else None
-        wait_serving(env["LISTEN_ADDR"], self.start_timeout_s, proc, tls)
+        wait_serving(env["LISTEN_ADDR"], self.start_timeout_s, proc, tls, abort=self._stopping)
+
+    def _launch(self, name: str, note: str | None = None) -> _Proc:
+        """Spawn one of the mesh's own processes, not waiting for it: its ports, the current
+        policy. Not registered in `procs`: the caller places it."""
+        listen = f"127.0.0.1:{self.ports.listen.get(name, 0)}"
+        if name == "redis":
+            from chaos.jobs.redis_server import redis_args
+
+            args = redis_args(self.ports.listen["redis"], self.state_dir / "redis")
+            return self._spawn(name, args, {}, python=False, note=note)
+        if name == "smtp":
+            mailbox = str(self.state_dir / "mailbox")
+            args = ["-m", "chaos.jobs.smtp_sink", "--listen", listen, "--dir", mailbox]
+            return self._spawn(name, args, {}, note=note)
+        if name == "toxiproxy":
+            api = ["--host", "127.0.0.1", "--port", str(self.ports.toxiproxy_api)]
+            config = ["--config", str(self.state_dir / "toxiproxy.json")]
+            return self._spawn(name, ["-m", "chaos.cli", "toxiproxy", *api, *config], {}, note=note)
+        spec = service(name)
+        return self._spawn(name, ["-m", spec.module], self._service_env(spec), note=note)
+
+    def _await_ready(self, proc: _Proc) -> None:
+        """Block until `proc` does its job: PONG, an SMTP greeting, the Toxiproxy API, SERVING."""
+        name, timeout_s, abort = proc.name, self.start_timeout_s, self._stopping
+        addr = f"127.0.0.1:{self.ports.listen.get(name, 0)}"
+        if name == "redis":
+            from chaos.jobs.redis_server import ping
+
+            _wait_ready(proc, lambda: ping(addr), f"answer PING at {addr}", timeout_s, abort)
+        elif name == "smtp":
+            _wait_ready(proc, lambda: _smtp_greets(addr), f"greet at {addr}", timeout_s, abort)
+        elif name == "toxiproxy":
+            url = f"{self.toxiproxy_url}/version"
+            _wait_ready(proc, lambda: _http_answers(url), f"answer at {url}", timeout_s, abort)
+        else:
+            self._wait_serving(service(name), proc.env, proc)
+
+    def _add(self, name: str) -> None:
+        proc = self._launch(name)
+        self.procs.append(proc)
+        self._await_ready(proc)
 
     def start(self) -> MeshState:
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        self._prepare_security()
+        """Lock the state dir, start every process, wait until all are ready, write mesh.json.
+        On any failure everything started is stopped again."""
+        self.lock()
+        self._stopping.clear()
         try:
-            self._start_peers()
-            if not self.direct:
-                config = self.state_dir / "toxiproxy.json"
-                config.write_text(json.dumps(self.proxy_config(), indent=2))
-                proc = self._spawn(
-                    "toxiproxy",
-                    [
-                        "-m",
-                        "chaos.cli",
-                        "toxiproxy",
-                        "--host",
-                        "127.0.0.1",
-                        "--port",
-                        str(self.ports.toxiproxy_api),
-                        "--config",
-                        str(config),
-                    ],
-                    {},
-                )
-                assert self.toxiproxy_url
-                _wait_http(self.toxiproxy_url, self.start_timeout_s, proc)
-            self._start_services()
+            with self._lock:
+                self._prepare_security()
+                self._start_peers()
+                if not self.direct:
+                    config = self.state_dir / "toxiproxy.json"
+                    config.write_text(json.dumps(self.proxy_config(), indent=2))
+                    self._add("toxiproxy")
+                self._start_services()
+                self.state = self._describe()
+                self.state.save(self.state_dir)
         except BaseException:
             self.stop()
             raise
-        self.state = self._describe()
-        self.state.save(self.state_dir)
         return self.state
 
     def _start_services(self) -> None:
@@ -375,16 +538,14 @@ class Mesh:
             [s for s in SERVICES if s.name == "gateway"],
         )
         for wave in waves:
-            started = []
-            for spec in wave:
-                env = self._service_env(spec)
-                started.append((spec, env, self._spawn(spec.name, ["-m", spec.module], env)))
-            for spec, env, proc in started:
-                self._wait_serving(spec, env, proc)
+            started = [self._launch(spec.name) for spec in wave]
+            self.procs.extend(started)
+            for proc in started:
+                self._await_ready(proc)
 
     def _describe(self) -> MeshState:
         return MeshState(
-            gateway=f"127.0.0.1:{self.ports.listen['gateway']}",
+            gateway=self.gateway,
             toxiproxy=self.toxiproxy_url,
             services={
                 s.name: {
@@ -410,33 +571,60 @@ class Mesh:
                 "smtp": f"127.0.0.1:{self.ports.listen['smtp']}",
                 "mailbox": str(self.state_dir / "mailbox"),
             },
+            owner_pid=os.getpid(),
+            control=self.control,
         )
 
-    def restart_service(self, name: str, sig: signal.Signals = signal.SIGTERM) -> int:
-        """Stop one service with `sig` (SIGKILL for a crash), start it again; return the new PID."""
-        from mesh.runtime.topology import service
+    def components(self) -> list[str]:
+        """The names restart_service() can start again: the mesh's own processes."""
+        with self._lock:
+            return [p.name for p in self.procs if p.supervised]
 
-        spec = service(name)
-        proc = next(p for p in self.procs if p.name == name)
-        if proc.popen.poll() is None:
-            proc.popen.send_signal(sig)
-            proc.popen.wait(15)
-        self.procs.remove(proc)
-        env = self._service_env(spec)
-        new = self._spawn(spec.name, ["-m", spec.module], env)
-        self._wait_serving(spec, env, new)
-        if self.state is not None:
-            self.state.pids[name] = new.popen.pid
-            self.state.save(self.state_dir)
-        return new.popen.pid
+    def supervised(self) -> list[ProcessStatus]:
+        """The mesh's own processes that nobody stopped on purpose (a supervisor's watch list)."""
+        with self._lock:
+            return [
+                ProcessStatus(p.name, p.popen.pid, p.popen.poll(), p.started_at)
+                for p in self.procs
+                if p.supervised and not p.stopped
+            ]
+
+    def restart_service(
+        self, name: str, sig: signal.Signals = signal.SIGTERM, grace_s: float = GRACE_S
+    ) -> int:
+        """Stop one process of the mesh with `sig` (SIGKILL for a crash; SIGKILL anyway once
+        `grace_s` has passed), start it again on the same ports under the current policy
+        (record_policy), wait until it is ready; the new PID. A process that does not come
+        up is killed and LaunchError raised (a supervisor then retries with backoff)."""
+        with self._lock:
+            if self.stopping:
+                raise LaunchError(f"{name}: not restarted, the mesh is stopping")
+            old = next((p for p in self.procs if p.name == name and p.supervised), None)
+            if old is None:
+                known = ", ".join(self.components())
+                raise KeyError(f"unknown service {name!r}; this mesh runs: {known}")
+            code = terminate(old.popen, sig, grace_s)
+            note = f"restarted; the previous process ({old.popen.pid}) {describe_exit(code)}"
+            new = self._launch(name, note)
+            self.procs[self.procs.index(old)] = new
+            try:
+                self._await_ready(new)
+            except BaseException:
+                terminate(new.popen, signal.SIGKILL)
+                raise
+            if self.state is not None:
+                self.state.pids[name] = new.popen.pid
+                self.state.save(self.state_dir)
+            return new.popen.pid
 
     def record_policy(self, policy: str) -> None:
         """Note a policy the services took on in place (PolicyAdmin), so a later
         restart_service() starts them under it, not under the one the mesh started with."""
-        self.policy = policy
-        if self.state is not None:
-            self.state.policy = policy
-            self.state.save(self.state_dir)
+        with self._lock:
+            self.policy = policy
+            if self.state is not None:
+                self.state.policy = policy
+                self.state.save(self.state_dir)
 
     def restart_services(self, policy: str) -> None:
         """Stop every service, then start them again under `policy` (Toxiproxy keeps running).
@@ -445,60 +633,35 @@ class Mesh:
         breakers, budgets and caches, as after a deploy.
         """
         names = {s.name for s in SERVICES}
-        services = [p for p in self.procs if p.name in names]
-        for proc in reversed(services):
-            if proc.popen.poll() is None:
-                proc.popen.send_signal(signal.SIGTERM)
-        for proc in services:
+        with self._lock:
+            services = [p for p in self.procs if p.name in names]
+            for proc in reversed(services):
+                if proc.popen.poll() is None:
+                    proc.popen.send_signal(signal.SIGTERM)
+            for proc in services:
+                try:
+                    proc.popen.wait(15)
+                except subprocess.TimeoutExpired:
+                    proc.popen.kill()
+                    proc.popen.wait()
+                self.procs.remove(proc)
+            self.policy = policy
             try:
-                proc.popen.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.popen.kill()
-                proc.popen.wait()
-            self.procs.remove(proc)
-        self.policy = policy
-        try:
-            self._start_services()
-        except BaseException:
-            self.stop()
-            raise
-        self.state = self._describe()
-        self.state.save(self.state_dir)
+                self._start_services()
+            except BaseException:
+                self.stop()
+                raise
+            self.state = self._describe()
+            self.state.save(self.state_dir)
 
     def _start_peers(self) -> None:
         """Redis (the receipt queue) and the SMTP sink, ready before anything calls them."""
-        from chaos.jobs.redis_server import redis_args, wait_ping
-
-        redis_addr = f"127.0.0.1:{self.ports.listen['redis']}"
-        proc = self._spawn(
-            "redis",
-            redis_args(self.ports.listen["redis"], self.state_dir / "redis"),
-            {},
-            python=False,
-        )
-        if not wait_ping(redis_addr, self.start_timeout_s) or proc.popen.poll() is not None:
-            raise LaunchError(
-                f"redis-server did not answer PING at {redis_addr}:\n{_log_tail(proc.log_path)}"
-            )
-        smtp_addr = f"127.0.0.1:{self.ports.listen['smtp']}"
-        proc = self._spawn(
-            "smtp",
-            [
-                "-m",
-                "chaos.jobs.smtp_sink",
-                "--listen",
-                smtp_addr,
-                "--dir",
-                str(self.state_dir / "mailbox"),
-            ],
-            {},
-        )
-        _wait_tcp(smtp_addr, self.start_timeout_s, proc)
+        self._add("redis")
+        self._add("smtp")
 
     def start_worker(self, name: str, env: Mapping[str, str]) -> int:
-        """One more receipt worker (experiments crash it); stopped with the mesh. Its PID."""
-        from mesh.runtime.topology import service
-
+        """One more receipt worker (experiments crash it); stopped with the mesh, never
+        restarted by a supervisor. Its PID."""
         spec = service("notification")
         worker_env = {
             **self._service_env(spec),
@@ -507,39 +670,47 @@ class Mesh:
             "METRICS_ADDR": f"127.0.0.1:{free_port()}",
             **env,
         }
-        proc = self._spawn(name, ["-m", spec.module], worker_env)
-        self._wait_serving(spec, worker_env, proc)
-        return proc.popen.pid
+        with self._lock:
+            proc = self._spawn(name, ["-m", spec.module], worker_env, supervised=False)
+            self.procs.append(proc)
+            self._wait_serving(spec, worker_env, proc)
+            return proc.popen.pid
 
     def kill(self, name: str, sig: signal.Signals = signal.SIGKILL) -> int:
         """Signal one process by name (kill -9 by default) and wait for it; its exit code.
-        It stays listed, so restart_service() can bring a mesh service back."""
-        proc = next(p for p in self.procs if p.name == name)
-        if proc.popen.poll() is None:
-            proc.popen.send_signal(sig)
-        return proc.popen.wait(15)
+        It stays listed, so restart_service() can bring a mesh service back, and it is
+        marked stopped on purpose, so a supervisor does not."""
+        with self._lock:
+            proc = next(p for p in self.procs if p.name == name)
+            proc.stopped = True
+            if proc.popen.poll() is None:
+                proc.popen.send_signal(sig)
+            return proc.popen.wait(15)
 
     def alive(self) -> list[str]:
         return [p.name for p in self.procs if p.popen.poll() is None]
 
-    def stop(self, timeout_s: float = 10.0) -> dict[str, int | None]:
-        """SIGTERM every process (callers first), wait, SIGKILL what is left; return codes."""
-        for proc in reversed(self.procs):
-            if proc.popen.poll() is None:
-                proc.popen.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + timeout_s
-        codes: dict[str, int | None] = {}
-        for proc in self.procs:
-            try:
-                codes[proc.name] = proc.popen.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.popen.kill()
-                codes[proc.name] = proc.popen.wait()
-        self.procs.clear()
-        state_path = self.state_dir / STATE_FILE
-        if state_path.exists():
-            state_path.unlink()
-        return codes
+    def stop(self, timeout_s: float = GRACE_S) -> dict[str, int | None]:
+        """SIGTERM every process (callers first), wait, SIGKILL what is left; return codes.
+        Removes mesh.json and releases the state dir if this mesh holds it. Idempotent."""
+        self._stopping.set()
+        with self._lock:
+            for proc in reversed(self.procs):
+                if proc.popen.poll() is None:
+                    proc.popen.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + timeout_s
+            codes: dict[str, int | None] = {}
+            for proc in self.procs:
+                try:
+                    codes[proc.name] = proc.popen.wait(max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    proc.popen.kill()
+                    codes[proc.name] = proc.popen.wait()
+            self.procs.clear()
+            if self._state_lock.held:
+                (self.state_dir / STATE_FILE).unlink(missing_ok=True)
+                self._state_lock.release()
+            return codes
 
     def __enter__(self) -> Mesh:
         self.start()
@@ -547,3 +718,10 @@ class Mesh:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _log_line(name: str, msg: str) -> bytes:
+    """A line in the services' own JSON log format (mesh.runtime.logging)."""
+    ts = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    entry = {"ts": ts, "level": "warning", "service": name, "logger": "chaos.launcher", "msg": msg}
+    return (json.dumps(entry) + "\n").encode()

@@ -12,6 +12,7 @@ from typer.core import TyperOption
 from chaos.cli import bench, call, certs, chaos_cmd, demo, soak, toxiproxy, traces, up
 from chaos.cli.jobs import app as jobs_app
 from chaos.cli.json_out import bare_json_to_stdout
+from chaos.cli.restart import restart
 
 DISTRIBUTION = "grpc-resilience-mesh"
 
@@ -62,6 +63,7 @@ def _main(
 
 
 app.command("up")(up.up)
+app.command("restart")(restart)
 app.add_typer(call.app, name="call")
 app.command("toxiproxy")(toxiproxy.toxiproxy)
 app.add_typer(bench.app, name="bench")

@@ -1,17 +1,23 @@
-"""`mesh up`: the four services (and the embedded Toxiproxy) as local processes."""
+"""`mesh up`: the mesh (and the embedded Toxiproxy) as local processes, supervised."""
 
 from __future__ import annotations
 
+import logging
 import signal
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from chaos.launcher import LaunchError, Mesh, MeshState, Ports
+from chaos.control import ControlServer
+from chaos.launcher import LaunchError, Mesh, MeshState, Ports, StateDirInUse
+from chaos.supervisor import Supervisor, SupervisorEvent
+from mesh.runtime.logging import JsonFormatter
 
 console = Console()
 
@@ -57,20 +63,49 @@ def up(
 ) -> None:
     """Start the mesh on 127.0.0.1, wait until all of it is SERVING, stay in the foreground.
 
-    Ctrl-C or SIGTERM stops every process cleanly.
+    A process that dies is restarted (same ports, same policy) after 0.5 s, doubling to 10 s
+    while it keeps failing; `mesh restart SERVICE` restarts one on purpose. Ctrl-C or SIGTERM
+    stops every process cleanly. One mesh per --state-dir: a second one exits 2.
     """
     ports = Ports.auto() if auto_ports else Ports.default(gateway_port)
     mesh = Mesh(state_dir=state_dir, ports=ports, direct=direct, policy=policy)
+    try:
+        mesh.lock()
+    except StateDirInUse as err:
+        console.print(f"[red]mesh up:[/red] {err}", soft_wrap=True)
+        raise typer.Exit(2) from None
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    with console.status("starting the mesh..."):
-        try:
-            state = mesh.start()
-        except LaunchError as err:
-            console.print(f"[red]mesh up failed:[/red] {err}")
-            console.print("nothing was left running.")
-            raise typer.Exit(1) from None
+    control = ControlServer(mesh.state_dir)
+    try:
+        mesh.control = str(control.open())
+        with console.status("starting the mesh..."):
+            try:
+                state = mesh.start()
+            except LaunchError as err:
+                console.print(f"[red]mesh up failed:[/red] {err}")
+                console.print("nothing was left running.")
+                raise typer.Exit(1) from None
+        _banner(mesh, state, state_dir)
+        supervisor = Supervisor(mesh, _reporter(mesh.state_dir / "logs" / "supervisor.log"))
+        thread = threading.Thread(
+            target=supervisor.run, args=(stop, control), name="supervisor", daemon=True
+        )
+        thread.start()
+        while not stop.wait(0.5):
+            pass
+        mesh.interrupt()  # a restart in progress gives up now
+        thread.join()
+        codes = mesh.stop()
+        console.print("stopped: " + ", ".join(f"{k} ({v})" for k, v in codes.items()))
+    finally:
+        stop.set()
+        mesh.stop()  # on every other way out; a no-op after the stop above
+        control.close()
+
+
+def _banner(mesh: Mesh, state: MeshState, state_dir: Path) -> None:
     console.print(state_table(state))
     console.print(proxy_table(state))
     console.print(
@@ -86,12 +121,32 @@ def up(
         )
     if mesh.tls_dir is not None:
         console.print(f"TLS between services: on (certificates in {mesh.tls_dir})")
-    console.print("Ctrl-C stops everything.")
-    while not stop.wait(0.5):
-        dead = [p.name for p in mesh.procs if p.popen.poll() is not None]
-        if dead:
-            console.print(f"[red]{', '.join(dead)} exited unexpectedly; stopping the mesh[/red]")
-            mesh.stop()
-            raise typer.Exit(1)
-    codes = mesh.stop()
-    console.print("stopped: " + ", ".join(f"{k} ({v})" for k, v in codes.items()))
+    console.print(
+        "A process that dies is restarted (logs/supervisor.log); "
+        "`mesh restart SERVICE` restarts one. Ctrl-C stops everything."
+    )
+
+
+def _reporter(log_path: Path) -> Callable[[SupervisorEvent], None]:
+    """Show each supervisor event on the console and append it to `log_path` (JSON lines)."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log = logging.getLogger("chaos.supervisor")
+    log.propagate = False
+    log.setLevel(logging.INFO)
+    handler = logging.FileHandler(log_path)
+    handler.setFormatter(JsonFormatter("mesh-up"))
+    log.addHandler(handler)
+    styles = {"restarted": "green", "requested": "cyan"}
+
+    def report(event: SupervisorEvent) -> None:
+        style = styles.get(event.kind, "red")
+        console.print(f"[{style}]{escape(event.message)}[/{style}]", soft_wrap=True)
+        level = logging.INFO if event.kind in styles else logging.WARNING
+        log.log(
+            level,
+            event.message,
+            extra={"event": event.kind, "component": event.name, "pid": event.pid},
+        )
+        handler.flush()
+
+    return report

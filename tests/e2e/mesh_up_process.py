@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 MESH = [sys.executable, "-m", "chaos.cli"]
+T = TypeVar("T")
 
 
 @dataclass
@@ -24,9 +32,52 @@ class MeshUp:
         key = self.state.get("api_key")
         return (("authorization", f"Bearer {key}"),) if key else ()
 
+    def saved_state(self) -> dict[str, Any]:
+        """mesh.json as it is on disk now."""
+        return dict(json.loads((self.state_dir / "mesh.json").read_text()))
+
+    def mesh(self, *args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
+        """Run `mesh ARGS` against this mesh (MESH_STATE_DIR), as a user in a second terminal."""
+        env = {**os.environ, "MESH_STATE_DIR": str(self.state_dir)}
+        return subprocess.run(
+            [*MESH, *args], capture_output=True, text=True, env=env, timeout=timeout_s
+        )
+
     def stop(self) -> str:
         """SIGTERM, as Ctrl-C or a supervisor would; the command's output."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         out, _ = self.proc.communicate(timeout=30)
         return out.decode()
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie left for its parent to reap is not running
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def serving(addr: str) -> bool:
+    """True when `addr` answers grpc.health.v1 Check with SERVING."""
+    with grpc.insecure_channel(addr) as ch:
+        try:
+            reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=1)
+        except grpc.RpcError:
+            return False
+    return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float) -> T:
+    """Poll `probe` until it returns something truthy (that value); fail after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = probe()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"{what}: not within {timeout_s:.0f} s"
+        time.sleep(0.1)

@@ -10,22 +10,11 @@ from pathlib import Path
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from mesh_up_process import MESH, MeshUp
+from mesh_up_process import MESH, MeshUp, pid_alive
 
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 
 pytestmark = pytest.mark.e2e
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie left for its parent to reap is not running
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_mesh_up_serves_calls_and_stops_cleanly(mesh_up: MeshUp) -> None:
@@ -70,7 +59,7 @@ def test_mesh_up_serves_calls_and_stops_cleanly(mesh_up: MeshUp) -> None:
     assert mesh_up.proc.returncode == 0, output
     assert "stopped" in output
     for name, pid in state["pids"].items():
-        assert not _pid_alive(pid), f"{name} (pid {pid}) is still running"
+        assert not pid_alive(pid), f"{name} (pid {pid}) is still running"
     assert not (mesh_up.state_dir / "mesh.json").exists()
 
 
@@ -101,6 +90,6 @@ def _processes_mentioning(text: str) -> list[int]:
             blob = (entry / "cmdline").read_bytes() + (entry / "environ").read_bytes()
         except OSError:
             continue
-        if text.encode() in blob and _pid_alive(int(entry.name)):
+        if text.encode() in blob and pid_alive(int(entry.name)):
             found.append(int(entry.name))
     return found

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Mapping
@@ -80,6 +81,19 @@ class IdempotencyConflict(Exception):
     """The key was already used for a charge with a different payload."""
 
 
+def _create_owner_only(path: Path) -> None:
+    """Create the database file 0600 before SQLite opens it: SQLite gives -wal and -shm the
+    mode of the database file, so the whole ledger is born readable by its owner only. A
+    ledger an older version left group- or world-readable is tightened before it is opened."""
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            if file.stat().st_mode & 0o077:
+                file.chmod(0o600)
+        except FileNotFoundError:
+            pass
+
+
 def request_hash(user_id: str, amount_cents: int, currency: str) -> str:
     return hashlib.sha256(f"{user_id}|{amount_cents}|{currency}".encode()).hexdigest()
 
@@ -89,6 +103,7 @@ class Ledger:
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        _create_owner_only(path)
         self.path = path
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ledger")
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
