@@ -61,17 +61,30 @@ def loaded_runs(result: ExperimentResult) -> list[VariantResult]:
 
 
 def _loads(runs: list[VariantResult]) -> dict[str, list[Outcome]]:
-    return {v.variant.name: v.phases["fault"].load.outcomes for v in runs}
+    """Every measured load by "variant/phase" (the recovery phase shows breakers closing)."""
+    return {
+        f"{v.variant.name}/{name}": phase.load.outcomes
+        for v in runs
+        for name, phase in v.phases.items()
+        if phase.load.outcomes
+    }
 
 
 def latency_figure(result: ExperimentResult, moves: dict[str, list[BreakerMove]]) -> Figure:
     runs = loaded_runs(result)
-    panels = [(v, rpc) for v in runs for rpc in _rpcs(v)]
+    panels = [
+        (v, name, rpc)
+        for v in runs
+        for name in ("fault", "recovery")
+        if name in v.phases and v.phases[name].load.outcomes
+        for rpc in _rpcs(v)
+    ]
     fig = Figure(figsize=(9, 1.9 * len(panels) + 0.8))
     axes = fig.subplots(len(panels), 1, squeeze=False, sharex=True, sharey=True)[:, 0]
     waits: list[float] = []
-    for ax, (v, rpc) in zip(axes, panels, strict=True):
-        outcomes = v.phases["fault"].load.outcomes
+    for ax, (v, name, rpc) in zip(axes, panels, strict=True):
+        phase = v.phases[name]
+        outcomes = phase.load.outcomes
         t0 = min(o.started_s for o in outcomes)
         mine = [o for o in outcomes if rpc is None or o.rpc == rpc]
         for kind, colour in KINDS.items():
@@ -80,11 +93,14 @@ def latency_figure(result: ExperimentResult, moves: dict[str, list[BreakerMove]]
                 xs, ys = zip(*pts, strict=True)
                 ax.scatter(xs, ys, s=6, color=colour, label=kind)
                 waits += ys
-        end_s = max(o.started_s - t0 + o.latency_s for o in outcomes)
-        overload = not result.experiment.faults_for(v.variant)
-        shade(ax, v.phases["fault"].timeline, end_s, overload)
-        mark_moves(ax, moves.get(v.variant.name, []))
-        title = v.variant.name + (f": {rpc}" if rpc else "")
+        if name == "fault":
+            end_s = max(o.started_s - t0 + o.latency_s for o in outcomes)
+            overload = not result.experiment.faults_for(v.variant)
+            shade(ax, phase.timeline, end_s, overload)
+        mark_moves(ax, moves.get(f"{v.variant.name}/{name}", []))
+        title = (
+            v.variant.name + (f": {rpc}" if rpc else "") + (f" ({name})" if name != "fault" else "")
+        )
         ax.set_title(f"{title} - user wait per request", fontsize=9, loc="left")
         legend(ax, outside=True)
     positive = [w for w in waits if w > 0]
@@ -93,7 +109,7 @@ def latency_figure(result: ExperimentResult, moves: dict[str, list[BreakerMove]]
         ax.set_ylabel("ms (log)" if log else "ms")
     if log:
         axes[0].set_yscale("log")
-    axes[-1].set_xlabel("seconds since the load started")
+    axes[-1].set_xlabel("seconds since the phase's load started")
     fig.suptitle(f"{result.name}: every request's wait, one scale for all", fontsize=10)
     fig.tight_layout()
     return fig

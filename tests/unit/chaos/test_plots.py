@@ -174,8 +174,8 @@ def test_breaker_moves_are_read_from_the_spans_and_marked(tmp_path: Path) -> Non
     (tmp_path / "gateway.jsonl").write_text(
         "\n".join(json.dumps(s, separators=(",", ":")) for s in (other, span)) + "\n"
     )
-    moves = breaker_moves(tmp_path, {"full": outcomes})
-    assert [(round(m.at_s, 3), m.to, m.scope) for m in moves["full"]] == [
+    moves = breaker_moves(tmp_path, {"full/fault": outcomes})
+    assert [(round(m.at_s, 3), m.to, m.scope) for m in moves["full/fault"]] == [
         (0.34, "opened", "Recommend")
     ]
     result = _result("provider-outage", {"full": outcomes})
@@ -297,3 +297,19 @@ def test_the_index_links_every_report_plot_and_trace(tmp_path: Path) -> None:
     assert all(o.trace_id in html for o in outage.variants[0].phases["fault"].load.outcomes)
     assert "<pre>" in html and "hypothes" in html
     assert "cdn" not in html.lower() and "<script" not in html
+
+
+def test_the_recovery_phase_has_its_own_panel_where_the_breaker_closes() -> None:
+    from chaos.breaker_marks import BreakerMove
+
+    result = _result("provider-outage", {"full": _outcomes([1000, 4, 3])})
+    recovery = PhaseResult(LoadResult(_outcomes([30, 20, 20]), 0.3), Snapshot(), {})
+    result.variants[0].phases["recovery"] = recovery
+    moves = {
+        "full/recovery": [BreakerMove(0.03, "half-open", "*"), BreakerMove(0.05, "closed", "*")]
+    }
+    fault, healed = latency_figure(result, moves).axes
+    assert healed.get_title(loc="left") == "full (recovery) - user wait per request"
+    assert not _gids(healed, "fault-window"), "the faults were gone"
+    assert [ln.get_xdata()[0] for ln in _gids(healed, "breaker-closed")] == [0.05]
+    assert _gids(healed, "breaker-half-open") and not _gids(fault, "breaker-closed")
