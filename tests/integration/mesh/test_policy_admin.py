@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+import time
 from pathlib import Path
 
 import grpc
 import pytest
 import yaml
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from chaos.experiment import load_experiment
 from chaos.launcher import Mesh, MeshState
@@ -123,3 +126,105 @@ def test_a_swapped_policy_survives_a_restart_of_one_service(mesh: Mesh, tmp_path
                 admin_pb2.SetPolicyRequest(yaml=policy_text("full")), timeout=5
             )
         mesh.record_policy("full")
+
+
+# A policy document cannot take a service down (issue 12, item 1).
+
+
+def billion_laughs() -> str:
+    """Nine levels of nine aliases: 9**9 strings once expanded, under 1 KB written."""
+    lines = ['lol: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for prev, name in itertools.pairwise("abcdefghi"):
+        lines.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 9) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def rss_kib(pid: int) -> dict[str, int]:
+    """VmRSS (now) and VmHWM (the peak so far) of a process, from /proc/<pid>/status."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            fields[key] = int(value.split()[0])
+    return fields
+
+
+@pytest.mark.parametrize(
+    ("doc", "words"),
+    [
+        (billion_laughs(), "nodes once aliases are expanded"),
+        ("[" * 10_000 + "]" * 10_000, "nesting deeper than 32 levels"),
+        ("{a: " * 10_000 + "1" + "}" * 10_000, "nesting deeper than 32 levels"),
+        ("a: &a [*a]\n", "inside the node it names"),
+    ],
+    ids=["billion-laughs", "10000-deep-sequences", "10000-deep-mappings", "cyclic-alias"],
+)
+def test_a_hostile_document_is_refused_fast_and_the_gateway_stays_up(
+    mesh: Mesh, doc: str, words: str
+) -> None:
+    assert mesh.state is not None
+    pid = mesh.state.pids["gateway"]
+    with grpc.insecure_channel(mesh.state.services["gateway"]["admin"]) as channel:
+        stub = admin_pb2_grpc.PolicyAdminStub(channel)
+        before = stub.GetPolicy(admin_pb2.GetPolicyRequest(), timeout=5)  # connects the channel
+        memory_before = rss_kib(pid)
+        elapsed_s = []
+        for _ in range(3):
+            started = time.perf_counter()
+            with pytest.raises(grpc.RpcError) as info:
+                stub.SetPolicy(admin_pb2.SetPolicyRequest(yaml=doc), timeout=10)
+            elapsed_s.append(time.perf_counter() - started)
+            assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert words in info.value.details()
+            assert len(info.value.details()) < 200, "names the rule, never the document"
+        memory_after = rss_kib(pid)
+        assert stub.GetPolicy(admin_pb2.GetPolicyRequest(), timeout=5) == before
+    # The old loader spent about 2 minutes and 21 GB on the bomb; a refusal is milliseconds.
+    assert min(elapsed_s) < 0.1 and max(elapsed_s) < 1.0, elapsed_s
+    for key in ("VmRSS", "VmHWM"):
+        assert memory_after[key] - memory_before[key] < 10 * 1024, (
+            key,
+            memory_before,
+            memory_after,
+        )
+    assert_gateway_serving(mesh)
+
+
+def assert_gateway_serving(mesh: Mesh) -> None:
+    assert mesh.state is not None
+    with grpc.insecure_channel(mesh.state.gateway) as channel:
+        reply = health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(), timeout=2
+        )
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        md = (("authorization", f"Bearer {mesh.state.api_key}"),)
+        home = gateway_pb2_grpc.GatewayStub(channel).GetHome(
+            gateway_pb2.GetHomeRequest(user_id="u-0001"), timeout=5, metadata=md
+        )
+        assert home.profile.user_id == "u-0001"
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("edge_defaults: {breaker: {window_size: 100000000000000000000}}", "window_size"),
+        ("edge_defaults: {breaker: {open_s: .inf}}", "open_s: Input should be a finite number"),
+        ("edge_defaults: {deadline: {min_attempt_s: .inf}}", "min_attempt_s: Input should be a"),
+        (
+            "edges: {gateway_to_profile: {deadline: {total_s: 0.1, attempt_s: 0.2}}}",
+            "attempt_s (0.2) must be <= total_s (0.1)",
+        ),
+        ("edge_defaults: {retry: {max_attempts: s3cr3t-value}}", "max_attempts: Input should"),
+    ],
+)
+def test_values_that_would_break_an_edge_are_refused_by_set_policy(
+    mesh: Mesh, text: str, words: str
+) -> None:
+    before = admin(mesh, "gateway").GetPolicy(admin_pb2.GetPolicyRequest())
+    with pytest.raises(grpc.RpcError) as info:
+        admin(mesh, "gateway").SetPolicy(admin_pb2.SetPolicyRequest(yaml=text), timeout=5)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert info.value.details().startswith("SetPolicy.yaml: ")
+    assert words in info.value.details() and "s3cr3t" not in info.value.details()
+    assert admin(mesh, "gateway").GetPolicy(admin_pb2.GetPolicyRequest()) == before
+    assert_gateway_serving(mesh)
