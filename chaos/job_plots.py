@@ -13,7 +13,6 @@ from typing import Any
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
 
 from chaos.plots import bars_with_reference, legend, number, reference_values
 from chaos.runner import ExperimentResult, VariantResult
@@ -34,7 +33,7 @@ def _rows(v: VariantResult) -> list[dict[str, Any]]:
 
 
 def _attempts(result: ExperimentResult, runs: list[VariantResult]) -> Figure:
-    fig = Figure(figsize=(9, 3.4))
+    fig = Figure(figsize=(9, 3.4), layout="constrained")
     axes = fig.subplots(1, len(runs), squeeze=False, sharey=True)[0]
     for ax, v in zip(axes, runs, strict=True):
         longest: list[float] = []
@@ -49,14 +48,15 @@ def _attempts(result: ExperimentResult, runs: list[VariantResult]) -> Figure:
                 ax, longest, "k_", ms=22, mew=2, label="configured schedule", gid="schedule"
             )
         ax.set_xlabel("attempt")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        most = max([len(longest), *(len(r.get("measured_s", [])) for r in _rows(v))], default=1)
+        ax.set_xticks(range(1, most + 1))
+        ax.set_xlim(0.5, most + 0.5)
         ax.set_title(v.variant.name, fontsize=9, loc="left")
         legend(ax)
     axes[0].set_ylabel("s after the first attempt")
     fig.suptitle(
         "when the SMTP server saw each attempt (dots) against the schedule (bars)", fontsize=10
     )
-    fig.tight_layout()
     return fig
 
 
@@ -72,7 +72,7 @@ def _throughput(result: ExperimentResult, runs: list[VariantResult]) -> Figure:
 
 
 def _recovery(result: ExperimentResult, runs: list[VariantResult]) -> Figure:
-    fig = Figure(figsize=(9, 3.4))
+    fig = Figure(figsize=(9, 3.4), layout="constrained")
     ax = fig.subplots()
     v = runs[0]
     rows = _rows(v)
@@ -99,7 +99,6 @@ def _recovery(result: ExperimentResult, runs: list[VariantResult]) -> Figure:
     )
     ax.set_xlabel("seconds after the worker holding the jobs was killed")
     legend(ax)
-    fig.tight_layout()
     return fig
 
 
@@ -117,14 +116,13 @@ def _bars(
     title: str,
     ylabel: str = "",
 ) -> Figure:
-    fig = Figure(figsize=(9, 3.4))
+    fig = Figure(figsize=(9, 3.4), layout="constrained")
     ax = fig.subplots()
     names = [v.variant.name for v in runs]
     measured = {v.variant.name: v.phases["fault"].metrics for v in runs}
     bars_with_reference(ax, names, metrics, measured, reference_values(result))
     ax.set_ylabel(ylabel)
     ax.set_title(f"{title} (dashed: the seed's figures)", fontsize=9, loc="left")
-    fig.tight_layout()
     return fig
 
 

@@ -79,7 +79,7 @@ def latency_figure(result: ExperimentResult, moves: dict[str, list[BreakerMove]]
         if name in v.phases and v.phases[name].load.outcomes
         for rpc in _rpcs(v)
     ]
-    fig = Figure(figsize=(9, 1.9 * len(panels) + 0.8))
+    fig = Figure(figsize=(9, 1.7 * len(panels) + 0.8), layout="constrained")
     axes = fig.subplots(len(panels), 1, squeeze=False, sharex=True, sharey=True)[:, 0]
     waits: list[float] = []
     for ax, (v, name, rpc) in zip(axes, panels, strict=True):
@@ -111,7 +111,6 @@ def latency_figure(result: ExperimentResult, moves: dict[str, list[BreakerMove]]
         axes[0].set_yscale("log")
     axes[-1].set_xlabel("seconds since the phase's load started")
     fig.suptitle(f"{result.name}: every request's wait, one scale for all", fontsize=10)
-    fig.tight_layout()
     return fig
 
 
@@ -229,7 +228,7 @@ def calls_figure(result: ExperimentResult) -> Figure:
         for m in REFERENCE_COUNTS
         if m == "dependency_calls" or any(number(refs.get(n, {}).get(m)) is not None for n in names)
     ]
-    fig = Figure(figsize=(9, 3.2))
+    fig = Figure(figsize=(9, 3.2), layout="constrained")
     ax = fig.subplots()
     bars_with_reference(
         ax, names, metrics, {v.variant.name: v.phases["fault"].metrics for v in runs}, refs
@@ -241,5 +240,4 @@ def calls_figure(result: ExperimentResult) -> Figure:
         fontsize=9,
         loc="left",
     )
-    fig.tight_layout()
     return fig
