@@ -19,14 +19,26 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-
+from chaos.processes import (
+    GRACE_S,
+    ChildProcess,
+    ProcessStatus,
+    describe_exit,
+    http_answers,
+    log_line,
+    smtp_greets,
+    terminate,
+    wait_ready,
+    wait_serving,
+)
+from chaos.processes import (
+    LaunchError as LaunchError,  # re-exported: callers import it from here
+)
 from chaos.state_lock import StateLock
 from mesh.runtime.tls import CA_CERT, PLAINTEXT_LISTENERS, tls_enabled
 from mesh.runtime.topology import (
@@ -40,13 +52,6 @@ from mesh.runtime.topology import (
 )
 
 STATE_FILE = "mesh.json"
-GRACE_S = 10.0
-"""How long a stopped process gets to exit after SIGTERM before SIGKILL (services drain
-in-flight calls for SHUTDOWN_GRACE_S, 5 s by default)."""
-
-
-class LaunchError(RuntimeError):
-    """A process of the mesh failed to start; the message carries its own error output."""
 
 
 class StateDirInUse(LaunchError):
@@ -162,152 +167,12 @@ class MeshState:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
-@dataclass
-class _Proc:
-    name: str
-    popen: subprocess.Popen[bytes]
-    log_path: Path
-    env: dict[str, str] = field(default_factory=dict)
-    started_at: float = field(default_factory=time.monotonic)
-    supervised: bool = True
-    """One of the mesh's own processes (not an experiment's extra worker)."""
-    stopped: bool = False
-    """Stopped on purpose (Mesh.kill): a supervisor leaves it down, as `unless-stopped` does."""
-
-
-@dataclass(frozen=True)
-class ProcessStatus:
-    """One of the mesh's own processes as a supervisor sees it."""
-
-    name: str
-    pid: int
-    exit_code: int | None
-    """None while it runs; negative: the signal that ended it."""
-    started_at: float
-    """time.monotonic() when it was spawned."""
-
-
-def describe_exit(code: int | None) -> str:
-    if code is None:
-        return "is running"
-    if code < 0:
-        try:
-            return f"was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with code {code}"
-
-
-def terminate(
-    popen: subprocess.Popen[bytes], sig: int = signal.SIGTERM, grace_s: float = GRACE_S
-) -> int:
-    """Send `sig`, wait up to `grace_s` for the process to exit, then SIGKILL it; its exit code."""
-    if popen.poll() is None:
-        popen.send_signal(sig)
-        try:
-            return popen.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            popen.kill()
-    return popen.wait()
-
-
-def _log_tail(path: Path, lines: int = 15) -> str:
-    try:
-        text = path.read_text(errors="replace").strip().splitlines()
-    except FileNotFoundError:
-        return "(no output)"
-    return "\n".join(text[-lines:]) or "(no output)"
-
-
-def health_channel(addr: str, tls_dir: Path | None = None, name: str = "") -> grpc.Channel:
-    """A blocking channel for probes: TLS (verifying `name` against the mesh CA) if `tls_dir`."""
-    if tls_dir is None:
-        return grpc.insecure_channel(addr)
-    creds = grpc.ssl_channel_credentials((tls_dir / CA_CERT).read_bytes())
-    return grpc.secure_channel(addr, creds, options=[("grpc.ssl_target_name_override", name)])
-
-
-def _wait_ready(
-    proc: _Proc,
-    ready: Callable[[], bool],
-    what: str,
-    timeout_s: float,
-    abort: threading.Event | None = None,
-) -> None:
-    """Poll `ready` until it holds while `proc` still runs; LaunchError with its log tail if
-    `proc` exits first, `timeout_s` passes, or `abort` is set (the mesh is stopping)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if proc.popen.poll() is None and ready() and proc.popen.poll() is None:
-            return  # polled twice: another process on its port may answer while it dies
-        if proc.popen.poll() is not None:
-            raise LaunchError(
-                f"{proc.name} exited with code {proc.popen.returncode} during start-up:\n"
-                f"{_log_tail(proc.log_path)}"
-            )
-        if abort is not None and abort.is_set():
-            raise LaunchError(f"{proc.name}: start-up abandoned, the mesh is stopping")
-        if time.monotonic() > deadline:
-            raise LaunchError(
-                f"{proc.name} did not {what} within {timeout_s:.0f} s\n{_log_tail(proc.log_path)}"
-            )
-        time.sleep(0.05)
-
-
-def wait_serving(
-    addr: str,
-    timeout_s: float,
-    proc: _Proc | None = None,
-    tls_dir: Path | None = None,
-    *,
-    abort: threading.Event | None = None,
-) -> None:
-    """Block until `addr` answers grpc.health.v1 Check with SERVING (over TLS if `tls_dir`)."""
-    with health_channel(addr, tls_dir, proc.name if proc else "") as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-
-        def serving() -> bool:
-            try:
-                reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=0.5)
-            except grpc.RpcError:
-                return False
-            return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
-
-        if proc is not None:
-            _wait_ready(proc, serving, "report SERVING", timeout_s, abort)
-            return
-        deadline = time.monotonic() + timeout_s
-        while not serving():
-            if time.monotonic() > deadline:
-                raise LaunchError(f"{addr} did not report SERVING within {timeout_s:.0f} s")
-            time.sleep(0.05)
-
-
 def _first_key(path: Path) -> str | None:
     try:
         lines = path.read_text().splitlines()
     except OSError:
         return None
     return next((ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")), None)
-
-
-def _smtp_greets(addr: str) -> bool:
-    host, _, port = addr.rpartition(":")
-    try:
-        with socket.create_connection((host, int(port)), timeout=0.5) as sock:
-            return sock.recv(3) == b"220"
-    except OSError:
-        return False
-
-
-def _http_answers(url: str) -> bool:
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(url, timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 class Mesh:
@@ -341,7 +206,7 @@ class Mesh:
         self.tls_dir: Path | None = None
         self.control: str | None = None
         """Where a supervisor listens for `mesh restart` (recorded in mesh.json), if any."""
-        self.procs: list[_Proc] = []
+        self.procs: list[ChildProcess] = []
         self.state: MeshState | None = None
         self._lock = threading.RLock()
         self._state_lock = StateLock(self.state_dir)
@@ -384,7 +249,7 @@ class Mesh:
         *,
         supervised: bool = True,
         note: str | None = None,
-    ) -> _Proc:
+    ) -> ChildProcess:
         """Start one process, its output in logs/<name>.log: truncated on its first start in
         this mesh's life, appended to on every later one (after `note`, a JSON log line)."""
         log_dir = self.state_dir / "logs"
@@ -394,7 +259,7 @@ class Mesh:
         self._logs_begun.add(name)
         with log_path.open(mode) as log:
             if note:
-                log.write(_log_line(name, note))
+                log.write(log_line(name, note))
                 log.flush()
             popen = subprocess.Popen(
                 [sys.executable, *args] if python else args,
@@ -404,7 +269,7 @@ class Mesh:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        return _Proc(name, popen, log_path, dict(env), supervised=supervised)
+        return ChildProcess(name, popen, log_path, dict(env), supervised=supervised)
 
     def proxy_config(self) -> list[dict[str, object]]:
         return [
@@ -464,11 +329,11 @@ class Mesh:
 
                 write_certs(self.tls_dir)
 
-    def _wait_serving(self, spec: ServiceSpec, env: Mapping[str, str], proc: _Proc) -> None:
+    def _wait_serving(self, spec: ServiceSpec, env: Mapping[str, str], proc: ChildProcess) -> None:
         tls = self.tls_dir if spec.name not in PLAINTEXT_LISTENERS else None
         wait_serving(env["LISTEN_ADDR"], self.start_timeout_s, proc, tls, abort=self._stopping)
 
-    def _launch(self, name: str, note: str | None = None) -> _Proc:
+    def _launch(self, name: str, note: str | None = None) -> ChildProcess:
         """Spawn one of the mesh's own processes, not waiting for it: its ports, the current
         policy. Not registered in `procs`: the caller places it."""
         listen = f"127.0.0.1:{self.ports.listen.get(name, 0)}"
@@ -488,19 +353,19 @@ class Mesh:
         spec = service(name)
         return self._spawn(name, ["-m", spec.module], self._service_env(spec), note=note)
 
-    def _await_ready(self, proc: _Proc) -> None:
+    def _await_ready(self, proc: ChildProcess) -> None:
         """Block until `proc` does its job: PONG, an SMTP greeting, the Toxiproxy API, SERVING."""
         name, timeout_s, abort = proc.name, self.start_timeout_s, self._stopping
         addr = f"127.0.0.1:{self.ports.listen.get(name, 0)}"
         if name == "redis":
             from chaos.jobs.redis_server import ping
 
-            _wait_ready(proc, lambda: ping(addr), f"answer PING at {addr}", timeout_s, abort)
+            wait_ready(proc, lambda: ping(addr), f"answer PING at {addr}", timeout_s, abort)
         elif name == "smtp":
-            _wait_ready(proc, lambda: _smtp_greets(addr), f"greet at {addr}", timeout_s, abort)
+            wait_ready(proc, lambda: smtp_greets(addr), f"greet at {addr}", timeout_s, abort)
         elif name == "toxiproxy":
             url = f"{self.toxiproxy_url}/version"
-            _wait_ready(proc, lambda: _http_answers(url), f"answer at {url}", timeout_s, abort)
+            wait_ready(proc, lambda: http_answers(url), f"answer at {url}", timeout_s, abort)
         else:
             self._wait_serving(service(name), proc.env, proc)
 
@@ -718,10 +583,3 @@ class Mesh:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def _log_line(name: str, msg: str) -> bytes:
-    """A line in the services' own JSON log format (mesh.runtime.logging)."""
-    ts = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    entry = {"ts": ts, "level": "warning", "service": name, "logger": "chaos.launcher", "msg": msg}
-    return (json.dumps(entry) + "\n").encode()

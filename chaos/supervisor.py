@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from chaos.control import ControlServer
-from chaos.launcher import LaunchError, ProcessStatus, describe_exit
+from chaos.processes import LaunchError, ProcessStatus, describe_exit
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from chaos.launcher import STATE_FILE, Mesh, MeshState, Ports, StateDirInUse, _Proc
+from chaos.launcher import STATE_FILE, Mesh, MeshState, Ports, StateDirInUse
+from chaos.processes import ChildProcess
 from chaos.supervisor import Backoff, Supervisor, SupervisorEvent
 
 IGNORES_SIGTERM = (
@@ -24,7 +25,7 @@ IGNORES_SIGTERM = (
 )
 
 
-def sleeper(mesh: Mesh, name: str, code: str = IGNORES_SIGTERM) -> _Proc:
+def sleeper(mesh: Mesh, name: str, code: str = IGNORES_SIGTERM) -> ChildProcess:
     """A stand-in for one of the mesh's processes, spawned the way the launcher spawns them."""
     proc = mesh._spawn(name, ["-c", code], {})
     deadline = time.monotonic() + 10

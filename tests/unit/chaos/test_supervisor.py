@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from chaos.launcher import LaunchError, ProcessStatus
+from chaos.processes import LaunchError, ProcessStatus
 from chaos.supervisor import Backoff, Supervisor, SupervisorEvent
 
 
