@@ -142,7 +142,7 @@ class Supervisor:
     def _restart(self, name: str, track: _Track) -> int | None:
         try:
             pid = self.mesh.restart_service(name)
-        except LaunchError as err:
+        except (LaunchError, OSError) as err:  # OSError: it could not even be spawned
             if self.mesh.stopping:
                 return None
             track.failures += 1

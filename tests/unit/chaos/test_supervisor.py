@@ -24,6 +24,7 @@ class FakeMesh:
     procs: dict[str, ProcessStatus] = field(default_factory=dict)
     restarted: list[str] = field(default_factory=list)
     failing_starts: int = 0
+    unspawnable: int = 0
     stopping: bool = False
     policy: str = "full"
     _next_pid: int = 1000
@@ -44,6 +45,9 @@ class FakeMesh:
 
     def restart_service(self, name: str) -> int:
         self.restarted.append(name)
+        if self.unspawnable:
+            self.unspawnable -= 1
+            raise FileNotFoundError(2, "No such file or directory", "redis-server")
         if self.failing_starts:
             self.failing_starts -= 1
             self.add(name)
@@ -123,6 +127,19 @@ def test_a_failed_start_is_reported_and_retried_with_a_longer_delay() -> None:
     assert events[-1].kind == "restarted"
     assert mesh.restarted == ["redis"] * 3
     assert mesh.procs["redis"].exit_code is None
+
+
+def test_a_process_that_cannot_even_be_spawned_is_retried_with_backoff() -> None:
+    clock, mesh, sup, events = setup()
+    clock.now_s += 30
+    mesh.unspawnable = 1
+    old_pid = mesh.procs["redis"].pid
+    mesh.die("redis")
+    assert wait_for_restart(clock, mesh, sup, limit_s=1) == 0.5
+    assert events[-1].kind == "failed" and "redis-server" in events[-1].message
+    assert mesh.procs["redis"].pid == old_pid, "nothing was started"
+    assert wait_for_restart(clock, mesh, sup, limit_s=2) == 1.0
+    assert events[-1].kind == "restarted"
 
 
 def test_nothing_is_restarted_while_the_mesh_stops() -> None:
