@@ -175,12 +175,14 @@ def test_a_service_with_bad_configuration_says_so_in_one_line(tmp_path: Path) ->
         )
         for named, env in cases.items()
     }
-    for named, proc in procs.items():
-        try:
-            _, err = proc.communicate(timeout=60)
-        finally:
+    try:
+        errors = {named: proc.communicate(timeout=60)[1] for named, proc in procs.items()}
+    finally:
+        for proc in procs.values():
             proc.kill()
-        assert proc.returncode == 2, (named, err)
+            proc.wait()
+    for named, err in errors.items():
+        assert procs[named].returncode == 2, (named, err)
         assert "Traceback" not in err, err
         [line] = err.strip().splitlines()
         assert line.startswith(f"profile: configuration error: {named}"), line
