@@ -55,7 +55,7 @@ class BreakerOpenError(ResilienceError):
             grpc.StatusCode.UNAVAILABLE,
             f"circuit breaker open for {dependency} {method}; "
             f"next probe in {time_until_probe_s:.3f}s",
-            pushback_s=time_until_probe_s,
+            pushback_s=max(time_until_probe_s, 0.001),  # 0 would read as "retry now"
         )
         self.time_until_probe_s = time_until_probe_s
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import grpc.aio
 
 from mesh.resilience.deadline import inbound_deadline, time_remaining
@@ -25,15 +27,22 @@ __all__ = [
 
 
 def server_interceptors(
-    service_name: str, policy: ServerPolicy, bus: EventBus, faults: FaultTable
+    service_name: str,
+    policy: ServerPolicy,
+    bus: EventBus,
+    faults: FaultTable,
+    admission: Sequence[grpc.aio.ServerInterceptor] = (),
 ) -> list[grpc.aio.ServerInterceptor]:
-    """Outermost first: deadline capture (and call counting) -> shedding -> faults.
+    """Outermost first: deadline capture (and call counting) -> admission -> shedding -> faults.
 
-    Counting outermost records every attempt received, shed ones included. Faults innermost act
-    like a slow or failing handler, so shedding sees an injected delay as it would a real one.
+    Counting outermost records every attempt received, refused ones included: `admission` (the
+    gateway's per-key rate limit) sits inside it so its refusals are counted too. Faults
+    innermost act like a slow or failing handler, so shedding sees an injected delay as it
+    would a real one.
     """
     return [
         InboundInterceptor(service_name, bus),
+        *admission,
         SheddingInterceptor(service_name, policy, bus),
         FaultInterceptor(service_name, faults, bus),
     ]

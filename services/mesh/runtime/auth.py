@@ -16,7 +16,7 @@ import hmac
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import grpc
 import grpc.aio
@@ -104,17 +104,27 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         return await continuation(handler_call_details)
 
 
-def gateway_interceptors(
-    service_name: str, environ: Mapping[str, str]
-) -> list[grpc.aio.ServerInterceptor]:
-    """The public API's front door, outermost first: API key, then per-key rate limit.
+class FrontDoor(NamedTuple):
+    """The gateway's interceptors, in two places on the server (see `gateway_interceptors`)."""
 
-    Empty for every other service: they are reached only through the gateway (and, with
+    auth: list[grpc.aio.ServerInterceptor]
+    admission: list[grpc.aio.ServerInterceptor]
+
+
+def gateway_interceptors(service_name: str, environ: Mapping[str, str]) -> FrontDoor:
+    """The public API's front door: the API key check, then the per-key rate limit.
+
+    `auth` goes before the call counting (a call without a valid key is not counted: anyone
+    could inflate the metrics, under method names of their choosing); `admission` inside it,
+    so every rate-limited call of a key holder shows in mesh_server_calls_total. Both empty
+    for every other service: they are reached only through the gateway (and, with
     MESH_TLS=1, only by callers holding the mesh CA's trust).
     """
     from mesh.runtime.ratelimit import RateLimitInterceptor, RateLimitPolicy
 
     if service_name != "gateway":
-        return []
+        return FrontDoor([], [])
     keys = ApiKeys.from_env(environ)
-    return [AuthInterceptor(keys), RateLimitInterceptor(RateLimitPolicy.from_env(environ), keys)]
+    return FrontDoor(
+        [AuthInterceptor(keys)], [RateLimitInterceptor(RateLimitPolicy.from_env(environ), keys)]
+    )

@@ -76,7 +76,8 @@ class TokenBucket:
 
 
 class RateLimitInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Mounted after AuthInterceptor: each call reaching it has a valid key (or auth is off)."""
+    """Mounted after AuthInterceptor: each call reaching it has a valid key (or auth is off).
+    Inside the call counting, so a refusal here is counted like any other answer."""
 
     def __init__(self, policy: RateLimitPolicy, keys: ApiKeys, clock: Clock | None = None) -> None:
         self._policy = policy
@@ -98,8 +99,11 @@ class RateLimitInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     async def intercept_service(
         self, continuation: HandlerLookup, handler_call_details: grpc.HandlerCallDetails
     ) -> grpc.RpcMethodHandler | None:
-        if not self._policy.rate_per_s or is_exempt(handler_call_details.method):
-            return await continuation(handler_call_details)
+        handler = await continuation(handler_call_details)
+        if handler is None or not self._policy.rate_per_s:
+            return handler  # an unknown method stays UNIMPLEMENTED, uncounted: no label for it
+        if is_exempt(handler_call_details.method):
+            return handler
         wait_s = self._bucket(handler_call_details).take()
         if wait_s > 0:
             pushback_ms = max(1, math.ceil(wait_s * 1000))
@@ -109,4 +113,4 @@ class RateLimitInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 f"(burst {self._policy.burst:g}); retry in {pushback_ms} ms",
                 ((PUSHBACK_KEY, str(pushback_ms)),),
             )
-        return await continuation(handler_call_details)
+        return handler

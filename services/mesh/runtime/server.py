@@ -204,7 +204,7 @@ async def serve(
     metrics = MeshMetrics(CollectorRegistry(), service=name)
     bus.subscribe(metrics.listener)
     faults = FaultTable.from_env(env)
-    front = gateway_interceptors(name, env)  # API key, then per-key rate limit
+    front = gateway_interceptors(name, env)  # API key; per-key rate limit (inside counting)
     tls = MeshTls.from_env(env)
     tracing = MeshTracing.from_env(name, env)
     if tracing is not None:
@@ -213,7 +213,9 @@ async def serve(
     runtime.on_policy(lambda _policy: metrics.breakers_replaced())
     built = await build(runtime)
 
-    resilience = server_interceptors(name, policy.server(name), bus, faults)
+    resilience = server_interceptors(
+        name, policy.server(name), bus, faults, admission=front.admission
+    )
     for interceptor in resilience:
         if isinstance(interceptor, SheddingInterceptor):
             runtime.on_policy(partial(_update_shedding, interceptor, name))
@@ -221,7 +223,7 @@ async def serve(
         interceptors=[
             RequestDecodingInterceptor(),  # outermost: a corrupt payload -> INVALID_ARGUMENT
             *server_tracing(tracing),
-            *front,
+            *front.auth,
             *resilience,
         ],
         options=[*message_size_options(config.max_message_bytes), *pending_call_options()],

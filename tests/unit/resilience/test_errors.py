@@ -20,6 +20,7 @@ from mesh.resilience.errors import (
     ("error", "code", "pushback"),
     [
         (BreakerOpenError("dep", "/m", 1.25), grpc.StatusCode.UNAVAILABLE, "1250"),
+        (BreakerOpenError("dep", "/m", 0.0002), grpc.StatusCode.UNAVAILABLE, "1"),  # never 0
         (BulkheadFullError("dep", 4), grpc.StatusCode.RESOURCE_EXHAUSTED, None),
         (
             DeadlineBudgetExhaustedError("dep", "/m", "backoff"),
