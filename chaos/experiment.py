@@ -22,9 +22,8 @@ from chaos import metric_names
 from chaos.lesson_order import lesson_rank
 from chaos.toxiproxy.toxics import TOXIC_TYPES as TOXIC_CLASSES
 from chaos.variant_policy import variant_policy
-from mesh import safe_yaml
+from mesh import safe_yaml, topology
 from mesh.resilience.policy import PolicyError
-from mesh.runtime import topology
 
 EXPERIMENTS_DIR = Path(__file__).parent / "experiments"
 STATUS_CODES = tuple(c.name for c in grpc.StatusCode if c is not grpc.StatusCode.OK)

@@ -41,7 +41,7 @@ from chaos.processes import (
 )
 from chaos.state_lock import StateLock
 from mesh.runtime.tls import CA_CERT, PLAINTEXT_LISTENERS, tls_enabled
-from mesh.runtime.topology import (
+from mesh.topology import (
     EDGES,
     PEERS,
     SERVICES,

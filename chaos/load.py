@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from mesh.catalogue import USER_COUNT, user_id
-from mesh.resilience.classify import pushback_s
+from mesh.customers import USER_COUNT, user_id
+from mesh.resilience.classify import RETRYABLE_CODES, pushback_s
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 
 
@@ -152,7 +152,7 @@ async def _checkout(
 
 
 RPCS = {"home": _home, "checkout": _checkout}
-RETRYABLE = frozenset({"UNAVAILABLE", "RESOURCE_EXHAUSTED"})
+RETRYABLE = frozenset(code.name for code in RETRYABLE_CODES)  # the mesh's one definition
 
 
 async def _with_client_retries(

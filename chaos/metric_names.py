@@ -29,7 +29,7 @@ import mesh.v1.gateway_pb2
 import mesh.v1.payment_pb2
 import mesh.v1.profile_pb2
 import mesh.v1.recommendation_pb2  # noqa: F401 - registers the services' descriptors
-from mesh.runtime import topology
+from mesh import topology
 
 if TYPE_CHECKING:
     from chaos.experiment import Experiment, Variant

@@ -34,7 +34,7 @@ from chaos.metric_names import counted
 from chaos.toxiproxy.client import ToxiproxyClient
 from chaos.variant_policy import variant_policy
 from mesh.resilience.policy import PRESETS, PolicyError
-from mesh.runtime.topology import SERVICES
+from mesh.topology import SERVICES
 from mesh.v1 import admin_pb2, admin_pb2_grpc
 
 log = logging.getLogger("chaos.runner")

@@ -28,7 +28,7 @@ from chaos.faults import Injector, describe
 from chaos.launcher import Mesh
 from chaos.load import Outcome, run_load
 from chaos.toxiproxy.client import ToxiproxyClient
-from mesh.runtime.topology import EDGES, SERVICES
+from mesh.topology import EDGES, SERVICES
 
 SOAK_TOXICS = ("latency", "timeout")
 MESH_SERVICES = frozenset(s.name for s in SERVICES)

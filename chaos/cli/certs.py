@@ -21,7 +21,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from rich.console import Console
 
 from mesh.runtime.tls import CA_CERT, cert_paths
-from mesh.runtime.topology import SERVICES
+from mesh.topology import SERVICES
 
 CA_KEY = "ca.key"
 VALID_DAYS = 365

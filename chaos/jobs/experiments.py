@@ -16,7 +16,7 @@ from redis.asyncio import Redis
 from chaos.jobs.harness import JobsHarness, as_row, checkouts, ms, receipt
 from chaos.scenarios import ScenarioContext, ScenarioResult, scenario
 from chaos.toxiproxy.client import ToxiproxyClient
-from mesh.notification.receipt import QUEUE, RetryPolicy
+from mesh.contracts.receipt_job import QUEUE, ReceiptRetry
 
 
 def _harness(ctx: ScenarioContext) -> JobsHarness:
@@ -49,7 +49,7 @@ def _backoff_metrics(params: Mapping[str, Any]) -> set[str]:
 async def receipt_backoff(ctx: ScenarioContext) -> ScenarioResult:
     """SMTP refuses by script; the attempts' times are compared with the configured schedule."""
     p = ctx.params
-    policy = RetryPolicy(
+    policy = ReceiptRetry(
         attempts=int(p.get("attempts", 5)),
         backoff_s=float(p["backoff_s"]),
         jitter=float(p.get("jitter", 0.0)),
@@ -130,7 +130,7 @@ async def receipt_throughput(ctx: ScenarioContext) -> ScenarioResult:
     try:
         h.mailbox.set_script([{"delay_s": job_s, "match": f"ch_tput{ctx.variant.name}"}])
         await asyncio.to_thread(h.mesh.start_worker, worker, env)
-        policy = RetryPolicy(attempts=1)
+        policy = ReceiptRetry(attempts=1)
         started = time.time()
         ids = [
             await h.enqueue(queue, receipt(f"tput{ctx.variant.name}"), policy) for _ in range(jobs)
@@ -295,7 +295,7 @@ async def duplicate_enqueue(ctx: ScenarioContext) -> ScenarioResult:
         first = await h.wait_finished(QUEUE, [job_id], timeout_s=15)
         job = await h.queue(QUEUE).getJob(job_id)
         for _ in range(copies):
-            await h.queue(QUEUE).add("receipt", job.data, RetryPolicy().job_options(job_id))
+            await h.queue(QUEUE).add("receipt", job.data, ReceiptRetry().job_options(job_id))
         ctx.progress(f"{ctx.variant.name}: {copies} copies enqueued", copies + 1, copies + 1)
         await asyncio.sleep(float(ctx.params.get("settle_s", 1.0)))
         after = await h.times(QUEUE, job_id)

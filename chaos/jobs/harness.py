@@ -15,7 +15,7 @@ from bullmq import Queue
 
 from chaos.jobs.mailbox import Mailbox
 from chaos.launcher import Mesh
-from mesh.notification.receipt import JOB_NAME, Receipt, RetryPolicy, job_id_for
+from mesh.contracts.receipt_job import JOB_NAME, Receipt, ReceiptRetry, job_id_for
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc
 
 FINISHED = ("completed", "failed")
@@ -49,7 +49,7 @@ class JobsHarness:
             self._queues[name] = Queue(name, {"connection": f"redis://{self.redis}"})
         return self._queues[name]
 
-    async def enqueue(self, queue: str, receipt: Receipt, policy: RetryPolicy) -> str:
+    async def enqueue(self, queue: str, receipt: Receipt, policy: ReceiptRetry) -> str:
         job_id = job_id_for(receipt.charge_id)
         await self.queue(queue).add(JOB_NAME, receipt.to_data(), policy.job_options(job_id))
         return job_id

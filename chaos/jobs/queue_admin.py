@@ -10,7 +10,7 @@ from typing import Any
 from bullmq import Queue
 
 from chaos.launcher import MeshState
-from mesh.notification.receipt import QUEUE
+from mesh.contracts.receipt_job import QUEUE
 
 STATES = ("waiting", "active", "delayed", "completed", "failed")
 

@@ -21,7 +21,7 @@ import pytest
 
 from chaos.launcher import Mesh, Ports
 from chaos.load import Outcome, metadata_for, run_load
-from mesh.payment.ids import charge_id_for
+from mesh.contracts.charge_ids import charge_id_for
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 
 pytestmark = pytest.mark.e2e

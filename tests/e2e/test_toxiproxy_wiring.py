@@ -15,7 +15,7 @@ from toxiproxy import Toxiproxy
 from toxiproxy.api import APIConsumer
 
 from chaos.launcher import Mesh
-from mesh.runtime.topology import EDGES, SERVICES
+from mesh.topology import EDGES, SERVICES
 
 pytestmark = pytest.mark.e2e
 ON_THE_HOME_PATH = {"gateway_to_profile", "gateway_to_recommendation", "recommendation_to_profile"}

@@ -7,11 +7,11 @@ from typing import NoReturn
 
 import grpc
 
+from mesh.contracts.charge_ids import charge_id_for, check_charge_lookup
 from mesh.gateway.fallback import RecommendationsWithFallback
-from mesh.payment.ids import charge_id_for, check_charge_lookup
 from mesh.resilience.errors import ResilienceError
+from mesh.runtime.relay import relay_failure
 from mesh.runtime.server import Runtime, Service
-from mesh.runtime.status import relay_failure
 from mesh.runtime.validation import (
     FieldError,
     abort_invalid,

@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from mesh.notification.receipt import QUEUE
+from mesh.contracts.receipt_job import QUEUE
 from mesh.runtime.config import ConfigError, ServiceConfig
 
 

@@ -4,9 +4,9 @@ tracing, graceful stop). Its gRPC port serves health only: readiness does not wa
 from __future__ import annotations
 
 from mesh.notification.config import NotificationConfig
-from mesh.notification.metrics import JobMetrics
 from mesh.notification.worker import ReceiptWorker
 from mesh.runtime.server import Runtime, Service
+from mesh.telemetry.job_metrics import JobMetrics
 from mesh.telemetry.tracing import TRACER_NAME
 
 

@@ -13,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from email.message import EmailMessage
 from email.utils import formatdate
 
-from mesh.catalogue import User
-from mesh.notification.receipt import Receipt, job_id_for
+from mesh.contracts.receipt_job import Receipt, job_id_for
+from mesh.customers import User
 
 
 class SendError(Exception):

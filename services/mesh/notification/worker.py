@@ -20,13 +20,13 @@ import redis.asyncio as aioredis
 from bullmq import UnrecoverableError
 from opentelemetry import trace
 
-from mesh.catalogue import catalogue
+from mesh.contracts.receipt_job import BACKOFF_TYPE, BadPayload, Receipt, backoff_delay_ms
+from mesh.customers import catalogue
 from mesh.notification import job_span
 from mesh.notification.bullmq_worker import QueueWorker, connection_url
 from mesh.notification.config import NotificationConfig
-from mesh.notification.metrics import JobMetrics
-from mesh.notification.receipt import BACKOFF_TYPE, BadPayload, Receipt, backoff_delay_ms
 from mesh.notification.smtp import SendError, SmtpSender, render
+from mesh.telemetry.job_metrics import JobMetrics
 
 log = logging.getLogger("mesh.notification")
 

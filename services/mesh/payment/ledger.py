@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from mesh.notification.receipt import Receipt, job_id_for
-from mesh.payment.ids import charge_id_for
+from mesh.contracts.charge_ids import charge_id_for
+from mesh.contracts.receipt_job import Receipt, job_id_for
 
 T = TypeVar("T")
 

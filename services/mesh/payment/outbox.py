@@ -19,9 +19,9 @@ from typing import Any
 import redis.asyncio as aioredis
 from bullmq import Queue
 
-from mesh.notification.metrics import JobMetrics
-from mesh.notification.receipt import JOB_NAME, QUEUE, RetryPolicy
+from mesh.contracts.receipt_job import JOB_NAME, QUEUE, ReceiptRetry
 from mesh.payment.ledger import Ledger
+from mesh.telemetry.job_metrics import JobMetrics
 
 log = logging.getLogger("mesh.payment.outbox")
 
@@ -33,7 +33,7 @@ class OutboxRelay:
         self,
         ledger: Ledger,
         redis_addr: str,
-        policy: RetryPolicy,
+        policy: ReceiptRetry,
         metrics: JobMetrics,
         *,
         queue: str = QUEUE,
@@ -108,12 +108,12 @@ class OutboxRelay:
 def relay_from_env(
     ledger: Ledger, redis_addr: str, metrics: JobMetrics, environ: Mapping[str, str] | None = None
 ) -> OutboxRelay:
-    """RECEIPT_* (see RetryPolicy), RECEIPT_QUEUE (default receipts)."""
+    """RECEIPT_* (see ReceiptRetry), RECEIPT_QUEUE (default receipts)."""
     env = os.environ if environ is None else environ
     return OutboxRelay(
         ledger,
         redis_addr,
-        RetryPolicy.from_env(env),
+        ReceiptRetry.from_env(env),
         metrics,
         queue=env.get("RECEIPT_QUEUE") or QUEUE,
     )

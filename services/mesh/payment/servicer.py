@@ -9,9 +9,8 @@ from pathlib import Path
 import grpc
 from opentelemetry import propagate
 
-from mesh.catalogue import TIER_LIMIT_CENTS, User
-from mesh.notification.metrics import JobMetrics
-from mesh.payment.ids import check_charge_lookup
+from mesh.contracts.charge_ids import check_charge_lookup
+from mesh.customers import TIER_LIMIT_CENTS, User
 from mesh.payment.ledger import ChargeRecord, IdempotencyConflict, Ledger
 from mesh.payment.outbox import relay_from_env
 from mesh.runtime.server import Runtime, Service
@@ -24,6 +23,7 @@ from mesh.runtime.validation import (
     check_user_id,
     known_user,
 )
+from mesh.telemetry.job_metrics import JobMetrics
 from mesh.v1 import payment_pb2, payment_pb2_grpc
 
 STATUS = {

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import grpc
 
-from mesh.catalogue import Product, catalogue
+from mesh.customers import Product, catalogue
+from mesh.runtime.relay import relay_failure
 from mesh.runtime.server import Runtime, Service
-from mesh.runtime.status import relay_failure
 from mesh.runtime.validation import FieldError, abort_invalid, check_limit, check_user_id
 from mesh.v1 import profile_pb2, profile_pb2_grpc, recommendation_pb2, recommendation_pb2_grpc
 

@@ -25,7 +25,7 @@ def state_at(state: BreakerState, open_until_s: float, now_s: float) -> BreakerS
     return HALF_OPEN if state is OPEN and now_s >= open_until_s else state
 
 
-class CircuitBreaker:
+class BreakerStateMachine:
     """One breaker's state machine. `acquire()` returns a generation that the outcome is
     reported with, so results of calls admitted before a transition cannot move the new state.
     Both triggers are judged when a failure is recorded (as in Polly): a success never opens it."""
@@ -128,7 +128,7 @@ class CircuitBreaker:
         self._bus.emit(BreakerStateChanged(self.dependency, self.method, from_state, to, until_s))
 
 
-class Breaker:
+class BreakerStrategy:
     """Pipeline strategy: fails fast while open; counts only health failures of attempts."""
 
     name: ClassVar[str] = "breaker"
@@ -139,13 +139,15 @@ class Breaker:
         self._bus = bus
         self._dependency = dependency
         self._per_method = policy.scope == "method"
-        self.breakers: dict[str, CircuitBreaker] = {}
+        self.breakers: dict[str, BreakerStateMachine] = {}
 
-    def breaker_for(self, method: str) -> CircuitBreaker:
+    def breaker_for(self, method: str) -> BreakerStateMachine:
         key = method if self._per_method else "*"
         breaker = self.breakers.get(key)
         if breaker is None:
-            breaker = CircuitBreaker(self._policy, self._clock, self._bus, self._dependency, key)
+            breaker = BreakerStateMachine(
+                self._policy, self._clock, self._bus, self._dependency, key
+            )
             self.breakers[key] = breaker
         return breaker
 

@@ -25,6 +25,16 @@ HEALTH_FAILURES: frozenset[grpc.StatusCode] = frozenset(
 caller's own doing, INVALID_ARGUMENT and friends are the caller's fault)."""
 
 
+RETRYABLE_CODES: frozenset[grpc.StatusCode] = frozenset(
+    {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED}
+)
+"""The codes a caller may try again: the mesh's one definition. UNAVAILABLE always;
+RESOURCE_EXHAUSTED only when the server's pushback allows it (present and >= 0, see
+`is_transient`). A hop that already retried marks these with pushback -1 (`mesh.runtime.relay`),
+and the load generator counts them as retryable unless so marked. DEADLINE_EXCEEDED is
+retried only as an attempt's own timeout, which a caller cannot tell from the wire."""
+
+
 def pushback_s(trailing_metadata: Iterable[tuple[str, str | bytes]] | None) -> float | None:
     """The server's `grpc-retry-pushback-ms` hint in seconds; None if absent, NO_RETRY if < 0."""
     if not trailing_metadata:
@@ -42,13 +52,13 @@ def pushback_s(trailing_metadata: Iterable[tuple[str, str | bytes]] | None) -> f
 def is_transient(code: grpc.StatusCode, pushback: float | None, own_timeout: bool) -> bool:
     """Worth another attempt: UNAVAILABLE, the attempt's own timeout, or an allowed
     RESOURCE_EXHAUSTED (one that came with a pushback >= 0)."""
-    if code is grpc.StatusCode.UNAVAILABLE:
-        return True
     if code is grpc.StatusCode.DEADLINE_EXCEEDED:
         return own_timeout
+    if code not in RETRYABLE_CODES:
+        return False
     if code is grpc.StatusCode.RESOURCE_EXHAUSTED:
         return pushback is not None and pushback >= 0
-    return False
+    return True
 
 
 def counts_against_health(code: grpc.StatusCode, own_timeout: bool) -> bool:

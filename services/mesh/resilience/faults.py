@@ -21,11 +21,11 @@ import grpc
 import grpc.aio
 
 from mesh import safe_yaml
+from mesh.config_error import ConfigError
 from mesh.resilience.clock import Clock, SystemClock
 from mesh.resilience.errors import InjectedFaultError
 from mesh.resilience.events import EventBus, FaultInjected
 from mesh.resilience.inbound import Behaviour, HandlerLookup, abort_with, is_exempt
-from mesh.runtime.config import ConfigError
 
 MAX_DELAY_S = 600.0
 """Longest injected delay: ten minutes, far past any deadline the mesh sets."""

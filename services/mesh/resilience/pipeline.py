@@ -12,7 +12,7 @@ from typing import Any
 import grpc.aio
 
 from mesh.resilience.attempt import AttemptHook, AttemptObserver, send_on_wire
-from mesh.resilience.breaker import Breaker
+from mesh.resilience.breaker import BreakerStrategy
 from mesh.resilience.bulkhead import Bulkhead
 from mesh.resilience.clock import Clock, SystemClock
 from mesh.resilience.context import CallContext, Next, Strategy
@@ -133,7 +133,9 @@ def build_pipeline(
             else None
         ),
         "breaker": lambda: (
-            Breaker(policy.breaker, clock, bus, dependency) if policy.breaker.enabled else None
+            BreakerStrategy(policy.breaker, clock, bus, dependency)
+            if policy.breaker.enabled
+            else None
         ),
         "attempt_timeout": lambda: AttemptTimeout(policy.deadline, clock, bus),
         "attempt_hook": lambda: AttemptHook(bus, clock, attempt_observer),

@@ -32,8 +32,7 @@ from pydantic import (
     model_validator,
 )
 
-from mesh import safe_yaml
-from mesh.runtime import topology
+from mesh import safe_yaml, topology
 
 PRESETS: tuple[str, ...] = ("unprotected", "retry-only", "full")
 ENV_PREFIX = "MESH_POLICY__"

@@ -21,8 +21,8 @@ from typing import Any, NamedTuple
 import grpc
 import grpc.aio
 
+from mesh.config_error import ConfigError
 from mesh.resilience.inbound import HandlerLookup, is_exempt
-from mesh.runtime.config import ConfigError
 
 BEARER = "bearer "
 UNAUTHENTICATED_DETAILS = "missing or invalid API key"

@@ -6,11 +6,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from mesh.runtime.topology import ServiceSpec, service
+from mesh.config_error import ConfigError
+from mesh.topology import ServiceSpec, service
 
-
-class ConfigError(ValueError):
-    """A variable is missing or malformed; the message names it."""
+__all__ = ["ConfigError", "ServiceConfig"]
 
 
 def _ascii_digits(text: str) -> bool:
@@ -84,7 +83,7 @@ class ServiceConfig:
 
     @classmethod
     def from_env(cls, name: str, environ: Mapping[str, str] | None = None) -> ServiceConfig:
-        from mesh.runtime.topology import edges_from
+        from mesh.topology import edges_from
 
         env = os.environ if environ is None else environ
         spec: ServiceSpec = service(name)

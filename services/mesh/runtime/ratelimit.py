@@ -17,11 +17,11 @@ from dataclasses import dataclass
 import grpc
 import grpc.aio
 
+from mesh.config_error import ConfigError
 from mesh.resilience.clock import Clock, SystemClock
 from mesh.resilience.errors import PUSHBACK_KEY
 from mesh.resilience.inbound import HandlerLookup, is_exempt
 from mesh.runtime.auth import ApiKeys, bearer_token, rejection
-from mesh.runtime.config import ConfigError
 
 
 @dataclass(frozen=True)

@@ -33,9 +33,9 @@ from mesh.runtime.logging import setup_logging
 from mesh.runtime.policy_admin import PolicyAdminServicer, PolicyNeedsRestart
 from mesh.runtime.reflection import enable_reflection
 from mesh.runtime.tls import MeshTls
-from mesh.runtime.topology import service
 from mesh.telemetry.metrics import MeshMetrics
 from mesh.telemetry.tracing import MeshTracing, server_tracing
+from mesh.topology import service
 from mesh.v1 import admin_pb2, admin_pb2_grpc
 
 log = logging.getLogger("mesh.runtime")
@@ -277,8 +277,8 @@ def run(name: str, build: Callable[[Runtime], Awaitable[Service]]) -> None:
     line on stderr naming the variable (never a traceback) and exit 2."""
     import sys
 
+    from mesh.config_error import ConfigError
     from mesh.resilience.policy import PolicyError
-    from mesh.runtime.config import ConfigError
 
     try:
         asyncio.run(serve(name, build))

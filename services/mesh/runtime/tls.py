@@ -21,7 +21,7 @@ from typing import Any
 
 import grpc
 
-from mesh.runtime.config import ConfigError
+from mesh.config_error import ConfigError
 
 CA_CERT = "ca.crt"
 PLAINTEXT_LISTENERS = frozenset({"gateway"})

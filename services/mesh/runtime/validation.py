@@ -12,7 +12,7 @@ from typing import NoReturn
 
 import grpc
 
-from mesh.catalogue import User, catalogue
+from mesh.customers import User, catalogue
 
 USER_ID_RE = re.compile(r"u-[0-9]{4}", re.ASCII)
 IDEMPOTENCY_KEY_RE = re.compile(r"[A-Za-z0-9_.:-]{8,128}", re.ASCII)

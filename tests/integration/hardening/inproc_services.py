@@ -21,7 +21,7 @@ from mesh.gateway import servicer as gateway
 from mesh.profile import servicer as profile
 from mesh.recommendation import servicer as recommendation
 from mesh.runtime.server import Runtime, Service, serve
-from mesh.runtime.topology import EDGES
+from mesh.topology import EDGES
 
 BUILDS: dict[str, Callable[[Runtime], Awaitable[Service]]] = {
     "profile": profile.build,

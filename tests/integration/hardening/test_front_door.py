@@ -18,10 +18,10 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from hardening_helpers import assert_every_service_serving
 
 from chaos.launcher import Mesh
-from mesh.payment.ids import charge_id_for
+from mesh.config_error import ConfigError
+from mesh.contracts.charge_ids import charge_id_for
 from mesh.resilience.clock import FakeClock
 from mesh.runtime.auth import UNAUTHENTICATED_DETAILS, ApiKeys, AuthInterceptor
-from mesh.runtime.config import ConfigError
 from mesh.runtime.ratelimit import RateLimitInterceptor, RateLimitPolicy, TokenBucket
 from mesh.v1 import gateway_pb2, payment_pb2
 

@@ -18,8 +18,8 @@ from prometheus_client import CollectorRegistry
 from chaos.jobs.mailbox import Mailbox
 from chaos.launcher import free_port
 from mesh.notification.config import NotificationConfig
-from mesh.notification.metrics import JobMetrics
 from mesh.notification.worker import ReceiptWorker
+from mesh.telemetry.job_metrics import JobMetrics
 
 
 @pytest.fixture(scope="session")

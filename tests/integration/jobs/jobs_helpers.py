@@ -15,17 +15,17 @@ from bullmq import Job, Queue
 
 from chaos.jobs.redis_server import redis_args, wait_ping
 from chaos.launcher import free_port
+from mesh.contracts.receipt_job import JOB_NAME, Receipt, ReceiptRetry, job_id_for
 from mesh.notification.config import NotificationConfig
-from mesh.notification.receipt import JOB_NAME, Receipt, RetryPolicy, job_id_for
 
 
 def receipt(user_id: str = "u-0001") -> Receipt:
     return Receipt(f"ch_t_{uuid.uuid4().hex[:16]}", user_id, 1250, "USD", time.time())
 
 
-async def enqueue(queue: Queue, r: Receipt, policy: RetryPolicy | None = None) -> str:
+async def enqueue(queue: Queue, r: Receipt, policy: ReceiptRetry | None = None) -> str:
     job_id = job_id_for(r.charge_id)
-    await queue.add(JOB_NAME, r.to_data(), (policy or RetryPolicy(attempts=1)).job_options(job_id))
+    await queue.add(JOB_NAME, r.to_data(), (policy or ReceiptRetry(attempts=1)).job_options(job_id))
     return job_id
 
 

@@ -13,7 +13,7 @@ from redis.asyncio import Redis
 
 from chaos.toxiproxy.client import ToxiproxyClient
 from chaos.toxiproxy.server import ToxiproxyServer
-from mesh.notification.receipt import JOB_NAME, RetryPolicy, job_id_for
+from mesh.contracts.receipt_job import JOB_NAME, ReceiptRetry, job_id_for
 
 DELAY_MS = 1000
 
@@ -37,7 +37,7 @@ async def _add_delayed(queue: Any, delay_ms: int = DELAY_MS) -> tuple[str, float
     """A receipt job due `delay_ms` from now; (its id, when it is due in epoch seconds)."""
     r = receipt()
     job_id = job_id_for(r.charge_id)
-    opts = {**RetryPolicy(attempts=1).job_options(job_id), "delay": delay_ms}
+    opts = {**ReceiptRetry(attempts=1).job_options(job_id), "delay": delay_ms}
     await queue.add(JOB_NAME, r.to_data(), opts)
     added = await job(queue, job_id)
     return job_id, (added.timestamp + delay_ms) / 1000

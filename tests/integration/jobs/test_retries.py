@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from jobs_helpers import enqueue, job, receipt, wait_state
 
-from mesh.notification.receipt import JOB_NAME, RetryPolicy
+from mesh.contracts.receipt_job import JOB_NAME, ReceiptRetry
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ async def test_421_twice_is_retried_on_the_backoff_schedule(
 ) -> None:
     r = receipt()
     smtp_sink.mailbox.set_script([{"code": 421, "times": 2, "match": r.charge_id}])
-    policy = RetryPolicy(attempts=4, backoff_s=0.1, jitter=0.0)
+    policy = ReceiptRetry(attempts=4, backoff_s=0.1, jitter=0.0)
     job_id = await enqueue(queue, r, policy)
     assert await wait_state(queue, job_id) == "completed"
     assert (await job(queue, job_id)).attemptsMade == 3
@@ -42,7 +42,7 @@ async def test_421_twice_is_retried_on_the_backoff_schedule(
 async def test_550_fails_at_once_with_one_attempt(queue: Any, worker: Any, smtp_sink: Any) -> None:
     r = receipt()
     smtp_sink.mailbox.set_script([{"code": 550, "match": r.charge_id}])
-    job_id = await enqueue(queue, r, RetryPolicy(attempts=5, backoff_s=0.1, jitter=0.0))
+    job_id = await enqueue(queue, r, ReceiptRetry(attempts=5, backoff_s=0.1, jitter=0.0))
     assert await wait_state(queue, job_id) == "failed"
     failed = await job(queue, job_id)
     assert failed.attemptsMade == 1
@@ -92,7 +92,7 @@ async def test_550_fails_at_once_with_one_attempt(queue: Any, worker: Any, smtp_
 async def test_bad_payload_fails_permanently_with_a_clear_reason(
     queue: Any, worker: Any, data: Any, reason: str
 ) -> None:
-    await queue.add(JOB_NAME, data, RetryPolicy(attempts=5, backoff_s=0.1).job_options("bad-1"))
+    await queue.add(JOB_NAME, data, ReceiptRetry(attempts=5, backoff_s=0.1).job_options("bad-1"))
     assert await wait_state(queue, "bad-1") == "failed"
     failed = await job(queue, "bad-1")
     assert failed.attemptsMade == 1, "a bad payload is not retried"

@@ -24,11 +24,11 @@ from jobs_helpers import (
 from prometheus_client import CollectorRegistry
 
 from chaos.launcher import free_port
-from mesh.catalogue import catalogue
-from mesh.notification.metrics import JobMetrics
-from mesh.notification.receipt import QUEUE, RetryPolicy
+from mesh.contracts.receipt_job import QUEUE, ReceiptRetry
+from mesh.customers import catalogue
 from mesh.payment.ledger import Ledger
 from mesh.payment.outbox import OutboxRelay
+from mesh.telemetry.job_metrics import JobMetrics
 
 
 async def test_stalled_job_is_recovered_by_another_worker_and_sent_once(
@@ -57,7 +57,7 @@ async def test_stalled_job_is_recovered_by_another_worker_and_sent_once(
         ),
     )
     try:
-        job_id = await enqueue(q, r, RetryPolicy(attempts=1))
+        job_id = await enqueue(q, r, ReceiptRetry(attempts=1))
         await wait_state(q, job_id, ("active",), timeout_s=20)  # the victim has it
         started = (await job(q, job_id)).processedOn / 1000
         victim.send_signal(signal.SIGKILL)
@@ -91,7 +91,7 @@ async def test_charge_committed_while_redis_is_down_gets_its_receipt_when_it_ret
     relay = OutboxRelay(
         ledger,
         addr,
-        RetryPolicy(attempts=3, backoff_s=0.1),
+        ReceiptRetry(attempts=3, backoff_s=0.1),
         JobMetrics(CollectorRegistry(), QUEUE),
         poll_s=0.2,
         max_backoff_s=0.5,

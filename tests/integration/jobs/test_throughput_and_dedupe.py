@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from jobs_helpers import enqueue, job, receipt, wait_state, worker_config
 
-from mesh.notification.receipt import RetryPolicy
+from mesh.contracts.receipt_job import ReceiptRetry
 
 
 async def _drain(queue: Any, n: int) -> float:
@@ -62,8 +62,8 @@ async def test_same_job_id_twice_is_one_job_and_one_receipt(
     run_worker: Callable[..., Any],
 ) -> None:
     r = receipt()
-    first = await enqueue(queue, r, RetryPolicy(attempts=3))
-    second = await enqueue(queue, r, RetryPolicy(attempts=3))
+    first = await enqueue(queue, r, ReceiptRetry(attempts=3))
+    second = await enqueue(queue, r, ReceiptRetry(attempts=3))
     assert first == second == f"receipt-{r.charge_id}"
     assert sum((await queue.getJobCounts("waiting")).values()) == 1
     worker = run_worker(worker_config(redis_server.addr, smtp_sink.addr, queue_name))

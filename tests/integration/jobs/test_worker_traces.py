@@ -13,7 +13,7 @@ from jobs_helpers import receipt, wait_state, worker_config
 from opentelemetry.sdk.trace import TracerProvider
 
 from chaos import traces as tr
-from mesh.notification.receipt import JOB_NAME, Receipt, RetryPolicy, job_id_for
+from mesh.contracts.receipt_job import JOB_NAME, Receipt, ReceiptRetry, job_id_for
 from mesh.telemetry.tracing import TRACER_NAME, setup_tracing
 
 
@@ -43,7 +43,7 @@ async def _enqueue_traced(queue: Any, r: Receipt, parent_span_id: str) -> tuple[
     await queue.add(
         JOB_NAME,
         r.to_data({"traceparent": f"00-{trace_id}-{parent_span_id}-01"}),
-        RetryPolicy(attempts=3, backoff_s=0.1, jitter=0.0).job_options(job_id),
+        ReceiptRetry(attempts=3, backoff_s=0.1, jitter=0.0).job_options(job_id),
     )
     return job_id, trace_id
 

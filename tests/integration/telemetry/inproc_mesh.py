@@ -20,7 +20,7 @@ from mesh.gateway import servicer as gateway
 from mesh.profile import servicer as profile
 from mesh.recommendation.servicer import RecommendationServicer
 from mesh.runtime.server import Runtime, Service, serve
-from mesh.runtime.topology import EDGES
+from mesh.topology import EDGES
 from mesh.v1 import recommendation_pb2, recommendation_pb2_grpc
 
 log = logging.getLogger("tests.flaky_recommendation")

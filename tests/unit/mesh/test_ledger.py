@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from mesh.payment.ids import charge_id_for
+from mesh.contracts.charge_ids import charge_id_for
 from mesh.payment.ledger import IdempotencyConflict, Ledger
 
 

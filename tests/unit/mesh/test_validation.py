@@ -6,9 +6,9 @@ from pydantic import ValidationError
 from chaos.experiment import Variant
 from chaos.toxiproxy.addresses import split_host_port
 from chaos.toxiproxy.errors import ApiError
-from mesh.catalogue import CATEGORIES, catalogue, user_id
-from mesh.notification.receipt import BadPayload, Receipt
-from mesh.payment.ids import charge_id_for, check_charge_lookup
+from mesh.contracts.charge_ids import charge_id_for, check_charge_lookup
+from mesh.contracts.receipt_job import BadPayload, Receipt
+from mesh.customers import CATEGORIES, catalogue, user_id
 from mesh.runtime.config import ConfigError, ServiceConfig
 from mesh.runtime.validation import (
     FieldError,

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from unit_fakes import recording_bus
 
-from mesh.resilience.breaker import CircuitBreaker
+from mesh.resilience.breaker import BreakerStateMachine
 from mesh.resilience.clock import FakeClock
 from mesh.resilience.errors import BreakerOpenError
 from mesh.resilience.events import BreakerState, BreakerStateChanged, Event
@@ -20,19 +20,19 @@ from mesh.resilience.policy import BreakerPolicy
 CLOSED, HALF_OPEN, OPEN = BreakerState.CLOSED, BreakerState.HALF_OPEN, BreakerState.OPEN
 
 
-def make(**fields: object) -> tuple[CircuitBreaker, FakeClock, list[Event]]:
+def make(**fields: object) -> tuple[BreakerStateMachine, FakeClock, list[Event]]:
     clock = FakeClock()
     bus, seen = recording_bus()
     policy = BreakerPolicy.model_validate(fields)
-    return CircuitBreaker(policy, clock, bus, "dep", "/m"), clock, seen
+    return BreakerStateMachine(policy, clock, bus, "dep", "/m"), clock, seen
 
 
-def fail(b: CircuitBreaker, times: int = 1) -> None:
+def fail(b: BreakerStateMachine, times: int = 1) -> None:
     for _ in range(times):
         b.record_failure(b.acquire())
 
 
-def succeed(b: CircuitBreaker, times: int = 1) -> None:
+def succeed(b: BreakerStateMachine, times: int = 1) -> None:
     for _ in range(times):
         b.record_success(b.acquire())
 
@@ -171,7 +171,7 @@ class BreakerMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.breaker: CircuitBreaker | None = None
+        self.breaker: BreakerStateMachine | None = None
         self.model: Model | None = None
         self.clock = FakeClock()
 
@@ -194,7 +194,7 @@ class BreakerMachine(RuleBasedStateMachine):
             half_open_successes=successes,
         )
         bus, _ = recording_bus()
-        self.breaker = CircuitBreaker(policy, self.clock, bus, "dep", "/m")
+        self.breaker = BreakerStateMachine(policy, self.clock, bus, "dep", "/m")
         self.model = Model(policy)
 
     @rule(outcome=st.sampled_from(["success", "failure", "ignored"]))

@@ -69,7 +69,7 @@ def test_two_registries_do_not_collide_and_http_serves_one() -> None:
 
 
 def test_an_open_breaker_nobody_calls_reads_half_open_once_its_open_time_passes() -> None:
-    from mesh.resilience.breaker import CircuitBreaker
+    from mesh.resilience.breaker import BreakerStateMachine
     from mesh.resilience.clock import FakeClock
     from mesh.resilience.policy import BreakerPolicy
 
@@ -79,7 +79,7 @@ def test_an_open_breaker_nobody_calls_reads_half_open_once_its_open_time_passes(
     bus = ev.EventBus()
     bus.subscribe(metrics.listener)
     policy = BreakerPolicy.model_validate({"consecutive_failures": 2, "open_s": 2.0})
-    breaker = CircuitBreaker(policy, clock, bus, "recommendation", "/x/Popular")
+    breaker = BreakerStateMachine(policy, clock, bus, "recommendation", "/x/Popular")
     for _ in range(2):
         breaker.record_failure(breaker.acquire())
     labels = {"dependency": "recommendation", "method": "/x/Popular"}

@@ -9,7 +9,7 @@ from mesh.resilience.channel import resilient_channel
 from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import PIPELINE_ORDER, build_pipeline
 from mesh.resilience.policy import PRESETS, load_policy
-from mesh.runtime.topology import EDGES
+from mesh.topology import EDGES
 
 FULL = ("bulkhead", "total_deadline", "retry", "breaker", "attempt_timeout", "attempt_hook")
 EXPECTED = {

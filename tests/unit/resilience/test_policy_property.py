@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from unit_fakes import GET_PROFILE, FakeWire, Reply, call, recording_bus
 
-from mesh.resilience.breaker import Breaker
+from mesh.resilience.breaker import BreakerStrategy
 from mesh.resilience.clock import FakeClock
 from mesh.resilience.events import BreakerState, CallFinished
 from mesh.resilience.pipeline import build_pipeline
 from mesh.resilience.policy import PRESETS, EdgePolicy, PolicyError, load_policy, load_policy_text
-from mesh.runtime.topology import EDGES
+from mesh.topology import EDGES
 
 UNAVAILABLE = grpc.StatusCode.UNAVAILABLE
 FAILURES: dict[str, tuple[Reply, float]] = {
@@ -142,7 +142,7 @@ async def scenario(policy: EdgePolicy, failure: str, seed: int) -> None:
     assert set(recovered) == {grpc.StatusCode.OK}, recovered
     if policy.breaker.enabled:
         breaker = pipeline.strategy("breaker")
-        assert isinstance(breaker, Breaker)
+        assert isinstance(breaker, BreakerStrategy)
         assert {b.state for b in breaker.breakers.values()} == {BreakerState.CLOSED}
     finished = [e.outcome for e in seen if isinstance(e, CallFinished)]
     assert len(finished) == 5 + 15 + 8 + calls and "UNKNOWN" not in finished

@@ -85,7 +85,7 @@ class Receipt:
 
 
 @dataclass(frozen=True)
-class RetryPolicy:
+class ReceiptRetry:
     """How hard one receipt is tried, set on the job when it is enqueued."""
 
     attempts: int = 5
@@ -97,8 +97,8 @@ class RetryPolicy:
     that failed together do not all come back together."""
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> RetryPolicy:
-        from mesh.runtime.config import ConfigError
+    def from_env(cls, environ: Mapping[str, str]) -> ReceiptRetry:
+        from mesh.config_error import ConfigError
 
         try:
             policy = cls(

@@ -19,9 +19,8 @@ from typing import NoReturn
 
 import grpc
 
+from mesh.resilience.classify import RETRYABLE_CODES
 from mesh.resilience.errors import PUSHBACK_KEY, ResilienceError
-
-RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED})
 
 
 def pushback_of(err: grpc.aio.AioRpcError) -> str | None:
@@ -54,7 +53,7 @@ async def relay_failure(
     busy = refused_here and code == grpc.StatusCode.RESOURCE_EXHAUSTED
     if pushback is None and busy and busy_pushback_ms is not None:
         pushback = str(max(1, busy_pushback_ms))
-    elif pushback is None and retried_here and code in RETRYABLE:
+    elif pushback is None and retried_here and code in RETRYABLE_CODES:
         pushback = "-1"
     if pushback is not None:
         context.set_trailing_metadata(((PUSHBACK_KEY, pushback),))

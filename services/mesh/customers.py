@@ -1,4 +1,4 @@
-"""The seeded catalogue of users and products every service shares.
+"""The seeded customers (users with their interests) and the products every service shares.
 
 Generated from a fixed seed, so every process (and every experiment run) sees the same
 users, interests, products and prices without a database or a network call.
