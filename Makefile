@@ -19,7 +19,7 @@ include deploy/compose.mk
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[tools,dev]'
 	@touch $(STAMP)
 
 venv: $(STAMP)

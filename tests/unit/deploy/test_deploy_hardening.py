@@ -15,11 +15,17 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from deploy_sources import DOCKERFILE, JAEGER_HEALTH_PORT, OVERLAYS, load_compose, read_dotenv
-from kustomize_lite import build, containers, pod_spec
-from pinned_images import IMAGES, PinnedImage
 
-from mesh.runtime.topology import TOXIPROXY_API_PORT, service
+from mesh.topology import TOXIPROXY_API_PORT, service
+from tests.unit.deploy.deploy_sources import (
+    DOCKERFILE,
+    JAEGER_HEALTH_PORT,
+    OVERLAYS,
+    load_compose,
+    read_dotenv,
+)
+from tests.unit.deploy.kustomize import containers, pod_spec, render
+from tests.unit.deploy.pinned_images import IMAGES, PinnedImage
 
 SERVICES: dict[str, dict[str, Any]] = load_compose()["services"]
 
@@ -60,7 +66,7 @@ def test_every_image_is_pinned_in_dotenv_and_described() -> None:
     assert pinned == set(IMAGES), "each .env image needs a row in pinned_images.py, read anew"
     assert {svc["image"] for svc in SERVICES.values()} == set(IMAGES)
     for overlay in OVERLAYS.values():
-        for obj in build(overlay):
+        for obj in render(overlay):
             for container in containers(obj):
                 assert container["image"] in IMAGES, container["image"]
 
@@ -158,7 +164,7 @@ def test_health_checks_ask_the_port_the_service_listens_on() -> None:
 def workload_containers(overlay: str) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
     """(workload name, pod spec, container) for every container of the overlay."""
     found = []
-    for obj in build(OVERLAYS[overlay]):
+    for obj in render(OVERLAYS[overlay]):
         spec = pod_spec(obj)
         if spec is not None:
             for container in containers(obj):

@@ -11,9 +11,11 @@ import sys
 import zipfile
 from pathlib import Path
 
-from deploy_sources import DOCKERFILE, DOCKERIGNORE, MESH_SERVICES, ROOT
+from mesh.topology import SERVICES
+from tests.unit.deploy.deploy_sources import DOCKERFILE, DOCKERIGNORE, ROOT
 
 Instruction = tuple[str, str]
+NUMBERS = {4: "four", 5: "five", 6: "six", 7: "seven"}
 
 
 def instructions() -> list[Instruction]:
@@ -107,17 +109,22 @@ def test_runtime_stage_runs_as_a_numeric_non_root_user() -> None:
 
 def test_only_runtime_dependencies_are_installed() -> None:
     text = " ".join(arg for _, arg in instructions())
-    assert "[dev]" not in text and "grpcio-tools" not in text
+    assert "[dev]" not in text and "[tools" not in text and "grpcio-tools" not in text
     runs = [arg for kw, arg in stages()[0] if kw == "RUN"]
     assert any(re.search(r"pip .*install \.$", run) for run in runs), runs
     copied_from_build = [arg for kw, arg in stages()[-1] if kw == "COPY"]
     assert copied_from_build == ["--from=build /opt/venv /opt/venv"]
 
 
+def test_the_image_header_counts_every_service() -> None:
+    header = DOCKERFILE.read_text().splitlines()[1]
+    assert f"One image for the {NUMBERS[len(SERVICES)]} services" in header, header
+
+
 def test_service_variable_selects_one_of_the_services() -> None:
     (entrypoint,) = [arg for kw, arg in instructions() if kw == "ENTRYPOINT"]
     assert 'exec python -m \\"mesh.${SERVICE' in entrypoint
-    for name in MESH_SERVICES:
+    for name in (s.name for s in SERVICES):
         assert importlib.util.find_spec(f"mesh.{name}.__main__") is not None, name
         assert name in entrypoint  # named in the error a missing SERVICE prints
 
@@ -172,7 +179,7 @@ def test_build_context_alone_builds_a_wheel_with_every_service(tmp_path: Path) -
     assert result.returncode == 0, result.stderr
     (wheel,) = (tmp_path / "dist").glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for name in MESH_SERVICES:
+    for name in (s.name for s in SERVICES):
         assert f"mesh/{name}/__main__.py" in names
     assert "mesh/runtime/healthcheck.py" in names
     assert any(n.startswith("mesh/policies/") and n.endswith(".yaml") for n in names)

@@ -9,17 +9,17 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
-from deploy_sources import K8S, MESH_SERVICES, OVERLAYS, yaml_documents
-from kustomize_lite import KustomizeError, build, containers, pod_spec, strategic_merge
 
 from mesh import safe_yaml
+from tests.unit.deploy.deploy_sources import K8S, MESH_SERVICES, OVERLAYS, yaml_documents
+from tests.unit.deploy.kustomize import containers, pod_spec, render
 
 K8S_VERSION = kubernetes_validate.latest_version()
 STATELESS = ("gateway", "profile", "recommendation")
 
 
 def objects_of(overlay: str) -> list[dict[str, Any]]:
-    return build(OVERLAYS[overlay])
+    return render(OVERLAYS[overlay])
 
 
 def by_kind(objects: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
@@ -166,45 +166,3 @@ def test_images_are_pinned(overlay: list[Any]) -> None:
         for container in containers(deployment):
             image = container["image"]
             assert ":" in image.rsplit("/", 1)[-1] and not image.endswith(":latest"), image
-
-
-def test_assembler_merges_env_by_name_and_replaces_scalar_lists() -> None:
-    base = {
-        "containers": [
-            {
-                "name": "a",
-                "args": ["x"],
-                "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}],
-            }
-        ]
-    }
-    patch = {
-        "containers": [
-            {
-                "name": "a",
-                "args": ["y"],
-                "env": [{"name": "B", "value": "3"}, {"name": "C", "value": "4"}],
-            }
-        ]
-    }
-    assert strategic_merge(base, patch) == {
-        "containers": [
-            {
-                "name": "a",
-                "args": ["y"],
-                "env": [
-                    {"name": "A", "value": "1"},
-                    {"name": "B", "value": "3"},
-                    {"name": "C", "value": "4"},
-                ],
-            }
-        ]
-    }
-
-
-def test_assembler_refuses_what_it_does_not_implement(tmp_path: Path) -> None:
-    (tmp_path / "kustomization.yaml").write_text("namePrefix: x-\nresources: []\n")
-    with pytest.raises(KustomizeError, match="namePrefix"):
-        build(tmp_path)
-    with pytest.raises(KustomizeError, match="ports"):
-        strategic_merge({"ports": [{"port": 1}]}, {"ports": [{"port": 2}]}, "ports")

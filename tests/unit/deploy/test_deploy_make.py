@@ -8,7 +8,8 @@ import shutil
 import subprocess
 
 import pytest
-from deploy_sources import ROOT, read_dotenv
+
+from tests.unit.deploy.deploy_sources import ROOT, read_dotenv
 
 COMPOSE_MK = ROOT / "deploy" / "compose.mk"
 

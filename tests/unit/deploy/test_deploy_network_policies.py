@@ -1,26 +1,24 @@
 """deploy/k8s NetworkPolicies: everything denied, ingress and egress, but the call graph.
 
-For each overlay, rendered by kustomize_lite and, where kubectl is installed, by `kubectl
-kustomize`: for every pair of pods and every port and protocol, the policies let a connection
-through exactly when it is an edge that services/mesh/runtime/topology.py implies for that
-overlay (each caller to its callee, or to its proxy on Toxiproxy and Toxiproxy on to the callee),
-or a mesh service's spans to Jaeger. Besides: the pods that dial anything may ask kube-dns, the
-world may reach the gateway's gRPC port and nothing else, and nothing leaves the namespace.
+For each overlay, as `kubectl kustomize` renders it: for every pair of pods and every port and
+protocol, the policies let a connection through exactly when it is an edge that
+services/mesh/topology.py implies for that overlay (each caller to its callee, or to its proxy
+on Toxiproxy and Toxiproxy on to the callee), or a mesh service's spans to Jaeger. Besides: the
+pods that dial anything may ask kube-dns, the world may reach the gateway's gRPC port and nothing
+else, and nothing leaves the namespace.
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
-from deploy_sources import JAEGER_OTLP_GRPC_PORT, OVERLAYS, yaml_documents
-from kustomize_lite import build, containers
-from network_policy import Endpoint, NetworkPolicyError, PolicySet
 
-from mesh.runtime.topology import EDGES, SERVICES, service
+from mesh.topology import EDGES, SERVICES, service
+from tests.unit.deploy.deploy_sources import JAEGER_OTLP_GRPC_PORT, OVERLAYS
+from tests.unit.deploy.kustomize import containers, render
+from tests.unit.deploy.network_policy import Endpoint, NetworkPolicyError, PolicySet
 
 Connection = tuple[str, str, int, str]
 """(source pod, target pod, port, protocol)."""
@@ -56,22 +54,6 @@ WIRING = {"direct": direct_edges, "chaos": edges_via_toxiproxy}
 def call_graph(overlay: str) -> set[Connection]:
     traces = {(s.name, "jaeger", JAEGER_OTLP_GRPC_PORT, "TCP") for s in SERVICES}
     return WIRING[overlay]() | traces
-
-
-def render(overlay: str, renderer: str) -> list[dict[str, Any]]:
-    if renderer == "kustomize_lite":
-        return build(OVERLAYS[overlay])
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not installed; kustomize_lite's rendering is checked instead")
-    result = subprocess.run(
-        [kubectl, "kustomize", str(OVERLAYS[overlay])],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    return yaml_documents(result.stdout, "kubectl kustomize output")
 
 
 def pods(objects: list[dict[str, Any]]) -> list[Endpoint]:
@@ -114,14 +96,10 @@ def ports_to_try(objects: list[dict[str, Any]], overlay: str) -> set[int]:
     return declared | in_policies | {c[2] for c in call_graph(overlay)}
 
 
-@pytest.fixture(
-    scope="module",
-    params=[(o, r) for o in sorted(OVERLAYS) for r in ("kustomize_lite", "kubectl kustomize")],
-    ids=lambda p: f"{p[0]}-{p[1].replace(' ', '-')}",
-)
+@pytest.fixture(scope="module", params=sorted(OVERLAYS))
 def rendered(request: pytest.FixtureRequest) -> tuple[str, list[dict[str, Any]]]:
-    overlay, renderer = request.param
-    return overlay, render(overlay, renderer)
+    overlay: str = request.param
+    return overlay, render(OVERLAYS[overlay])
 
 
 def test_every_overlay_has_its_wiring() -> None:
