@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import fmean
 
-from chaos.experiment import AppFault, Fault, ToxicFault, catalogue
-from chaos.faults import Injector, describe
+from chaos.experiment.loading import catalogue
+from chaos.experiment.model import AppFault, Fault, ToxicFault
 from chaos.launcher import Mesh
 from chaos.load import Outcome, run_load
+from chaos.run.faults import Injector, describe
 from chaos.toxiproxy.client import ToxiproxyClient
 from mesh.topology import EDGES, SERVICES
 

@@ -26,14 +26,17 @@ from rich.table import Table
 from rich.text import Text
 
 from chaos.cli.json_out import JsonOpt, write_json
-from chaos.eta import Eta, about, expected_s
-from chaos.experiment import EXPERIMENTS_DIR, Experiment, ExperimentError, load_experiment
+from chaos.experiment.lesson_order import in_lesson_order
+from chaos.experiment.loading import load_experiment
+from chaos.experiment.model import EXPERIMENTS_DIR, Experiment, ExperimentError
 from chaos.launcher import LaunchError, Mesh, Ports
-from chaos.lesson_order import in_lesson_order
-from chaos.report import print_result, showed, to_json, write_report
-from chaos.report_index import write_index
-from chaos.runner import ExperimentResult, Runner, Target
-from chaos.table_fit import Column, FitTable
+from chaos.report.index import write_index
+from chaos.report.table_fit import Column, FitTable
+from chaos.report.tables import print_result, showed, to_json, write_report
+from chaos.results import ExperimentResult
+from chaos.run.eta import Eta, about, expected_s
+from chaos.run.runner import Runner
+from chaos.run.target import Target
 from mesh.resilience.policy import PolicyError
 
 app = typer.Typer(

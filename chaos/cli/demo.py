@@ -10,7 +10,7 @@ from rich.console import Console
 
 from chaos.cli import chaos_cmd
 from chaos.cli.json_out import JsonOpt, human_output_to_stderr
-from chaos.experiment import catalogue
+from chaos.experiment.loading import catalogue
 
 console = Console()
 

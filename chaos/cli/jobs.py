@@ -14,7 +14,7 @@ from rich.console import Console, RenderableType
 from chaos.cli.json_out import JsonOpt, to_stdout, write_json
 from chaos.jobs.mailbox import Mailbox
 from chaos.jobs.queue_admin import STATES, JobView, QueueAdmin, dumps, redis_addr
-from chaos.table_fit import Column, FitTable
+from chaos.report.table_fit import Column, FitTable
 
 app = typer.Typer(
     help="Receipts: the background-job queue and the local mailbox.", no_args_is_help=True

@@ -12,7 +12,7 @@ from rich.console import Console, RenderableType
 from rich.markup import escape
 
 from chaos import traces as tr
-from chaos.table_fit import Column, FitTable
+from chaos.report.table_fit import Column, FitTable
 
 console = Console()
 

@@ -1,5 +1,5 @@
 """The background-job experiments: receipt-backoff, receipt-throughput, worker-crash,
-duplicate-enqueue. Each is a scenario (chaos/scenarios.py) run against the embedded mesh."""
+duplicate-enqueue. Each is a scenario (chaos/registry.py) run against the embedded mesh."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from chaos.jobs.harness import JobsHarness, as_row, checkouts, ms, receipt
-from chaos.scenarios import ScenarioContext, ScenarioResult, scenario
+from chaos.registry import ScenarioContext, ScenarioResult, scenario
 from chaos.toxiproxy.client import ToxiproxyClient
 from mesh.contracts.receipt_job import QUEUE, ReceiptRetry
 

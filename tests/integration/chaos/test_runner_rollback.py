@@ -12,9 +12,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from chaos.experiment import load_experiment
+from chaos.experiment.loading import load_experiment
 from chaos.launcher import Mesh
-from chaos.runner import Runner, Target
+from chaos.run.runner import Runner
+from chaos.run.target import Target
 from chaos.toxiproxy.client import ToxiproxyClient
 from mesh.v1 import admin_pb2, admin_pb2_grpc
 

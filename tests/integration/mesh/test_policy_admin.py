@@ -12,9 +12,11 @@ import pytest
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from chaos.experiment import load_experiment
+from chaos.experiment.loading import load_experiment
+from chaos.experiment.variant_policy import policy_text
 from chaos.launcher import Mesh, MeshState
-from chaos.runner import Runner, Target, policy_text
+from chaos.run.runner import Runner
+from chaos.run.target import Target
 from mesh.v1 import admin_pb2, admin_pb2_grpc, gateway_pb2, gateway_pb2_grpc
 
 

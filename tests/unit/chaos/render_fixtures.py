@@ -6,16 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from chaos.counters import Snapshot
-from chaos.experiment import Experiment, load_experiment
+from chaos.experiment.loading import load_experiment
+from chaos.experiment.model import Experiment
 from chaos.load import LoadResult, Outcome
-from chaos.runner import (
-    ExperimentResult,
-    PhaseResult,
-    VariantResult,
-    evaluate,
-    load_metrics,
-)
-from chaos.scenarios import SCENARIOS
+from chaos.registry import SCENARIOS
+from chaos.results import ExperimentResult, PhaseResult, VariantResult
+from chaos.run.measure import evaluate, load_metrics
 
 CODES = ("OK", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED", "UNAVAILABLE")
 

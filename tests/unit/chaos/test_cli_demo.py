@@ -17,12 +17,15 @@ from typer.testing import CliRunner
 
 from chaos.cli import chaos_cmd
 from chaos.cli.app import app
-from chaos.eta import Eta, about, expected_s
-from chaos.experiment import EXPERIMENTS_DIR, Experiment, Variant, catalogue
-from chaos.lesson_order import LESSON_ORDER, in_lesson_order
-from chaos.report import showed
-from chaos.runner import ExperimentResult, Runner, Target, VariantResult
-from chaos.scenarios import SCENARIOS, ScenarioContext, ScenarioResult, scenario
+from chaos.experiment.lesson_order import LESSON_ORDER, in_lesson_order
+from chaos.experiment.loading import catalogue
+from chaos.experiment.model import EXPERIMENTS_DIR, Experiment, Variant
+from chaos.registry import SCENARIOS, ScenarioContext, ScenarioResult, scenario
+from chaos.report.tables import showed
+from chaos.results import ExperimentResult, VariantResult
+from chaos.run.eta import Eta, about, expected_s
+from chaos.run.runner import Runner
+from chaos.run.target import Target
 
 
 def test_the_catalogue_runs_in_the_lessons_order() -> None:

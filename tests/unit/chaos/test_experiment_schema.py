@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from chaos.experiment import ExperimentError, catalogue, load_experiment
-from chaos.runner import materialise_policy
+from chaos.experiment.loading import catalogue, load_experiment
+from chaos.experiment.model import ExperimentError
+from chaos.experiment.variant_policy import materialise_policy
 from chaos.toxiproxy.toxics import TOXIC_TYPES
 from mesh.resilience.policy import load_policy
 

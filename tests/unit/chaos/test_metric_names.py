@@ -7,22 +7,15 @@ from typing import Any
 
 import pytest
 
-from chaos.checks import CHECKS, Check, CheckContext
 from chaos.counters import Snapshot
-from chaos.experiment import Experiment, load_experiment
-from chaos.faults import FaultEvent
+from chaos.experiment.loading import load_experiment
+from chaos.experiment.metric_names import available
+from chaos.experiment.model import Experiment
 from chaos.load import LoadResult, Outcome
-from chaos.metric_names import available
-from chaos.runner import (
-    ExperimentResult,
-    PhaseResult,
-    Target,
-    VariantResult,
-    counter_metrics,
-    evaluate,
-    load_metrics,
-)
-from chaos.scenarios import SCENARIOS
+from chaos.registry import CHECKS, SCENARIOS, Check, CheckContext
+from chaos.results import ExperimentResult, FaultEvent, PhaseResult, VariantResult
+from chaos.run.measure import counter_metrics, evaluate, load_metrics
+from chaos.run.target import Target
 
 EXPERIMENT = """
 title: t

@@ -14,16 +14,15 @@ import pytest
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from chaos.breaker_marks import breaker_moves
 from chaos.counters import Snapshot
-from chaos.experiment import load_experiment
-from chaos.faults import FaultEvent
-from chaos.job_plots import scenario_figures
+from chaos.experiment.loading import load_experiment
 from chaos.load import LoadResult, Outcome
-from chaos.plots import calls_figure, latency_figure, plot
-from chaos.report import write_report
-from chaos.report_index import write_index
-from chaos.runner import ExperimentResult, PhaseResult, VariantResult
+from chaos.report.breaker_marks import breaker_moves
+from chaos.report.index import write_index
+from chaos.report.job_plots import scenario_figures
+from chaos.report.plots import calls_figure, latency_figure, plot
+from chaos.report.tables import write_report
+from chaos.results import ExperimentResult, FaultEvent, PhaseResult, VariantResult
 
 
 def _outcomes(
@@ -300,7 +299,7 @@ def test_the_index_links_every_report_plot_and_trace(tmp_path: Path) -> None:
 
 
 def test_the_recovery_phase_has_its_own_panel_where_the_breaker_closes() -> None:
-    from chaos.breaker_marks import BreakerMove
+    from chaos.report.breaker_marks import BreakerMove
 
     result = _result("provider-outage", {"full": _outcomes([1000, 4, 3])})
     recovery = PhaseResult(LoadResult(_outcomes([30, 20, 20]), 0.3), Snapshot(), {})

@@ -9,9 +9,9 @@ import pytest
 from render_fixtures import demo_result
 from rich.console import Console
 
-from chaos.experiment import catalogue
-from chaos.report import COLUMNS, print_result
-from chaos.table_fit import Column, FitTable
+from chaos.experiment.loading import catalogue
+from chaos.report.table_fit import Column, FitTable
+from chaos.report.tables import COLUMNS, print_result
 
 NAMES = [p.stem for p, _ in catalogue()]
 

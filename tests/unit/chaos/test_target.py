@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from chaos.runner import Target
+from chaos.run.target import Target
 
 SERVICES = ("profile", "recommendation", "payment", "notification", "gateway")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from chaos.cli.app import app
-from chaos.experiment import EXPERIMENTS_DIR
+from chaos.experiment.model import EXPERIMENTS_DIR
 
 GOOD = """
 title: t

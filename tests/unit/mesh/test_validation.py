@@ -3,7 +3,7 @@
 import pytest
 from pydantic import ValidationError
 
-from chaos.experiment import Variant
+from chaos.experiment.model import Variant
 from chaos.toxiproxy.addresses import split_host_port
 from chaos.toxiproxy.errors import ApiError
 from mesh.contracts.charge_ids import charge_id_for, check_charge_lookup

@@ -15,20 +15,12 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from chaos.experiment import AppFault, Fault, ProxyDownFault, ToxicFault
+from chaos.experiment.model import AppFault, Fault, ProxyDownFault, ToxicFault
+from chaos.results import FaultEvent
 from chaos.toxiproxy.client import ToxiproxyClient, ToxiproxyError
 from mesh.v1 import admin_pb2, admin_pb2_grpc
 
 log = logging.getLogger("chaos.faults")
-
-
-@dataclass
-class FaultEvent:
-    """When (seconds after the load started) a fault went on or off."""
-
-    at_s: float
-    what: str
-    on: bool
 
 
 @dataclass

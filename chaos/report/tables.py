@@ -10,10 +10,10 @@ from typing import Any
 from rich.console import Console, RenderableType
 from rich.markup import escape
 
-from chaos.experiment import ReferenceRow
-from chaos.plots import plot
-from chaos.runner import ExperimentResult, PhaseResult, VariantResult
-from chaos.table_fit import Column, FitTable
+from chaos.experiment.model import ReferenceRow
+from chaos.report.plots import plot
+from chaos.report.table_fit import Column, FitTable
+from chaos.results import ExperimentResult, PhaseResult, VariantResult
 
 COLUMNS = (
     ("requests", "req", ""),
@@ -283,9 +283,7 @@ def to_json(result: ExperimentResult, samples: bool = True) -> dict[str, Any]:
     }
 
 
-def write_report(
-    result: ExperimentResult, out_dir: Path, traces_dir: Path | None = None
-) -> Path:
+def write_report(result: ExperimentResult, out_dir: Path, traces_dir: Path | None = None) -> Path:
     """report.md, result.json and the plots; `traces_dir` (the spans) adds breaker moves."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "result.json").write_text(json.dumps(to_json(result), indent=1))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from chaos.experiment import Experiment, LoadSpec
+from chaos.experiment.model import Experiment, LoadSpec
 
 OVERHEAD_S = 2.0
 """Per variant: the policy swap, the faults' reset and the backlog settling."""

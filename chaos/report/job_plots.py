@@ -14,8 +14,8 @@ from typing import Any
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from chaos.plots import bars_with_reference, legend, number, reference_values
-from chaos.runner import ExperimentResult, VariantResult
+from chaos.report.plot_parts import bars_with_reference, legend, number, reference_values
+from chaos.results import ExperimentResult, VariantResult
 
 
 def scenario_figures(result: ExperimentResult) -> dict[str, Figure]:

@@ -5,8 +5,9 @@ what we break (faults), how we load the system (load), which policies we compare
 (variants), and which numbers decide the verdict (expectations). Unknown keys and bad values
 are rejected with the file, the key and the reason, before anything starts: the YAML goes
 through the bounded loader, toxic attributes, edges, services and methods are checked against
-the toxics and the topology, every expectation's metric against what its phase measures
-(chaos/metric_names.py), and every variant's policy through mesh's policy loader.
+the toxics and the topology. What needs more than one file (the names an experiment takes
+from the registries, the metrics each phase measures, the variants' policies) is checked when
+the experiment is loaded (chaos/experiment/loading.py).
 """
 
 from __future__ import annotations
@@ -16,16 +17,18 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import grpc
+import grpc_health.v1.health_pb2  # noqa: F401 - registers grpc.health.v1.Health's descriptor
+from google.protobuf import descriptor_pool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from chaos import metric_names
-from chaos.lesson_order import lesson_rank
+import mesh.v1.gateway_pb2
+import mesh.v1.payment_pb2
+import mesh.v1.profile_pb2
+import mesh.v1.recommendation_pb2  # noqa: F401 - registers the services' descriptors
 from chaos.toxiproxy.toxics import TOXIC_TYPES as TOXIC_CLASSES
-from chaos.variant_policy import variant_policy
-from mesh import safe_yaml, topology
-from mesh.resilience.policy import PolicyError
+from mesh import topology
 
-EXPERIMENTS_DIR = Path(__file__).parent / "experiments"
+EXPERIMENTS_DIR = Path(__file__).parent.parent / "experiments"
 STATUS_CODES = tuple(c.name for c in grpc.StatusCode if c is not grpc.StatusCode.OK)
 
 
@@ -86,12 +89,19 @@ class _Timed(_Model):
     stop_s: float | None = Field(default=None, gt=0, description="null: when the load ends")
 
 
-def _shown(value: str, limit: int = 40) -> str:
+def methods(service: str) -> tuple[str, ...]:
+    """The gRPC methods a mesh service serves (from the generated descriptors)."""
+    spec = topology.service(service)
+    found = descriptor_pool.Default().FindServiceByName(spec.grpc_service)
+    return tuple(m.name for m in found.methods)
+
+
+def shown(value: str, limit: int = 40) -> str:
     """A value from the file, quoted and cut short."""
     return repr(value if len(value) <= limit else value[:limit] + "...")
 
 
-def _did_you_mean(value: str, known: list[str] | tuple[str, ...]) -> str:
+def did_you_mean(value: str, known: list[str] | tuple[str, ...]) -> str:
     close = difflib.get_close_matches(value, known, n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
 
@@ -100,7 +110,7 @@ def _edge_name(value: str) -> str:
     names = [e.proxy_name for e in topology.EDGES]
     if value not in names:
         raise ValueError(
-            f"unknown edge {_shown(value)}{_did_you_mean(value, names)} (known: {', '.join(names)})"
+            f"unknown edge {shown(value)}{did_you_mean(value, names)} (known: {', '.join(names)})"
         )
     return value
 
@@ -109,17 +119,17 @@ def _check_method(service: str, method: str) -> None:
     """`method` is *, a method `service` serves, or its full /package.Service/Method name."""
     if method == "*":
         return
-    served = metric_names.methods(service)
+    served = methods(service)
     short = method
     if method.startswith("/"):
         grpc_service, _, short = method[1:].partition("/")
         wanted = topology.service(service).grpc_service
         if grpc_service != wanted:
-            raise ValueError(f"method {_shown(method)}: {service} serves /{wanted}/...")
+            raise ValueError(f"method {shown(method)}: {service} serves /{wanted}/...")
     if short not in served:
         raise ValueError(
-            f"method {_shown(method)}: {service} serves {', '.join(served)}"
-            f"{_did_you_mean(short, served)}"
+            f"method {shown(method)}: {service} serves {', '.join(served)}"
+            f"{did_you_mean(short, served)}"
         )
 
 
@@ -142,8 +152,8 @@ class ToxicFault(_Timed):
         for key, value in self.attributes.items():
             if key not in known:
                 raise ValueError(
-                    f"attributes.{_shown(key)[1:-1]}: a {self.toxic} toxic has "
-                    f"{', '.join(known)}{_did_you_mean(key, known)}"
+                    f"attributes.{shown(key)[1:-1]}: a {self.toxic} toxic has "
+                    f"{', '.join(known)}{did_you_mean(key, known)}"
                 )
             if value < 0:
                 raise ValueError(f"attributes.{key}: must be >= 0")
@@ -181,8 +191,8 @@ class AppFault(_Timed):
     def _check(self) -> AppFault:
         if self.code not in STATUS_CODES:
             raise ValueError(
-                f"code {_shown(self.code)} is not a gRPC status code name"
-                f"{_did_you_mean(self.code, STATUS_CODES)}"
+                f"code {shown(self.code)} is not a gRPC status code name"
+                f"{did_you_mean(self.code, STATUS_CODES)}"
             )
         _check_method(self.service, self.method)
         return self
@@ -272,10 +282,10 @@ class Experiment(_Model):
         default="recommendation", description="whose received calls the table counts"
     )
     dependency_method: str = Field(default="*", description="method name, or * for all")
-    checks: list[str] = Field(default=[], description="named checks from chaos/checks.py")
+    checks: list[str] = Field(default=[], description="named checks from chaos/run/checks.py")
     scenario: str | None = Field(
         default=None,
-        description="a named scenario (chaos/scenarios.py) drives this experiment instead of "
+        description="a named scenario (chaos/registry.py) drives this experiment instead of "
         "gateway load; it returns the metrics the expectations read",
     )
     params: dict[str, Any] = Field(default={}, description="the scenario's parameters")
@@ -291,25 +301,13 @@ class Experiment(_Model):
         for exp in self.expectations:
             if exp.variant not in names:
                 raise ValueError(
-                    f"expectations: unknown variant {_shown(exp.variant)}"
-                    f"{_did_you_mean(exp.variant, names)} (have {', '.join(names)})"
-                )
-        from chaos.checks import CHECKS
-        from chaos.scenarios import SCENARIOS
-
-        if self.scenario is not None and self.scenario not in SCENARIOS:
-            raise ValueError(
-                f"scenario: unknown {_shown(self.scenario)}; known: {', '.join(sorted(SCENARIOS))}"
-            )
-        for check in self.checks:
-            if check not in CHECKS:
-                raise ValueError(
-                    f"checks: unknown check {_shown(check)}; known: {', '.join(sorted(CHECKS))}"
+                    f"expectations: unknown variant {shown(exp.variant)}"
+                    f"{did_you_mean(exp.variant, names)} (have {', '.join(names)})"
                 )
         services = [s.name for s in topology.SERVICES]
         if self.dependency not in services:
             raise ValueError(
-                f"dependency: unknown service {_shown(self.dependency)}; known: "
+                f"dependency: unknown service {shown(self.dependency)}; known: "
                 f"{', '.join(services)}"
             )
         try:
@@ -328,73 +326,3 @@ class Experiment(_Model):
 
     def load_for(self, variant: Variant) -> LoadSpec:
         return LoadSpec.model_validate({**self.load.model_dump(), **variant.load})
-
-
-def resolve(name_or_path: str) -> Path:
-    """An experiment by catalogue name (`provider-outage`) or by path to a YAML file."""
-    path = Path(name_or_path)
-    try:
-        if path.suffix in (".yaml", ".yml") or path.exists():
-            if not path.is_file():
-                raise ExperimentError(f"{name_or_path}: no such file")
-            return path
-        candidate = EXPERIMENTS_DIR / f"{name_or_path}.yaml"
-        found = candidate.is_file()
-    except OSError as err:
-        raise ExperimentError(f"{name_or_path}: cannot read: {err.strerror or err}") from None
-    if not found:
-        known = sorted(p.stem for p in EXPERIMENTS_DIR.glob("*.yaml"))
-        hint = _did_you_mean(name_or_path, known)
-        raise ExperimentError(
-            f"{name_or_path}: no such experiment{hint} (known: {', '.join(known)})"
-        )
-    return candidate
-
-
-def load_experiment(name_or_path: str) -> tuple[Path, Experiment]:
-    """Parse (bounded), validate, and check everything that can be checked without a mesh."""
-    path = resolve(name_or_path)
-    try:
-        raw = safe_yaml.load_file(str(path))
-    except safe_yaml.YamlError as err:
-        raise ExperimentError(str(err)) from None
-    if not isinstance(raw, dict):
-        raise ExperimentError(f"{path}: the top level must be a mapping")
-    try:
-        exp = Experiment.model_validate(raw)
-    except ValidationError as err:
-        reasons = "; ".join(
-            f"{'.'.join(_shown(str(p))[1:-1] for p in e['loc']) or '<top>'}: {e['msg']}"
-            for e in err.errors()
-        )
-        raise ExperimentError(f"{path}: {reasons}") from None
-    found = problems(path, exp)
-    if found:
-        raise ExperimentError(f"{path}: {'; '.join(found)}")
-    return path, exp
-
-
-def problems(path: Path, exp: Experiment) -> list[str]:
-    """What the schema cannot see: metrics nothing measures, policies that do not load."""
-    found = []
-    variants = {v.name: v for v in exp.variants}
-    for i, e in enumerate(exp.expectations):
-        why = metric_names.why_not(e.metric, exp, variants[e.variant], e.phase)
-        if why:
-            found.append(f"expectations.{i}.metric: {why}")
-    for column in exp.columns:
-        whys = [metric_names.why_not(column, exp, v, "fault") for v in exp.variants]
-        if all(whys):
-            found.append(f"columns: {whys[0]}")
-    for variant in exp.variants:
-        try:
-            variant_policy(path, variant)
-        except PolicyError as err:
-            found.append(str(err))
-    return found
-
-
-def catalogue() -> list[tuple[Path, Experiment]]:
-    """Every experiment of the catalogue, in the order the lesson builds (chaos/lesson_order)."""
-    paths = sorted(EXPERIMENTS_DIR.glob("*.yaml"), key=lambda p: lesson_rank(p.stem))
-    return [load_experiment(str(p)) for p in paths]

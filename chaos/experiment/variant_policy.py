@@ -21,7 +21,7 @@ from mesh import safe_yaml
 from mesh.resilience.policy import PRESETS, MeshPolicy, PolicyError, load_policy_text
 
 if TYPE_CHECKING:
-    from chaos.experiment import Variant
+    from chaos.experiment.model import Variant
 
 SUFFIXES = (".yaml", ".yml")
 
@@ -65,7 +65,7 @@ def variant_policy(exp_path: Path, variant: Variant) -> str | dict[str, Any]:
             if not variant.overrides:
                 return variant.policy
             name = variant.policy
-            text = (resources.files("mesh") / "policies" / f"{name}.yaml").read_text()
+            text = preset_text(name)
             raw = safe_yaml.load(text, name)
         else:
             path = policy_file(exp_path, variant.policy)
@@ -91,3 +91,29 @@ def merge(base: dict[str, Any], override: dict[str, Any]) -> None:
             merge(base[key], value)
         else:
             base[key] = copy.deepcopy(value)
+
+
+def preset_text(name: str) -> str:
+    """The YAML of a preset shipped with mesh."""
+    return (resources.files("mesh") / "policies" / f"{name}.yaml").read_text()
+
+
+def materialise_policy(exp_path: Path, exp_name: str, variant: Variant, out_dir: Path) -> str:
+    """The variant's policy as a preset name or a file written to `out_dir`, validated."""
+    try:
+        doc = variant_policy(exp_path, variant)
+    except PolicyError as err:
+        raise PolicyError(f"{exp_path}: {err}") from None
+    if isinstance(doc, str):
+        return doc
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{exp_name}.{variant.name}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return str(path)
+
+
+def policy_text(source: str) -> str:
+    """The YAML of a preset name or a policy file."""
+    if source in PRESETS:
+        return preset_text(source)
+    return Path(source).read_text()

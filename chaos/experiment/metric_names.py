@@ -1,38 +1,30 @@
 """The metrics an experiment may name, known before anything runs.
 
 An expectation naming a metric nothing measures used to be reported as `n/a` and a FAIL after
-the whole run; experiment.py refuses it at load instead, with the closest name. Where each
-metric comes from (the runner measures them; a unit test pins the runner to these lists):
+the whole run; chaos/experiment/loading.py refuses it at load instead, with the closest name.
+Where each metric comes from (the runner measures them; a unit test pins the runner to these lists):
 
 - every gateway-load phase (fault and recovery): LOAD; `<rpc>_ok_rate` and `<rpc>_p99_ms` for
   each RPC in that phase's load; `code.<STATUS>`; COUNTERS; `calls.<Method>` for each method of
   the experiment's `dependency`;
 - the fault phase also: FAULT_ONLY; `<rpc>_p99_vs_steady` for an RPC in both the steady-state
   and the fault load; CAPACITY when the load sets `rate_x_capacity`; what each named check
-  declares (chaos/checks.py);
+  declares (chaos/run/checks.py);
 - the recovery phase also: RECOVERY_ONLY;
 - a scenario experiment: only what its scenario declares for the variant's params
-  (chaos/scenarios.py), in the fault phase.
+  (chaos/registry.py), in the fault phase.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 import grpc
-import grpc_health.v1.health_pb2  # noqa: F401 - registers grpc.health.v1.Health's descriptor
-from google.protobuf import descriptor_pool
 
-import mesh.v1.gateway_pb2
-import mesh.v1.payment_pb2
-import mesh.v1.profile_pb2
-import mesh.v1.recommendation_pb2  # noqa: F401 - registers the services' descriptors
+from chaos.experiment.model import Experiment, Variant, methods
+from chaos.registry import CHECKS, SCENARIOS
 from mesh import topology
-
-if TYPE_CHECKING:
-    from chaos.experiment import Experiment, Variant
 
 RPCS = ("home", "checkout")
 LOAD = (
@@ -86,22 +78,12 @@ def counted(metric: str) -> bool:
     return metric.startswith(("code.", "calls.")) or metric == "aborted"
 
 
-def methods(service: str) -> tuple[str, ...]:
-    """The gRPC methods a mesh service serves (from the generated descriptors)."""
-    spec = topology.service(service)
-    found = descriptor_pool.Default().FindServiceByName(spec.grpc_service)
-    return tuple(m.name for m in found.methods)
-
-
 def _rpc_metrics(rpcs: Iterable[str]) -> set[str]:
     return {f"{rpc}_{m}" for rpc in rpcs for m in ("ok_rate", "p99_ms")}
 
 
 def available(exp: Experiment, variant: Variant, phase: str) -> set[str]:
     """Every metric this phase of this variant measures."""
-    from chaos.checks import CHECKS
-    from chaos.scenarios import SCENARIOS
-
     if exp.scenario is not None:
         if phase != "fault":
             return set()
@@ -128,8 +110,6 @@ def available(exp: Experiment, variant: Variant, phase: str) -> set[str]:
 
 def _everything() -> set[str]:
     """Every metric some experiment could measure (scenario metrics aside)."""
-    from chaos.checks import CHECKS
-
     names = {*LOAD, *COUNTERS, *FAULT_ONLY, *CAPACITY, *RECOVERY_ONLY}
     names |= {f"code.{s}" for s in STATUS_NAMES} | _rpc_metrics(RPCS)
     names |= {f"{r}_p99_vs_steady" for r in RPCS}
@@ -161,8 +141,6 @@ def why_not(metric: str, exp: Experiment, variant: Variant, phase: str) -> str |
 
 
 def _reason(metric: str, exp: Experiment, phase: str) -> str:
-    from chaos.checks import CHECKS
-
     for name, check in CHECKS.items():
         if metric in check.metrics:
             if phase != "fault":

@@ -9,18 +9,17 @@ Scenario experiments draw what they measure (job_plots.py).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from chaos.breaker_marks import BreakerMove, breaker_moves
-from chaos.faults import FaultEvent
 from chaos.load import Outcome
-from chaos.runner import ExperimentResult, VariantResult
+from chaos.report.breaker_marks import BreakerMove, breaker_moves
+from chaos.report.job_plots import scenario_figures
+from chaos.report.plot_parts import bars_with_reference, legend, number, reference_values
+from chaos.results import ExperimentResult, FaultEvent, VariantResult
 
 SPREAD_FOR_LOG = 20.0
 """max/min of the waits above which latency.png uses a log scale."""
@@ -37,8 +36,6 @@ MOVE_STYLE = {
 
 def plot(result: ExperimentResult, out_dir: Path, traces_dir: Path | None = None) -> list[Path]:
     """Build and save the experiment's figures; the paths written."""
-    from chaos.job_plots import scenario_figures
-
     if result.experiment.scenario is not None:
         figures = scenario_figures(result)
     else:
@@ -150,73 +147,6 @@ def mark_moves(ax: Axes, moves: Sequence[BreakerMove]) -> None:
         label = None if move.to in shown else f"breaker {move.to}"
         shown.add(move.to)
         ax.axvline(move.at_s, color=colour, ls=style, lw=1, label=label, gid=f"breaker-{move.to}")
-
-
-def legend(ax: Axes, outside: bool = False) -> None:
-    """Only axes with labelled artists get a legend (else matplotlib warns); `outside`: to the
-    right of the axes, off the data."""
-    if not ax.get_legend_handles_labels()[0]:
-        return
-    if outside:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    else:
-        ax.legend(fontsize=7, loc="best")
-
-
-def number(value: object) -> float | None:
-    """A reference value as a number: 14, 2.5, or the leading figure of "2.136 (killed...)"."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    match = re.match(r"^\s*(\d+(?:\.\d+)?)(?:\s|$)", str(value))
-    return float(match.group(1)) if match else None
-
-
-def reference_values(result: ExperimentResult, phase: str = "fault") -> dict[str, dict[str, Any]]:
-    return {r.variant: r.values for r in result.experiment.reference if r.phase == phase}
-
-
-def bars_with_reference(
-    ax: Axes,
-    groups: list[str],
-    metrics: list[str],
-    measured: dict[str, dict[str, float]],
-    refs: dict[str, dict[str, Any]],
-) -> None:
-    """Grouped bars (a group per variant, a bar per metric), the value on each bar, and the
-    seed's figure as a black dashed line across every bar it has one for."""
-    width = 0.8 / len(metrics)
-    seed_labelled = False
-    for i, metric in enumerate(metrics):
-        xs = [g + (i - (len(metrics) - 1) / 2) * width for g in range(len(groups))]
-        heights = [measured[name].get(metric, 0.0) for name in groups]
-        bars = ax.bar(xs, heights, width * 0.9, label=metric.replace("_", " "))
-        ax.bar_label(bars, fmt="%.0f", fontsize=7, label_type="center")
-        for x, name in zip(xs, groups, strict=True):
-            ref = number(refs.get(name, {}).get(metric))
-            if ref is None:
-                continue
-            label = None if seed_labelled else "seed (source documents)"
-            seed_labelled = True
-            ax.plot(
-                [x - width / 2, x + width / 2],
-                [ref, ref],
-                "k--",
-                lw=2,
-                label=label,
-                gid="seed-reference",
-            )
-            ax.annotate(
-                f"seed {ref:g}",
-                (x + width / 2, ref),
-                xytext=(0, 3),
-                textcoords="offset points",
-                ha="right",
-                fontsize=7,
-            )
-    ax.set_xticks(range(len(groups)), groups, fontsize=8)
-    legend(ax)
 
 
 def calls_figure(result: ExperimentResult) -> Figure:

@@ -1,4 +1,5 @@
-"""Named checks an experiment can ask for (`checks: [ledger]`), each adding metrics it declares.
+"""The built-in checks an experiment can ask for (`checks: [ledger]`), each adding metrics it
+declares; registered in chaos/registry.py on import.
 
 They measure what load outcomes and counters cannot: whether the ledger holds exactly one
 charge per acknowledged checkout, whether anything still runs after the load ended.
@@ -8,20 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import grpc
 
 from chaos.counters import scrape
 from chaos.load import metadata_for
+from chaos.registry import CheckContext, check
 from mesh.v1 import gateway_pb2_grpc, payment_pb2
-
-if TYPE_CHECKING:
-    from chaos.experiment import Experiment, Variant
-    from chaos.runner import PhaseResult, Target
-
 
 TRANSIENT = frozenset(
     {
@@ -30,49 +24,6 @@ TRANSIENT = frozenset(
         grpc.StatusCode.DEADLINE_EXCEEDED,
     }
 )
-
-
-@dataclass
-class CheckContext:
-    """What a check may look at: the target, the experiment, and the phase just measured."""
-
-    target: Target
-    experiment: Experiment
-    variant: Variant
-    phase: PhaseResult
-
-
-CheckFn = Callable[[CheckContext], Awaitable[dict[str, float]]]
-
-
-@dataclass(frozen=True)
-class Check:
-    """A registered check and the metrics it adds: known before it runs, so an experiment
-    naming a metric no check of its adds is refused at load (chaos/metric_names.py)."""
-
-    name: str
-    fn: CheckFn
-    metrics: frozenset[str]
-
-    async def __call__(self, ctx: CheckContext) -> dict[str, float]:
-        measured = await self.fn(ctx)
-        undeclared = sorted(set(measured) - self.metrics)
-        if undeclared:
-            raise RuntimeError(f"check {self.name} measured undeclared metrics {undeclared}")
-        return measured
-
-
-CHECKS: dict[str, Check] = {}
-
-
-def check(name: str, metrics: Iterable[str]) -> Callable[[CheckFn], CheckFn]:
-    """Register a check under `name`, with every metric it may add."""
-
-    def register(fn: CheckFn) -> CheckFn:
-        CHECKS[name] = Check(name, fn, frozenset(metrics))
-        return fn
-
-    return register
 
 
 @check(

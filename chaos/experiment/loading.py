@@ -1,0 +1,113 @@
+"""Loading an experiment: find the file, parse it (bounded), validate it, and check everything
+that can be checked without a mesh.
+
+The schema (chaos/experiment/model.py) checks each key; this module then checks the names an
+experiment takes from the registries (its checks and its scenario, chaos/registry.py, with
+the built-ins registered by chaos/run/builtins.py), every expectation's metric against what
+its phase measures (chaos/experiment/metric_names.py), and every variant's policy through
+mesh's policy loader.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from chaos.experiment import metric_names
+from chaos.experiment.lesson_order import lesson_rank
+from chaos.experiment.model import (
+    EXPERIMENTS_DIR,
+    Experiment,
+    ExperimentError,
+    did_you_mean,
+    shown,
+)
+from chaos.experiment.variant_policy import variant_policy
+from chaos.registry import CHECKS, SCENARIOS
+from chaos.run import builtins as _builtins  # noqa: F401 - registers the built-in names
+from mesh import safe_yaml
+from mesh.resilience.policy import PolicyError
+
+
+def unknown_names(exp: Experiment) -> str | None:
+    """The first check or scenario the experiment names that nothing registered, else None."""
+    if exp.scenario is not None and exp.scenario not in SCENARIOS:
+        return f"scenario: unknown {shown(exp.scenario)}; known: {', '.join(sorted(SCENARIOS))}"
+    for check in exp.checks:
+        if check not in CHECKS:
+            return f"checks: unknown check {shown(check)}; known: {', '.join(sorted(CHECKS))}"
+    return None
+
+
+def resolve(name_or_path: str) -> Path:
+    """An experiment by catalogue name (`provider-outage`) or by path to a YAML file."""
+    path = Path(name_or_path)
+    try:
+        if path.suffix in (".yaml", ".yml") or path.exists():
+            if not path.is_file():
+                raise ExperimentError(f"{name_or_path}: no such file")
+            return path
+        candidate = EXPERIMENTS_DIR / f"{name_or_path}.yaml"
+        found = candidate.is_file()
+    except OSError as err:
+        raise ExperimentError(f"{name_or_path}: cannot read: {err.strerror or err}") from None
+    if not found:
+        known = sorted(p.stem for p in EXPERIMENTS_DIR.glob("*.yaml"))
+        hint = did_you_mean(name_or_path, known)
+        raise ExperimentError(
+            f"{name_or_path}: no such experiment{hint} (known: {', '.join(known)})"
+        )
+    return candidate
+
+
+def load_experiment(name_or_path: str) -> tuple[Path, Experiment]:
+    """Parse (bounded), validate, and check everything that can be checked without a mesh."""
+    path = resolve(name_or_path)
+    try:
+        raw = safe_yaml.load_file(str(path))
+    except safe_yaml.YamlError as err:
+        raise ExperimentError(str(err)) from None
+    if not isinstance(raw, dict):
+        raise ExperimentError(f"{path}: the top level must be a mapping")
+    try:
+        exp = Experiment.model_validate(raw)
+    except ValidationError as err:
+        reasons = "; ".join(
+            f"{'.'.join(shown(str(p))[1:-1] for p in e['loc']) or '<top>'}: {e['msg']}"
+            for e in err.errors()
+        )
+        raise ExperimentError(f"{path}: {reasons}") from None
+    unknown = unknown_names(exp)
+    if unknown:
+        raise ExperimentError(f"{path}: <top>: Value error, {unknown}")
+    found = problems(path, exp)
+    if found:
+        raise ExperimentError(f"{path}: {'; '.join(found)}")
+    return path, exp
+
+
+def problems(path: Path, exp: Experiment) -> list[str]:
+    """What the schema cannot see: metrics nothing measures, policies that do not load."""
+    found = []
+    variants = {v.name: v for v in exp.variants}
+    for i, e in enumerate(exp.expectations):
+        why = metric_names.why_not(e.metric, exp, variants[e.variant], e.phase)
+        if why:
+            found.append(f"expectations.{i}.metric: {why}")
+    for column in exp.columns:
+        whys = [metric_names.why_not(column, exp, v, "fault") for v in exp.variants]
+        if all(whys):
+            found.append(f"columns: {whys[0]}")
+    for variant in exp.variants:
+        try:
+            variant_policy(path, variant)
+        except PolicyError as err:
+            found.append(str(err))
+    return found
+
+
+def catalogue() -> list[tuple[Path, Experiment]]:
+    """Every experiment of the catalogue, in the order the lesson builds (lesson_order.py)."""
+    paths = sorted(EXPERIMENTS_DIR.glob("*.yaml"), key=lambda p: lesson_rank(p.stem))
+    return [load_experiment(str(p)) for p in paths]

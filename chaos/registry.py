@@ -1,0 +1,127 @@
+"""The registries of named checks (`checks: [ledger]`) and scenarios (`scenario:` key).
+
+A leaf: it holds the registries and their types and imports no other chaos module at run
+time. The built-in checks (chaos/run/checks.py) and the job scenarios
+(chaos/jobs/experiments.py) register themselves on import; chaos/run/builtins.py imports
+them, and the loader (chaos/experiment/loading.py) and the runner read the registries.
+
+A check measures what load outcomes and counters cannot, after the fault phase, and declares
+the metrics it adds. A scenario gets the running target, the experiment and the variant (with
+its merged `params`), does its own injecting and measuring, and returns the metrics the
+experiment's expectations read, plus optional timed samples for the report. Faults it injects
+it must remove itself (the runner still resets every proxy and app fault afterwards).
+
+Both declare their metrics (a scenario: a fixed list, or a function of the params when they
+name some), so an expectation naming anything else is refused before the mesh starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from chaos.experiment.model import Experiment, Variant
+    from chaos.results import PhaseResult
+    from chaos.run.target import Target
+
+
+@dataclass
+class CheckContext:
+    """What a check may look at: the target, the experiment, and the phase just measured."""
+
+    target: Target
+    experiment: Experiment
+    variant: Variant
+    phase: PhaseResult
+
+
+CheckFn = Callable[[CheckContext], Awaitable[dict[str, float]]]
+
+
+@dataclass(frozen=True)
+class Check:
+    """A registered check and the metrics it adds: known before it runs, so an experiment
+    naming a metric no check of its adds is refused at load (chaos/experiment/metric_names.py)."""
+
+    name: str
+    fn: CheckFn
+    metrics: frozenset[str]
+
+    async def __call__(self, ctx: CheckContext) -> dict[str, float]:
+        measured = await self.fn(ctx)
+        undeclared = sorted(set(measured) - self.metrics)
+        if undeclared:
+            raise RuntimeError(f"check {self.name} measured undeclared metrics {undeclared}")
+        return measured
+
+
+CHECKS: dict[str, Check] = {}
+
+
+def check(name: str, metrics: Iterable[str]) -> Callable[[CheckFn], CheckFn]:
+    """Register a check under `name`, with every metric it may add."""
+
+    def register(fn: CheckFn) -> CheckFn:
+        CHECKS[name] = Check(name, fn, frozenset(metrics))
+        return fn
+
+    return register
+
+
+@dataclass
+class ScenarioContext:
+    """What a scenario may use."""
+
+    target: Target
+    experiment: Experiment
+    variant: Variant
+    params: dict[str, Any]
+    progress: Callable[[str, int, int], None] = field(default=lambda label, done, total: None)
+    """progress(label, done, total): the runner's callback, so the run's display moves."""
+
+
+@dataclass
+class ScenarioResult:
+    """The metrics a scenario measured and rows worth showing (label -> values)."""
+
+    metrics: dict[str, float]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+ScenarioFn = Callable[[ScenarioContext], Awaitable[ScenarioResult]]
+DeclaredMetrics = Iterable[str] | Callable[[Mapping[str, Any]], Iterable[str]]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A registered scenario and the metrics it returns for given params."""
+
+    name: str
+    fn: ScenarioFn
+    declared: DeclaredMetrics
+
+    def metrics(self, params: Mapping[str, Any]) -> frozenset[str]:
+        names = self.declared(params) if callable(self.declared) else self.declared
+        return frozenset(names)
+
+    async def __call__(self, ctx: ScenarioContext) -> ScenarioResult:
+        result = await self.fn(ctx)
+        undeclared = sorted(set(result.metrics) - self.metrics(ctx.params))
+        if undeclared:
+            raise RuntimeError(f"scenario {self.name} measured undeclared metrics {undeclared}")
+        return result
+
+
+SCENARIOS: dict[str, Scenario] = {}
+
+
+def scenario(name: str, metrics: DeclaredMetrics) -> Callable[[ScenarioFn], ScenarioFn]:
+    """Register a scenario under `name`, with the metrics it returns."""
+
+    def register(fn: ScenarioFn) -> ScenarioFn:
+        SCENARIOS[name] = Scenario(name, fn, metrics if callable(metrics) else tuple(metrics))
+        return fn
+
+    return register

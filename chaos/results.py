@@ -1,0 +1,87 @@
+"""What a run measured: fault events, phases, variants, verdicts, and the experiment's result.
+
+A leaf: plain dataclasses, read by the runner, the checks, the reports and the plots. It
+imports no other chaos module at run time (the types it names are for the type checker).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from chaos.counters import Snapshot
+    from chaos.experiment.model import Experiment, Variant
+    from chaos.load import LoadResult
+
+
+class SteadyStateFailed(RuntimeError):
+    """The system was not in its steady state (before or after the faults)."""
+
+
+@dataclass
+class FaultEvent:
+    """When (seconds after the load started) a fault went on or off."""
+
+    at_s: float
+    what: str
+    on: bool
+
+
+@dataclass
+class PhaseResult:
+    """One measured load: its outcomes, the counters it moved, and the numbers derived."""
+
+    load: LoadResult
+    counters: Snapshot
+    metrics: dict[str, float]
+    timeline: list[FaultEvent] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    """Scenario experiments: detail rows for the report (e.g. attempt times)."""
+
+
+@dataclass
+class VariantResult:
+    """Everything measured for one variant."""
+
+    variant: Variant
+    policy: str
+    phases: dict[str, PhaseResult] = field(default_factory=dict)
+    steady_before: dict[str, float] = field(default_factory=dict)
+    steady_after: dict[str, float] = field(default_factory=dict)
+    error: str = ""
+    skipped: str = ""
+
+
+@dataclass
+class Verdict:
+    """One expectation checked against what was measured."""
+
+    variant: str
+    phase: str
+    metric: str
+    measured: float | None
+    bound: str
+    passed: bool
+    why: str = ""
+
+
+@dataclass
+class ExperimentResult:
+    """An experiment's variants, verdicts, and whether its hypothesis held."""
+
+    name: str
+    path: Path
+    experiment: Experiment
+    variants: list[VariantResult] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+    aborted: str = ""
+
+    @property
+    def held(self) -> bool:
+        return (
+            not self.aborted
+            and all(v.passed for v in self.verdicts)
+            and not any(v.error for v in self.variants)
+        )

@@ -1,0 +1,122 @@
+"""Measuring: the numbers a phase's load and counters give, probes, and the verdicts.
+
+Pure functions of what was collected (outcomes, counter deltas, the experiment's
+expectations): no network, no clock.
+"""
+
+from __future__ import annotations
+
+from chaos.counters import Snapshot
+from chaos.experiment.metric_names import counted
+from chaos.experiment.model import Experiment, Probe
+from chaos.load import LoadResult, percentile
+from chaos.results import ExperimentResult, Verdict
+
+
+def load_metrics(result: LoadResult) -> dict[str, float]:
+    outcomes = result.outcomes
+    n = len(outcomes)
+    ok = [o for o in outcomes if o.code == "OK"]
+    lat = [o.latency_s * 1000 for o in outcomes]
+    ok_lat = [o.latency_s * 1000 for o in ok]
+    metrics = {
+        "requests": float(n),
+        "ok": float(len(ok)),
+        "errors": float(n - len(ok)),
+        "ok_rate": len(ok) / n if n else 0.0,
+        "error_rate": (n - len(ok)) / n if n else 0.0,
+        "degraded": float(sum(1 for o in ok if o.degraded)),
+        "degraded_rate": sum(1 for o in ok if o.degraded) / n if n else 0.0,
+        "personalised": float(sum(1 for o in ok if o.rpc == "home" and not o.degraded)),
+        "total_ms": result.elapsed_s * 1000,
+        "p50_ms": percentile(lat, 50),
+        "p95_ms": percentile(lat, 95),
+        "p99_ms": percentile(lat, 99),
+        "max_ms": max(lat, default=0.0),
+        "ok_p99_ms": percentile(ok_lat, 99),
+        "min_ms": min(lat, default=0.0),
+        "goodput_per_s": len(ok) / result.elapsed_s if result.elapsed_s else 0.0,
+        "rejections_without_pushback": float(
+            sum(1 for o in outcomes if o.code == "RESOURCE_EXHAUSTED" and o.pushback_ms is None)
+        ),
+    }
+    for served_by in ("popular", "cached-popular", "omitted"):
+        metrics[f"served_{served_by.replace('-', '_')}"] = float(
+            sum(1 for o in ok if f"recommendations:{served_by}" in o.degraded)
+        )
+    for rpc in ("home", "checkout"):
+        mine = [o for o in outcomes if o.rpc == rpc]
+        if mine:
+            good = [o for o in mine if o.code == "OK"]
+            metrics[f"{rpc}_ok_rate"] = len(good) / len(mine)
+            metrics[f"{rpc}_p99_ms"] = percentile([o.latency_s * 1000 for o in mine], 99)
+    for code, count in result.codes().items():
+        metrics[f"code.{code}"] = float(count)
+    return metrics
+
+
+def counter_metrics(snap: Snapshot, exp: Experiment) -> dict[str, float]:
+    method = "*" if exp.dependency_method == "*" else exp.dependency_method
+    full = method if method in ("*",) or method.startswith("/") else None
+    calls = 0.0
+    for (svc, name, labels), value in snap.values.items():
+        if svc != exp.dependency or name != "mesh_server_calls_total":
+            continue
+        m = dict(labels).get("method", "")
+        if full == "*" or (full and m == full) or (not full and m.endswith("/" + method)):
+            calls += value
+    per_method: dict[str, float] = {}
+    for (svc, name, labels), value in snap.values.items():
+        if svc == exp.dependency and name == "mesh_server_calls_total":
+            short = dict(labels).get("method", "").rsplit("/", 1)[-1]
+            per_method[f"calls.{short}"] = per_method.get(f"calls.{short}", 0.0) + value
+    return {
+        **per_method,
+        "dependency_calls": calls,
+        "dependency_calls_all": snap.total("mesh_server_calls_total", exp.dependency),
+        "retries": snap.total("mesh_client_retries_total"),
+        "breaker_rejections": snap.total("mesh_breaker_rejections_total"),
+        "breaker_opened": snap.total("mesh_breaker_transitions_total", to_state="open"),
+        "bulkhead_rejections": snap.total("mesh_bulkhead_rejections_total"),
+        "fallbacks": snap.total("mesh_fallbacks_total"),
+        "shed": snap.total("mesh_server_shed_total"),
+        "pushbacks_honoured": snap.total("mesh_pushbacks_honoured_total"),
+        "faults_injected": snap.total("mesh_faults_injected_total"),
+    }
+
+
+def check_probes(metrics: dict[str, float], probes: list[Probe]) -> list[str]:
+    failures = []
+    for p in probes:
+        value = metrics[p.metric]
+        if p.max is not None and value > p.max:
+            failures.append(f"{p.metric} {value:.3f} > {p.max}")
+        if p.min is not None and value < p.min:
+            failures.append(f"{p.metric} {value:.3f} < {p.min}")
+    return failures
+
+
+def evaluate(result: ExperimentResult) -> list[Verdict]:
+    by_name = {v.variant.name: v for v in result.variants}
+    verdicts = []
+    for exp in result.experiment.expectations:
+        bound = " and ".join(
+            s
+            for s in (
+                f">= {exp.min:g}" if exp.min is not None else "",
+                f"<= {exp.max:g}" if exp.max is not None else "",
+            )
+            if s
+        )
+        variant = by_name.get(exp.variant)
+        phase = variant.phases.get(exp.phase) if variant else None
+        value = phase.metrics.get(exp.metric) if phase else None
+        if value is None and phase is not None and counted(exp.metric):
+            value = 0.0  # a status never returned, a method never called: none, not n/a
+        passed = (
+            value is not None
+            and (exp.min is None or value >= exp.min)
+            and (exp.max is None or value <= exp.max)
+        )
+        verdicts.append(Verdict(exp.variant, exp.phase, exp.metric, value, bound, passed, exp.why))
+    return verdicts
