@@ -26,9 +26,13 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from mesh.resilience.channel import NO_BUILTIN_RETRIES, resilient_channel
+from mesh.resilience.clock import SystemClock
 from mesh.resilience.events import EventBus
+from mesh.resilience.faults import FaultTable
+from mesh.resilience.interceptor import ResilienceInterceptor
+from mesh.resilience.pipeline import build_pipeline
 from mesh.resilience.policy import load_policy
-from mesh.resilience.server import FaultTable, server_interceptors
+from mesh.runtime.interceptors import server_interceptors
 from mesh.telemetry.tracing import MeshTracing, server_tracing
 from mesh.v1 import profile_pb2, profile_pb2_grpc
 
@@ -147,21 +151,25 @@ async def run_overhead_bench(
         if tracing_on is not None:
             bus.subscribe(tracing_on.listener)
         server, target = await _start(
-            [
-                *server_tracing(tracing_on),
-                *server_interceptors("profile", policy.server("profile"), bus, FaultTable()),
-            ]
+            server_interceptors(
+                "profile",
+                policy.server("profile"),
+                bus,
+                FaultTable(),
+                tracing=server_tracing(tracing_on),
+            )
         )
         servers.append(server)
-        channels[name] = resilient_channel(
-            target,
-            edge="gateway_to_profile",
+        pipeline = build_pipeline(
+            edge,
             dependency="profile",
-            policy=edge,
             bus=bus,
+            clock=SystemClock(),
             attempt_observer=tracing_on.attempt_observer if tracing_on else None,
             call_observer=tracing_on.call_observer if tracing_on else None,
         )
+        interceptor = ResilienceInterceptor(pipeline, dependency="profile", clock=SystemClock())
+        channels[name] = resilient_channel(target, interceptor, native_retry=edge.native_retry)
 
     raw_server, raw_target = await _start([])
     servers.append(raw_server)

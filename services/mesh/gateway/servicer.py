@@ -10,6 +10,8 @@ import grpc
 from mesh.contracts.charge_ids import charge_id_for, check_charge_lookup
 from mesh.gateway.fallback import RecommendationsWithFallback
 from mesh.resilience.errors import ResilienceError
+from mesh.runtime.auth import ApiKeys, AuthInterceptor
+from mesh.runtime.ratelimit import RateLimitInterceptor, RateLimitPolicy
 from mesh.runtime.relay import relay_failure
 from mesh.runtime.server import Runtime, Service
 from mesh.runtime.validation import (
@@ -153,6 +155,8 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
 
 
 async def build(runtime: Runtime) -> Service:
+    keys = ApiKeys.from_env(runtime.environ)  # no keys and no MESH_AUTH=off: refuse to start
+    rate_limit = RateLimitPolicy.from_env(runtime.environ)
     servicer = GatewayServicer(runtime)
     warm = asyncio.create_task(servicer.recommendations.warm())
 
@@ -163,4 +167,6 @@ async def build(runtime: Runtime) -> Service:
         names=[gateway_pb2.DESCRIPTOR.services_by_name["Gateway"].full_name],
         register=lambda server: gateway_pb2_grpc.add_GatewayServicer_to_server(servicer, server),
         close=close,
+        front=[AuthInterceptor(keys)],  # a call without a valid key is refused, uncounted
+        admission=[RateLimitInterceptor(rate_limit, keys)],  # refusals counted
     )

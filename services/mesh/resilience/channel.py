@@ -1,4 +1,5 @@
-"""Builds a dependency's channel: gRPC's own retries off, one ResilienceInterceptor on."""
+"""A dependency's channel: gRPC's own retries off, one ResilienceInterceptor on (the caller
+builds it around the edge's pipeline; this module builds no pipeline)."""
 
 from __future__ import annotations
 
@@ -8,59 +9,30 @@ from typing import Any
 
 import grpc.aio
 
-from mesh.resilience.attempt import AttemptObserver
-from mesh.resilience.bulkhead import Bulkhead
-from mesh.resilience.clock import Clock, SystemClock
-from mesh.resilience.events import EventBus
 from mesh.resilience.interceptor import ResilienceInterceptor
-from mesh.resilience.pipeline import CallObserver, Pipeline, build_pipeline
-from mesh.resilience.policy import EdgePolicy, NativeRetryPolicy
+from mesh.resilience.policy import NativeRetryPolicy
 
 NO_BUILTIN_RETRIES: tuple[str, Any] = ("grpc.enable_retries", 0)
 """The interceptor is the one retry owner; with both, attempts multiply unseen."""
 
-__all__ = ["NO_BUILTIN_RETRIES", "Pipeline", "build_pipeline", "resilient_channel"]
+__all__ = ["NO_BUILTIN_RETRIES", "native_retry_options", "resilient_channel"]
 
 
 def resilient_channel(
     target: str,
+    interceptor: ResilienceInterceptor,
     *,
-    edge: str,
-    dependency: str,
-    policy: EdgePolicy,
-    bus: EventBus,
-    clock: Clock | None = None,
-    options: Sequence[tuple[str, Any]] = (),
-    attempt_observer: AttemptObserver | None = None,
-    bulkhead_pools: dict[str, Bulkhead] | None = None,
+    native_retry: NativeRetryPolicy | None = None,
     services: Sequence[str] = (),
-    call_observer: CallObserver | None = None,
+    options: Sequence[tuple[str, Any]] = (),
     credentials: grpc.ChannelCredentials | None = None,
-    interceptor_out: list[ResilienceInterceptor] | None = None,
 ) -> grpc.aio.Channel:
-    """A channel to `target` protected by `policy` (the edge's pipeline); TLS when
-    `credentials` are given, else insecure.
-
-    `edge` is the topology proxy name the policy was chosen by; `dependency` labels every event
-    and metric of calls on this channel. The interceptor is appended to `interceptor_out` when
-    given, so its `pipeline` can be replaced when the policy changes at runtime.
-    """
-    clock = clock or SystemClock()
-    pipeline = build_pipeline(
-        policy,
-        dependency=dependency,
-        bus=bus,
-        clock=clock,
-        attempt_observer=attempt_observer,
-        bulkhead_pools=bulkhead_pools,
-        call_observer=call_observer,
-    )
-    interceptor = ResilienceInterceptor(pipeline, dependency=dependency, clock=clock)
-    if interceptor_out is not None:
-        interceptor_out.append(interceptor)
+    """A channel to `target` whose calls all go through `interceptor` (an edge's pipeline, built
+    by `mesh.resilience.pipeline.build_pipeline`); TLS when `credentials` are given, else
+    insecure. gRPC's own retries are off unless `native_retry` enables them (for comparison)."""
     channel_options = [o for o in options if o[0] != NO_BUILTIN_RETRIES[0]]
-    if policy.native_retry.enabled:
-        channel_options += native_retry_options(policy.native_retry, services)
+    if native_retry is not None and native_retry.enabled:
+        channel_options += native_retry_options(native_retry, services)
     else:
         channel_options.append(NO_BUILTIN_RETRIES)
     if credentials is not None:

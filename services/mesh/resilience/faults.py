@@ -25,7 +25,7 @@ from mesh.config_error import ConfigError
 from mesh.resilience.clock import Clock, SystemClock
 from mesh.resilience.errors import InjectedFaultError
 from mesh.resilience.events import EventBus, FaultInjected
-from mesh.resilience.inbound import Behaviour, HandlerLookup, abort_with, is_exempt
+from mesh.resilience.handlers import Behaviour, HandlerLookup, abort_with, is_exempt
 
 MAX_DELAY_S = 600.0
 """Longest injected delay: ten minutes, far past any deadline the mesh sets."""

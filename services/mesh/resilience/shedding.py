@@ -9,7 +9,7 @@ import grpc.aio
 
 from mesh.resilience.errors import ShedError
 from mesh.resilience.events import CallShed, EventBus
-from mesh.resilience.inbound import (
+from mesh.resilience.handlers import (
     Behaviour,
     HandlerLookup,
     WrappedHandlers,

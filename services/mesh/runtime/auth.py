@@ -16,13 +16,13 @@ import hmac
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import grpc
 import grpc.aio
 
 from mesh.config_error import ConfigError
-from mesh.resilience.inbound import HandlerLookup, is_exempt
+from mesh.resilience.handlers import HandlerLookup, is_exempt
 
 BEARER = "bearer "
 UNAUTHENTICATED_DETAILS = "missing or invalid API key"
@@ -102,29 +102,3 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         if presented is None or self._keys.match(presented) is None:
             return self._reject
         return await continuation(handler_call_details)
-
-
-class FrontDoor(NamedTuple):
-    """The gateway's interceptors, in two places on the server (see `gateway_interceptors`)."""
-
-    auth: list[grpc.aio.ServerInterceptor]
-    admission: list[grpc.aio.ServerInterceptor]
-
-
-def gateway_interceptors(service_name: str, environ: Mapping[str, str]) -> FrontDoor:
-    """The public API's front door: the API key check, then the per-key rate limit.
-
-    `auth` goes before the call counting (a call without a valid key is not counted: anyone
-    could inflate the metrics, under method names of their choosing); `admission` inside it,
-    so every rate-limited call of a key holder shows in mesh_server_calls_total. Both empty
-    for every other service: they are reached only through the gateway (and, with
-    MESH_TLS=1, only by callers holding the mesh CA's trust).
-    """
-    from mesh.runtime.ratelimit import RateLimitInterceptor, RateLimitPolicy
-
-    if service_name != "gateway":
-        return FrontDoor([], [])
-    keys = ApiKeys.from_env(environ)
-    return FrontDoor(
-        [AuthInterceptor(keys)], [RateLimitInterceptor(RateLimitPolicy.from_env(environ), keys)]
-    )

@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from mesh.resilience.inbound import Behaviour, HandlerLookup, WrappedHandlers
+from mesh.resilience.handlers import Behaviour, HandlerLookup, WrappedHandlers
 
 
 class RequestDecodingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]

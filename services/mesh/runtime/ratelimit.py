@@ -20,7 +20,7 @@ import grpc.aio
 from mesh.config_error import ConfigError
 from mesh.resilience.clock import Clock, SystemClock
 from mesh.resilience.errors import PUSHBACK_KEY
-from mesh.resilience.inbound import HandlerLookup, is_exempt
+from mesh.resilience.handlers import HandlerLookup, is_exempt
 from mesh.runtime.auth import ApiKeys, bearer_token, rejection
 
 

@@ -16,18 +16,20 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import CollectorRegistry
 
+from mesh.config_error import ConfigError
 from mesh.resilience.bulkhead import Bulkhead
 from mesh.resilience.channel import resilient_channel
 from mesh.resilience.clock import SystemClock
 from mesh.resilience.events import EventBus
+from mesh.resilience.fault_admin import FaultAdminServicer
+from mesh.resilience.faults import FaultTable
 from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import Pipeline, build_pipeline
 from mesh.resilience.policy import EdgePolicy, MeshPolicy, load_policy
-from mesh.resilience.server import FaultAdminServicer, FaultTable, server_interceptors
 from mesh.resilience.shedding import SheddingInterceptor
-from mesh.runtime.auth import gateway_interceptors
 from mesh.runtime.config import ServiceConfig
 from mesh.runtime.decoding import RequestDecodingInterceptor
+from mesh.runtime.interceptors import server_interceptors
 from mesh.runtime.log_limit import limit_invalid_metadata_logs
 from mesh.runtime.logging import setup_logging
 from mesh.runtime.policy_admin import PolicyAdminServicer, PolicyNeedsRestart
@@ -57,12 +59,15 @@ class Runtime:
     interceptors: dict[str, ResilienceInterceptor] = field(default_factory=dict)
     """The one interceptor of each outbound edge, by callee: its pipeline is swappable."""
     policy_hooks: list[Callable[[MeshPolicy], None]] = field(default_factory=list)
+    environ: Mapping[str, str] = field(default_factory=dict)
+    """The environment the service was started with (for a service's own settings)."""
 
     def on_policy(self, hook: Callable[[MeshPolicy], None]) -> None:
         """Call `hook` with the new policy whenever PolicyAdmin replaces it."""
         self.policy_hooks.append(hook)
 
     def _pipeline(self, callee: str, policy: EdgePolicy, pools: dict[str, Bulkhead]) -> Pipeline:
+        """The one way an edge's pipeline is built, at start and on every policy swap."""
         return build_pipeline(
             policy,
             dependency=callee,
@@ -102,26 +107,24 @@ class Runtime:
 
     def channel_to(self, callee: str) -> grpc.aio.Channel:
         """A channel to `callee` guarded by this edge's resilience pipeline."""
-        made: list[ResilienceInterceptor] = []
+        policy = self.edge_policy(callee)
+        interceptor = ResilienceInterceptor(
+            self._pipeline(callee, policy, self.bulkhead_pools),
+            dependency=callee,
+            clock=SystemClock(),
+        )
         channel = resilient_channel(
             self.config.dependencies[callee],
-            edge=f"{self.config.name}_to_{callee}",
-            dependency=callee,
-            policy=self.edge_policy(callee),
-            bus=self.bus,
-            clock=SystemClock(),
+            interceptor,
+            native_retry=policy.native_retry,
             options=[
                 *message_size_options(self.config.max_message_bytes),
                 *(self.tls.channel_options(callee) if self.tls else ()),
             ],
             credentials=self.tls.channel_credentials() if self.tls else None,
-            bulkhead_pools=self.bulkhead_pools,
             services=(service(callee).grpc_service,),
-            attempt_observer=self.tracing.attempt_observer if self.tracing else None,
-            call_observer=self.tracing.call_observer if self.tracing else None,
-            interceptor_out=made,
         )
-        self.interceptors[callee] = made[0]
+        self.interceptors[callee] = interceptor
         self.channels.append(channel)
         return channel
 
@@ -134,6 +137,10 @@ class Service:
     """Full service names, e.g. mesh.v1.ProfileService: health and reflection list them."""
     register: Callable[[grpc.aio.Server], None]
     close: Callable[[], Awaitable[None]] | None = None
+    front: Sequence[grpc.aio.ServerInterceptor] = ()
+    """The service's own gate, before call counting (the gateway's API key check)."""
+    admission: Sequence[grpc.aio.ServerInterceptor] = ()
+    """The service's own admission, inside call counting (the gateway's per-key rate limit)."""
 
 
 def message_size_options(max_bytes: int) -> list[tuple[str, Any]]:
@@ -167,6 +174,19 @@ def pending_call_options(limit: int = PENDING_CALLS_LIMIT) -> list[tuple[str, An
     ]
 
 
+def bind(var: str, addr: str, add_port: Callable[[str], int]) -> int:
+    """`add_port(addr)`'s port; an address that parses but cannot be bound (not this host's,
+    or in use) is a ConfigError naming the variable, not a traceback."""
+    try:
+        port = add_port(addr)
+    except (OSError, RuntimeError) as err:
+        reason = getattr(err, "strerror", None) or " ".join(str(err).split()) or type(err).__name__
+        raise ConfigError(f"{var}={addr!r} cannot be bound: {reason}") from None
+    if port == 0:
+        raise ConfigError(f"{var}={addr!r} cannot be bound: not an address of this host, or in use")
+    return port
+
+
 def _update_shedding(shedding: SheddingInterceptor, name: str, policy: MeshPolicy) -> None:
     shedding.update(policy.server(name))
 
@@ -183,7 +203,11 @@ async def _start_admin(runtime: Runtime) -> grpc.aio.Server:
         (admin_pb2.DESCRIPTOR.services_by_name[s].full_name for s in ("FaultAdmin", "PolicyAdmin")),
         admin,
     )
-    admin.add_insecure_port(config.admin_addr)
+    try:
+        bind("ADMIN_ADDR", config.admin_addr, admin.add_insecure_port)
+    except ConfigError:
+        await admin.stop(0)
+        raise
     await admin.start()
     return admin
 
@@ -204,28 +228,28 @@ async def serve(
     metrics = MeshMetrics(CollectorRegistry(), service=name)
     bus.subscribe(metrics.listener)
     faults = FaultTable.from_env(env)
-    front = gateway_interceptors(name, env)  # API key; per-key rate limit (inside counting)
     tls = MeshTls.from_env(env)
     tracing = MeshTracing.from_env(name, env)
     if tracing is not None:
         bus.subscribe(tracing.listener)
-    runtime = Runtime(config, policy, bus, faults, metrics, tracing=tracing, tls=tls)
+    runtime = Runtime(config, policy, bus, faults, metrics, tracing=tracing, tls=tls, environ=env)
     runtime.on_policy(lambda _policy: metrics.breakers_replaced())
     built = await build(runtime)
 
-    resilience = server_interceptors(
-        name, policy.server(name), bus, faults, admission=front.admission
+    interceptors = server_interceptors(
+        name,
+        policy.server(name),
+        bus,
+        faults,
+        tracing=server_tracing(tracing),
+        front=built.front,
+        admission=built.admission,
     )
-    for interceptor in resilience:
+    for interceptor in interceptors:
         if isinstance(interceptor, SheddingInterceptor):
             runtime.on_policy(partial(_update_shedding, interceptor, name))
     server = grpc.aio.server(
-        interceptors=[
-            RequestDecodingInterceptor(),  # outermost: a corrupt payload -> INVALID_ARGUMENT
-            *server_tracing(tracing),
-            *front.auth,
-            *resilience,
-        ],
+        interceptors=interceptors,
         options=[*message_size_options(config.max_message_bytes), *pending_call_options()],
     )
     built.register(server)
@@ -233,14 +257,22 @@ async def serve(
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     enable_reflection((*built.names, health.SERVICE_NAME), server)  # this port's files only
     if tls is not None and tls.serves_tls(name):
-        port = server.add_secure_port(config.listen_addr, tls.server_credentials(name))
+        credentials = tls.server_credentials(name)
+        bind("LISTEN_ADDR", config.listen_addr, lambda a: server.add_secure_port(a, credentials))
     else:
-        port = server.add_insecure_port(config.listen_addr)
-    if port == 0:
-        raise OSError(f"{name}: cannot bind LISTEN_ADDR={config.listen_addr}")
+        bind("LISTEN_ADDR", config.listen_addr, server.add_insecure_port)
     await server.start()
-    admin = await _start_admin(runtime)
-    metrics_port = metrics.start_http(config.metrics_addr)
+    try:
+        admin = await _start_admin(runtime)
+    except ConfigError:
+        await server.stop(0)
+        raise
+    try:
+        metrics_port = bind("METRICS_ADDR", config.metrics_addr, metrics.start_http)
+    except ConfigError:
+        await admin.stop(0)
+        await server.stop(0)
+        raise
     for svc in (*built.names, ""):
         await health_servicer.set(svc, health_pb2.HealthCheckResponse.SERVING)
     log.info(
@@ -277,7 +309,6 @@ def run(name: str, build: Callable[[Runtime], Awaitable[Service]]) -> None:
     line on stderr naming the variable (never a traceback) and exit 2."""
     import sys
 
-    from mesh.config_error import ConfigError
     from mesh.resilience.policy import PolicyError
 
     try:

@@ -30,7 +30,7 @@ from opentelemetry.util.types import AttributeValue
 from mesh.resilience import classify
 from mesh.resilience.context import CallContext
 from mesh.resilience.deadline import inbound_deadline
-from mesh.resilience.inbound import Behaviour, HandlerLookup, is_exempt
+from mesh.resilience.handlers import Behaviour, HandlerLookup, is_exempt
 from mesh.telemetry import names as n
 
 current_server_span: contextvars.ContextVar[trace.Span | None] = contextvars.ContextVar(

@@ -11,9 +11,13 @@ import pytest
 from servers import ProfileFake, profile_servicer, serving
 
 from mesh.resilience.channel import resilient_channel
+from mesh.resilience.clock import SystemClock
 from mesh.resilience.events import EventBus
+from mesh.resilience.faults import FaultTable
+from mesh.resilience.interceptor import ResilienceInterceptor
+from mesh.resilience.pipeline import build_pipeline
 from mesh.resilience.policy import EdgePolicy, ServerPolicy
-from mesh.resilience.server import FaultTable, server_interceptors
+from mesh.runtime.interceptors import server_interceptors
 from mesh.v1 import profile_pb2, profile_pb2_grpc
 
 REQUEST = profile_pb2.GetProfileRequest(user_id="u1")
@@ -34,8 +38,9 @@ class TwoHops:
     """A forwards every GetProfile to B through resilient_channel, recording time remaining."""
 
     def __init__(self, b_target: str, bus: EventBus) -> None:
+        pipeline = build_pipeline(roomy_edge(), dependency="b", bus=bus, clock=SystemClock())
         self.channel = resilient_channel(
-            b_target, edge="gateway_to_profile", dependency="b", policy=roomy_edge(), bus=bus
+            b_target, ResilienceInterceptor(pipeline, dependency="b", clock=SystemClock())
         )
         self.stub = profile_pb2_grpc.ProfileServiceStub(self.channel)
         self.a_remaining_s: list[float] = []

@@ -10,7 +10,10 @@ import pytest
 from servers import ProfileFake, profile_servicer, serving
 
 from mesh.resilience.channel import resilient_channel
+from mesh.resilience.clock import SystemClock
 from mesh.resilience.events import EventBus
+from mesh.resilience.interceptor import ResilienceInterceptor
+from mesh.resilience.pipeline import build_pipeline
 from mesh.resilience.policy import EdgePolicy
 from mesh.v1 import profile_pb2, profile_pb2_grpc
 
@@ -38,8 +41,9 @@ def edge() -> EdgePolicy:
 
 
 async def call_once(target: str) -> grpc.StatusCode:
+    pipeline = build_pipeline(edge(), dependency="profile", bus=EventBus(), clock=SystemClock())
     channel = resilient_channel(
-        target, edge="gateway_to_profile", dependency="profile", policy=edge(), bus=EventBus()
+        target, ResilienceInterceptor(pipeline, dependency="profile", clock=SystemClock())
     )
     try:
         await profile_pb2_grpc.ProfileServiceStub(channel).GetProfile(REQUEST, timeout=5.0)

@@ -14,9 +14,10 @@ from prometheus_client import CollectorRegistry
 from servers import ProfileFake, serving
 
 from mesh.resilience.events import EventBus
-from mesh.resilience.faults import FaultSpec
+from mesh.resilience.fault_admin import FaultAdminServicer
+from mesh.resilience.faults import FaultSpec, FaultTable
 from mesh.resilience.policy import ServerPolicy
-from mesh.resilience.server import FaultAdminServicer, FaultTable, server_interceptors
+from mesh.runtime.interceptors import server_interceptors
 from mesh.telemetry.metrics import MeshMetrics
 from mesh.v1 import admin_pb2, admin_pb2_grpc, profile_pb2, profile_pb2_grpc
 

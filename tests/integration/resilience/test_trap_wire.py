@@ -10,7 +10,10 @@ import grpc.aio
 from servers import serving
 
 from mesh.resilience.channel import resilient_channel
+from mesh.resilience.clock import SystemClock
 from mesh.resilience.events import EventBus
+from mesh.resilience.interceptor import ResilienceInterceptor
+from mesh.resilience.pipeline import build_pipeline
 from mesh.resilience.policy import EdgePolicy
 from mesh.v1 import recommendation_pb2, recommendation_pb2_grpc
 
@@ -51,12 +54,13 @@ async def scenario(scope: str, parallel: bool) -> tuple[Counter[str], Counter[st
         recommendation_pb2_grpc.add_RecommendationServiceServicer_to_server(fake, server)
 
     async with serving(register) as target:
+        pipeline = build_pipeline(
+            policy, dependency="recommendation", bus=EventBus(), clock=SystemClock()
+        )
         channel = resilient_channel(
             target,
-            edge="gateway_to_recommendation",
-            dependency="recommendation",
-            policy=policy,
-            bus=EventBus(),
+            ResilienceInterceptor(pipeline, dependency="recommendation", clock=SystemClock()),
+            native_retry=policy.native_retry,
         )
         stub = recommendation_pb2_grpc.RecommendationServiceStub(channel)
 

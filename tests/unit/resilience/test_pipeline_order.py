@@ -6,6 +6,7 @@ import pytest
 from unit_fakes import recording_bus
 
 from mesh.resilience.channel import resilient_channel
+from mesh.resilience.clock import FakeClock
 from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import PIPELINE_ORDER, build_pipeline
 from mesh.resilience.policy import PRESETS, load_policy
@@ -33,17 +34,11 @@ def test_every_edge_pipeline_keeps_the_declared_order(preset: str, edge: str) ->
 
 async def test_resilient_channel_has_exactly_one_interceptor_with_that_pipeline() -> None:
     policy = load_policy("full", {}).edge("gateway_to_profile")
-    channel = resilient_channel(
-        "127.0.0.1:1",
-        edge="gateway_to_profile",
-        dependency="profile",
-        policy=policy,
-        bus=recording_bus()[0],
-    )
+    pipeline = build_pipeline(policy, dependency="profile", bus=recording_bus()[0])
+    interceptor = ResilienceInterceptor(pipeline, dependency="profile", clock=FakeClock())
+    channel = resilient_channel("127.0.0.1:1", interceptor, native_retry=policy.native_retry)
     try:
-        interceptors = channel._unary_unary_interceptors
-        assert len(interceptors) == 1
-        assert isinstance(interceptors[0], ResilienceInterceptor)
-        assert interceptors[0].pipeline.names == FULL
+        assert channel._unary_unary_interceptors == [interceptor]
+        assert interceptor.pipeline.names == FULL
     finally:
         await channel.close()

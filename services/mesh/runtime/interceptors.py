@@ -1,0 +1,51 @@
+"""THE place that declares the order of a server's interceptors (the client side's is
+`mesh.resilience.pipeline.PIPELINE_ORDER`): `serve()` passes this one list to grpc.aio."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import grpc.aio
+
+from mesh.resilience.events import EventBus
+from mesh.resilience.faults import FaultInterceptor, FaultTable
+from mesh.resilience.inbound import InboundInterceptor
+from mesh.resilience.policy import ServerPolicy
+from mesh.resilience.shedding import SheddingInterceptor
+from mesh.runtime.decoding import RequestDecodingInterceptor
+
+SERVER_ORDER: tuple[str, ...] = (
+    # Outermost -> innermost.
+    "decoding",  # a corrupt payload -> INVALID_ARGUMENT, before anything reads it
+    "tracing",  # the server span (when tracing is on)
+    "front",  # the service's own gate (the gateway's API key): an unauthenticated call is
+    # not counted, so nobody can inflate the metrics under method names of their choosing
+    "inbound",  # deadline capture for propagation, and counting of every call received
+    "admission",  # the service's own admission (the gateway's per-key rate limit): inside
+    # the counting, so its refusals show in mesh_server_calls_total
+    "shedding",  # in-flight limit of this server
+    "faults",  # innermost: an injected delay or failure looks like a slow or failing handler
+)
+"""Slots a service does not fill are left out; the rest keep this order (pinned by a test)."""
+
+
+def server_interceptors(
+    service_name: str,
+    policy: ServerPolicy,
+    bus: EventBus,
+    faults: FaultTable,
+    *,
+    tracing: Sequence[grpc.aio.ServerInterceptor] = (),
+    front: Sequence[grpc.aio.ServerInterceptor] = (),
+    admission: Sequence[grpc.aio.ServerInterceptor] = (),
+) -> list[grpc.aio.ServerInterceptor]:
+    """The server's interceptors, outermost first, in `SERVER_ORDER`."""
+    return [
+        RequestDecodingInterceptor(),
+        *tracing,
+        *front,
+        InboundInterceptor(service_name, bus),
+        *admission,
+        SheddingInterceptor(service_name, policy, bus),
+        FaultInterceptor(service_name, faults, bus),
+    ]

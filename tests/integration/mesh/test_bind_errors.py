@@ -1,0 +1,59 @@
+"""An address that parses but cannot be bound is a configuration error like any other: one
+line on stderr naming the variable, exit 2, never a traceback."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from mesh.profile.servicer import build
+from mesh.runtime.server import run
+
+
+@pytest.fixture
+def taken_port() -> Iterator[str]:
+    """127.0.0.1:<port> held by a listening socket for the whole test."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield f"127.0.0.1:{sock.getsockname()[1]}"
+
+
+def run_profile(monkeypatch: pytest.MonkeyPatch, **addrs: str) -> int:
+    """run("profile") with these addresses; its exit code."""
+    env = {
+        "LISTEN_ADDR": "127.0.0.1:0",
+        "ADMIN_ADDR": "127.0.0.1:0",
+        "METRICS_ADDR": "127.0.0.1:0",
+        "MESH_TRACING": "0",
+        **addrs,
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SystemExit) as exited:
+        run("profile", build)
+    return int(exited.value.code or 0)
+
+
+@pytest.mark.parametrize("var", ["LISTEN_ADDR", "ADMIN_ADDR", "METRICS_ADDR"])
+def test_an_address_in_use_is_named_and_exits_2(
+    var: str, taken_port: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = run_profile(monkeypatch, **{var: taken_port})
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "Traceback" not in err
+    [line] = [ln for ln in err.splitlines() if "configuration error" in ln]
+    assert line.startswith(f"profile: configuration error: {var}={taken_port!r} cannot be bound")
+
+
+def test_an_address_not_of_this_host_is_named_and_exits_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = run_profile(monkeypatch, LISTEN_ADDR="8.8.8.8:1")
+    err = capsys.readouterr().err
+    assert code == 2
+    [line] = [ln for ln in err.splitlines() if "configuration error" in ln]
+    assert line.startswith("profile: configuration error: LISTEN_ADDR='8.8.8.8:1' cannot be bound")

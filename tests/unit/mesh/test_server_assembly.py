@@ -1,0 +1,103 @@
+"""Each server is assembled in one place: the interceptor order is declared once, and each
+outbound edge has exactly one pipeline, built one way, swapped in place on a policy change."""
+
+from __future__ import annotations
+
+import grpc.aio
+from prometheus_client import CollectorRegistry
+
+from mesh.resilience.events import EventBus
+from mesh.resilience.faults import FaultInterceptor, FaultTable
+from mesh.resilience.inbound import InboundInterceptor
+from mesh.resilience.policy import ServerPolicy, load_policy
+from mesh.resilience.shedding import SheddingInterceptor
+from mesh.runtime.config import ServiceConfig
+from mesh.runtime.decoding import RequestDecodingInterceptor
+from mesh.runtime.interceptors import SERVER_ORDER, server_interceptors
+from mesh.runtime.server import Runtime
+from mesh.telemetry.metrics import MeshMetrics
+
+
+class Marker(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Stands for a slot filled by a service or by tracing."""
+
+    def __init__(self, slot: str) -> None:
+        self.slot = slot
+
+    async def intercept_service(self, continuation: object, details: object) -> object:
+        raise AssertionError("never called: the test only reads the order")
+
+
+def slot_of(interceptor: grpc.aio.ServerInterceptor) -> str:
+    kinds: dict[type, str] = {
+        RequestDecodingInterceptor: "decoding",
+        InboundInterceptor: "inbound",
+        SheddingInterceptor: "shedding",
+        FaultInterceptor: "faults",
+    }
+    return interceptor.slot if isinstance(interceptor, Marker) else kinds[type(interceptor)]
+
+
+def test_declared_server_order() -> None:
+    assert SERVER_ORDER == (
+        "decoding",
+        "tracing",
+        "front",
+        "inbound",
+        "admission",
+        "shedding",
+        "faults",
+    )
+
+
+def test_every_slot_filled_keeps_the_declared_order() -> None:
+    interceptors = server_interceptors(
+        "gateway",
+        ServerPolicy(),
+        EventBus(),
+        FaultTable(),
+        tracing=[Marker("tracing")],
+        front=[Marker("front")],
+        admission=[Marker("admission")],
+    )
+    assert tuple(slot_of(i) for i in interceptors) == SERVER_ORDER
+
+
+def test_a_service_without_its_own_interceptors_leaves_those_slots_out() -> None:
+    interceptors = server_interceptors("profile", ServerPolicy(), EventBus(), FaultTable())
+    assert [slot_of(i) for i in interceptors] == [
+        s for s in SERVER_ORDER if s not in ("tracing", "front", "admission")
+    ]
+
+
+def gateway_runtime(policy: str) -> Runtime:
+    env: dict[str, str] = {}
+    return Runtime(
+        ServiceConfig.from_env("gateway", env),
+        load_policy(policy, env),
+        EventBus(),
+        FaultTable(),
+        MeshMetrics(CollectorRegistry(), service="gateway"),
+        environ=env,
+    )
+
+
+async def test_a_channel_has_the_one_interceptor_whose_pipeline_a_policy_swap_replaces() -> None:
+    runtime = gateway_runtime("full")
+    channel = runtime.channel_to("profile")
+    try:
+        interceptor = runtime.interceptors["profile"]
+        assert channel._unary_unary_interceptors == [interceptor]
+        before = interceptor.pipeline
+        assert before.names[0] == "bulkhead"
+        runtime.apply_policy(load_policy("retry-only", {}))
+        assert runtime.interceptors["profile"] is interceptor
+        assert interceptor.pipeline is not before
+        assert interceptor.pipeline.names == (
+            "total_deadline",
+            "retry",
+            "attempt_timeout",
+            "attempt_hook",
+        )
+    finally:
+        await channel.close()
