@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test up mesh-up protos lint typecheck bench clean
+.PHONY: help venv demo test up mesh-up protos lint typecheck bench clean
 
 help: ## List the targets
 	@grep -hE '^[a-z][a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | \
@@ -22,11 +22,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[tools,dev]'
 	@touch $(STAMP)
 
-venv: $(STAMP)
+venv: $(STAMP) ## Create .venv and install the package with its tools and dev extras
 
 demo: $(STAMP) ## Create .venv, install, run the whole experiment catalogue on the embedded mesh
 	$(BIN)/mesh demo
 
+# pytest exits 5 when no test ran: a failure here too, never passed over.
 test: $(STAMP) ## Create .venv if needed and run the whole suite
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
@@ -41,11 +42,13 @@ mesh-up: $(STAMP) ## The embedded mesh in the foreground (Ctrl-C stops it)
 protos: $(STAMP) ## Regenerate services/mesh/v1 from protos/
 	$(BIN)/python -m mesh.codegen --write
 
-lint: $(STAMP) ## ruff check + format check
-	$(BIN)/ruff check services chaos tests
-	$(BIN)/ruff format --check services chaos tests
+lint: $(STAMP) ## ruff, the import-linter contracts (pyproject.toml), no import cycle
+	$(BIN)/ruff check services chaos tests tools
+	$(BIN)/ruff format --check services chaos tests tools
+	$(BIN)/lint-imports --no-cache
+	$(BIN)/python -m tools.import_cycles services/mesh=mesh chaos=chaos
 
-typecheck: $(STAMP) ## mypy --strict on the packages
+typecheck: $(STAMP) ## mypy --strict on the packages, the tests and tools/
 	$(BIN)/mypy
 
 bench: $(STAMP) ## Pipeline and proxy overhead benchmarks

@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -65,3 +66,52 @@ def test_traces_prints_the_jaeger_url() -> None:
 def test_compose_up_builds_and_waits_for_healthy() -> None:
     assert "docker compose up --detach --build --wait" in make("-n", "compose-up")
     assert "docker compose down --volumes" in make("-n", "down")
+
+
+MAKEFILE = ROOT / "Makefile"
+STAMP = ".venv/.installed"  # `-o STAMP`: never (re)install the venv from a test
+
+
+def run_make(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["make", "--no-print-directory", "-o", STAMP, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": os.environ.get("PATH", "")},
+    )
+
+
+def test_every_makefile_target_has_a_help_line() -> None:
+    text = MAKEFILE.read_text()
+    targets = set(re.findall(r"^([a-z][a-zA-Z_-]+):(?!=)", text, flags=re.M))
+    documented = set(re.findall(r"^([a-z][a-zA-Z_-]+):.*## ", text, flags=re.M))
+    assert targets == documented
+    listed = run_make("help").stdout
+    for target in documented:
+        assert f"make {target} " in listed, target
+
+
+def test_ci_runs_lint_typecheck_and_the_suite() -> None:
+    lines = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip()]
+    assert "set -euo pipefail" in lines
+    assert lines[-1] == "make lint typecheck test"
+
+
+def test_lint_enforces_the_import_contracts_and_the_absence_of_cycles() -> None:
+    result = run_make("-n", "lint")
+    assert result.returncode == 0, result.stderr
+    assert ".venv/bin/lint-imports" in result.stdout
+    assert "-m tools.import_cycles services/mesh=mesh chaos=chaos" in result.stdout
+
+
+def test_install_brings_the_tools_and_dev_extras() -> None:
+    assert "pip install --quiet -e '.[tools,dev]'" in MAKEFILE.read_text()
+
+
+def test_make_test_fails_when_no_test_ran(tmp_path: Path) -> None:
+    (tmp_path / "test_nothing_here.py").write_text('"""No tests."""\n')
+    result = run_make("test", f"PYTEST_ARGS={tmp_path} -p no:cacheprovider")
+    assert "no tests ran" in result.stdout
+    assert result.returncode != 0
