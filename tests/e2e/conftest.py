@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mesh_up_process import MESH, MeshUp
+
+from tests.e2e.mesh_up_process import MESH, MeshUp
 
 
 @pytest.fixture

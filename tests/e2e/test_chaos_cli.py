@@ -11,9 +11,9 @@ from pathlib import Path
 
 import grpc
 import pytest
-from mesh_up_process import MESH, MeshUp
 
 from mesh.v1 import admin_pb2, admin_pb2_grpc
+from tests.e2e.mesh_up_process import MESH, MeshUp
 
 pytestmark = pytest.mark.e2e
 

@@ -12,9 +12,9 @@ import signal
 from pathlib import Path
 
 import pytest
-from mesh_up_process import MeshUp, pid_alive, serving, wait_for
 
 from chaos.jobs.redis_server import ping
+from tests.e2e.mesh_up_process import MeshUp, pid_alive, serving, wait_for
 
 pytestmark = pytest.mark.e2e
 

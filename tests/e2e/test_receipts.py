@@ -10,10 +10,10 @@ import uuid
 
 import grpc
 import pytest
-from mesh_up_process import MESH, MeshUp
 
 from chaos import traces as tr
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
+from tests.e2e.mesh_up_process import MESH, MeshUp
 
 pytestmark = pytest.mark.e2e
 
