@@ -326,7 +326,7 @@ def load_policy(source: str | None = None, environ: Mapping[str, str] | None = N
     env = os.environ if environ is None else environ
     source = source or env.get("MESH_POLICY") or "full"
     try:
-        path, raw = _read_source(source)
+        path, raw = read_policy_document(source)
         return _validated(raw, path, env)
     except PolicyError as err:
         if source != env.get("MESH_POLICY") or str(err).startswith(ENV_PREFIX):
@@ -402,11 +402,20 @@ def _within(keys: tuple[str, ...], loc: tuple[str, ...], rule: str) -> bool:
     return any(c[: len(loc)] == loc[: len(c)] for c in candidates)
 
 
-def _read_source(source: str) -> tuple[str, Any]:
+def preset_text(name: str) -> str:
+    """The YAML of a preset shipped with mesh (one of PRESETS): the one preset loader."""
+    if name not in PRESETS:
+        raise PolicyError(f"{safe_yaml.short(name, 80)}: not a preset ({', '.join(PRESETS)})")
+    return (resources.files("mesh") / "policies" / f"{name}.yaml").read_text()
+
+
+def read_policy_document(source: str) -> tuple[str, Any]:
+    """A preset name or a policy file, read (not validated): its path for errors, and the
+    loaded YAML document. Errors are PolicyErrors naming the source."""
     try:
         if source in PRESETS:
             preset = resources.files("mesh") / "policies" / f"{source}.yaml"
-            return str(preset), safe_yaml.load(preset.read_bytes(), str(preset))
+            return str(preset), safe_yaml.load(preset_text(source), str(preset))
         if not Path(source).is_file():
             raise PolicyError(
                 f"{safe_yaml.short(source, 200)}: no such policy file, and not a preset "
@@ -434,19 +443,22 @@ def _expand(raw: dict[str, Any]) -> dict[str, Any]:
         overrides = raw.get(section) or {}
         if isinstance(base, dict) and isinstance(overrides, dict):
             out[section] = {
-                key: _deep_merge(base, value) if isinstance(value, dict) else value
+                key: deep_merge(base, value) if isinstance(value, dict) else value
                 for key, value in overrides.items()
             }
     return out
 
 
-def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """`override` over `base`, mappings key by key, as a new tree: the one deep merge (section
+    defaults under per-edge settings here; a variant's overrides over its base in chaos).
+    Neither argument is changed, and the result shares no mapping or list with `override`."""
     merged = dict(base)
     for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _deep_merge(merged[key], value)
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
         else:
-            merged[key] = value
+            merged[key] = _unshared(value)
     return merged
 
 
