@@ -15,15 +15,15 @@ import grpc
 import grpc.aio
 import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from hardening_helpers import assert_every_service_serving
 
-from chaos.launcher import Mesh
+from chaos.launch.mesh import Mesh
 from mesh.config_error import ConfigError
 from mesh.contracts.charge_ids import charge_id_for
 from mesh.resilience.clock import FakeClock
 from mesh.runtime.auth import UNAUTHENTICATED_DETAILS, ApiKeys, AuthInterceptor
 from mesh.runtime.ratelimit import RateLimitInterceptor, RateLimitPolicy, TokenBucket
 from mesh.v1 import gateway_pb2, payment_pb2
+from tests.integration.hardening.hardening_helpers import assert_every_service_serving
 
 SC = grpc.StatusCode
 PING = "/test.Echo/Ping"

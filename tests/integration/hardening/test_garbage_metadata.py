@@ -8,11 +8,11 @@ import logging
 from collections.abc import Iterator
 
 import pytest
-from inproc_services import serving
-from raw_h2 import unary_call
 
 from mesh.runtime.log_limit import GRPC_LOGGER, INVALID_ENCODING_MSG, InvalidMetadataLogLimit
 from mesh.v1 import gateway_pb2
+from tests.integration.hardening.inproc_services import serving
+from tests.integration.hardening.raw_h2 import unary_call
 
 CALLS = 200
 UNAUTHENTICATED = b"16"

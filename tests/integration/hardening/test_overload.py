@@ -9,10 +9,10 @@ from collections import Counter
 
 import grpc
 import grpc.aio
-from inproc_services import Served, serving
 
 from mesh.resilience.errors import PUSHBACK_KEY
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc
+from tests.integration.hardening.inproc_services import Served, serving
 
 BURST = 2000
 """Enough to overflow grpc core's queue of calls the application has not picked up yet

@@ -13,7 +13,8 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
-from inproc_services import Served, serving
+
+from tests.integration.hardening.inproc_services import Served, serving
 
 PUBLIC = {"mesh.v1.Gateway", "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"}
 ADMIN_SYMBOLS = (

@@ -11,15 +11,15 @@ from dataclasses import dataclass
 
 import pytest
 from bullmq import Queue
-from jobs_helpers import RedisProc, start_redis
 from opentelemetry.trace import Tracer
 from prometheus_client import CollectorRegistry
 
 from chaos.jobs.mailbox import Mailbox
-from chaos.launcher import free_port
+from chaos.launch.ports import free_port
 from mesh.notification.config import NotificationConfig
 from mesh.notification.worker import ReceiptWorker
 from mesh.telemetry.job_metrics import JobMetrics
+from tests.integration.jobs.jobs_helpers import RedisProc, start_redis
 
 
 @pytest.fixture(scope="session")

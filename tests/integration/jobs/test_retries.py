@@ -7,16 +7,16 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from jobs_helpers import enqueue, job, receipt, wait_state
 
 from mesh.contracts.receipt_job import JOB_NAME, ReceiptRetry
+from tests.integration.jobs.jobs_helpers import enqueue, job, receipt, wait_state
 
 
 @pytest.fixture
 async def worker(
     redis_server: Any, smtp_sink: Any, queue_name: str, run_worker: Callable[..., Any]
 ) -> Any:
-    from jobs_helpers import worker_config
+    from tests.integration.jobs.jobs_helpers import worker_config
 
     return run_worker(worker_config(redis_server.addr, smtp_sink.addr, queue_name))
 

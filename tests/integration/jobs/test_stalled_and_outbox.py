@@ -12,7 +12,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from jobs_helpers import (
+from prometheus_client import CollectorRegistry
+
+from chaos.launch.ports import free_port
+from mesh.contracts.receipt_job import QUEUE, ReceiptRetry
+from mesh.customers import catalogue
+from mesh.payment.ledger import Ledger
+from mesh.payment.outbox import OutboxRelay
+from mesh.telemetry.job_metrics import JobMetrics
+from tests.integration.jobs.jobs_helpers import (
     enqueue,
     job,
     receipt,
@@ -21,14 +29,6 @@ from jobs_helpers import (
     worker_config,
     worker_process_env,
 )
-from prometheus_client import CollectorRegistry
-
-from chaos.launcher import free_port
-from mesh.contracts.receipt_job import QUEUE, ReceiptRetry
-from mesh.customers import catalogue
-from mesh.payment.ledger import Ledger
-from mesh.payment.outbox import OutboxRelay
-from mesh.telemetry.job_metrics import JobMetrics
 
 
 async def test_stalled_job_is_recovered_by_another_worker_and_sent_once(

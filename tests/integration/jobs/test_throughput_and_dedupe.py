@@ -8,9 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from jobs_helpers import enqueue, job, receipt, wait_state, worker_config
 
 from mesh.contracts.receipt_job import ReceiptRetry
+from tests.integration.jobs.jobs_helpers import enqueue, job, receipt, wait_state, worker_config
 
 
 async def _drain(queue: Any, n: int) -> float:

@@ -7,7 +7,6 @@ import time
 import grpc
 import grpc.aio
 import pytest
-from servers import ProfileFake, profile_servicer, serving
 
 from mesh.resilience.channel import resilient_channel
 from mesh.resilience.clock import SystemClock
@@ -16,6 +15,7 @@ from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import build_pipeline
 from mesh.resilience.policy import EdgePolicy
 from mesh.v1 import profile_pb2, profile_pb2_grpc
+from tests.integration.resilience.servers import ProfileFake, profile_servicer, serving
 
 REQUEST = profile_pb2.GetProfileRequest(user_id="u1")
 

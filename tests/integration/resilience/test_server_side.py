@@ -11,7 +11,6 @@ import grpc.aio
 import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import CollectorRegistry
-from servers import ProfileFake, serving
 
 from mesh.resilience.events import EventBus
 from mesh.resilience.fault_admin import FaultAdminServicer
@@ -20,6 +19,7 @@ from mesh.resilience.policy import ServerPolicy
 from mesh.runtime.interceptors import server_interceptors
 from mesh.telemetry.metrics import MeshMetrics
 from mesh.v1 import admin_pb2, admin_pb2_grpc, profile_pb2, profile_pb2_grpc
+from tests.integration.resilience.servers import ProfileFake, serving
 
 GET_PROFILE = "/mesh.v1.ProfileService/GetProfile"
 REQUEST = profile_pb2.GetProfileRequest(user_id="u1")

@@ -7,7 +7,6 @@ from collections import Counter
 
 import grpc
 import grpc.aio
-from servers import serving
 
 from mesh.resilience.channel import resilient_channel
 from mesh.resilience.clock import SystemClock
@@ -16,6 +15,7 @@ from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import build_pipeline
 from mesh.resilience.policy import EdgePolicy
 from mesh.v1 import recommendation_pb2, recommendation_pb2_grpc
+from tests.integration.resilience.servers import serving
 
 
 class Recommendations(recommendation_pb2_grpc.RecommendationServiceServicer):

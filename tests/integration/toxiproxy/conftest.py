@@ -13,10 +13,10 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from toxiproxy_helpers import RunningServer, listen_port
 
 from chaos.toxiproxy.client import ToxiproxyClient
 from chaos.toxiproxy.server import ToxiproxyServer
+from tests.integration.toxiproxy.toxiproxy_helpers import RunningServer, listen_port
 
 
 def _running(server: ToxiproxyServer) -> Iterator[RunningServer]:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from toxiproxy_helpers import connect, listen_port, round_trip_ms
 
 from chaos.toxiproxy.client import ToxiproxyClient, ToxiproxyError
+from tests.integration.toxiproxy.toxiproxy_helpers import connect, listen_port, round_trip_ms
 
 pytestmark = pytest.mark.timeout(20)
 

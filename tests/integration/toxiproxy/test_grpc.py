@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from toxiproxy_helpers import RunningServer
 
 from chaos.toxiproxy.client import ToxiproxyClient
+from tests.integration.toxiproxy.toxiproxy_helpers import RunningServer
 
 pytestmark = pytest.mark.timeout(30)
 

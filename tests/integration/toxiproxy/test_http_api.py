@@ -6,7 +6,8 @@ import json
 from typing import Any
 
 import pytest
-from toxiproxy_helpers import RunningServer, error_of, http
+
+from tests.integration.toxiproxy.toxiproxy_helpers import RunningServer, error_of, http
 
 pytestmark = pytest.mark.timeout(20)
 

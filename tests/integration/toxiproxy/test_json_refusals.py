@@ -13,10 +13,16 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from toxiproxy_helpers import RunningServer, connect, error_of, http, round_trip_ms
 
 from chaos.toxiproxy.errors import ApiError
 from chaos.toxiproxy.json_reader import _Reader, parse_body
+from tests.integration.toxiproxy.toxiproxy_helpers import (
+    RunningServer,
+    connect,
+    error_of,
+    http,
+    round_trip_ms,
+)
 
 pytestmark = pytest.mark.timeout(30)
 

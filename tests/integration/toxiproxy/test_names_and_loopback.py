@@ -9,10 +9,17 @@ import sys
 import urllib.parse
 
 import pytest
-from toxiproxy_helpers import RunningServer, connect, error_of, http, listen_port, round_trip_ms
 
 from chaos.toxiproxy.client import ToxiproxyClient, ToxiproxyError
 from chaos.toxiproxy.decoding import MAX_NAME_BYTES
+from tests.integration.toxiproxy.toxiproxy_helpers import (
+    RunningServer,
+    connect,
+    error_of,
+    http,
+    listen_port,
+    round_trip_ms,
+)
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -11,9 +11,9 @@ import socket
 import time
 
 import pytest
-from toxiproxy_helpers import connect, listen_port, round_trip_ms
 
 from chaos.toxiproxy.client import ToxiproxyClient
+from tests.integration.toxiproxy.toxiproxy_helpers import connect, listen_port, round_trip_ms
 
 pytestmark = pytest.mark.timeout(30)
 EARLY_MS = 5  # clock granularity: how much sooner than asked a timer may appear to fire

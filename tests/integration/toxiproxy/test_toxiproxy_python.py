@@ -14,7 +14,8 @@ import pytest
 from toxiproxy import Toxiproxy
 from toxiproxy.api import APIConsumer
 from toxiproxy.exceptions import InvalidToxic, NotFound, ProxyExists
-from toxiproxy_helpers import RunningServer, connect, round_trip_ms
+
+from tests.integration.toxiproxy.toxiproxy_helpers import RunningServer, connect, round_trip_ms
 
 pytestmark = pytest.mark.timeout(20)
 

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from render_fixtures import demo_result
 from rich.console import Console
 from rich.progress import Progress
 from typer.testing import CliRunner
@@ -26,6 +25,7 @@ from chaos.results import ExperimentResult, VariantResult
 from chaos.run.eta import Eta, about, expected_s
 from chaos.run.runner import Runner
 from chaos.run.target import Target
+from tests.unit.chaos.render_fixtures import demo_result
 
 
 def test_the_catalogue_runs_in_the_lessons_order() -> None:

@@ -6,12 +6,12 @@ import io
 import re
 
 import pytest
-from render_fixtures import demo_result
 from rich.console import Console
 
 from chaos.experiment.loading import catalogue
 from chaos.report.table_fit import Column, FitTable
 from chaos.report.tables import COLUMNS, print_result
+from tests.unit.chaos.render_fixtures import demo_result
 
 NAMES = [p.stem for p, _ in catalogue()]
 

@@ -7,7 +7,6 @@ from typing import Any
 
 import grpc
 import pytest
-from unit_fakes import GET_PROFILE, recording_bus
 
 from mesh.resilience.bulkhead import Bulkhead
 from mesh.resilience.clock import FakeClock
@@ -15,6 +14,7 @@ from mesh.resilience.context import CallContext
 from mesh.resilience.errors import BulkheadFullError
 from mesh.resilience.events import BulkheadRejected
 from mesh.resilience.policy import BulkheadPolicy
+from tests.unit.resilience.unit_fakes import GET_PROFILE, recording_bus
 
 
 def ctx(deadline_s: float = float("inf")) -> CallContext:

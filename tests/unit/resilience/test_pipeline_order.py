@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from unit_fakes import recording_bus
 
 from mesh.resilience.channel import resilient_channel
 from mesh.resilience.clock import FakeClock
@@ -11,6 +10,7 @@ from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import PIPELINE_ORDER, build_pipeline
 from mesh.resilience.policy import PRESETS, load_policy
 from mesh.topology import EDGES
+from tests.unit.resilience.unit_fakes import recording_bus
 
 FULL = ("bulkhead", "total_deadline", "retry", "breaker", "attempt_timeout", "attempt_hook")
 EXPECTED = {

@@ -14,7 +14,6 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from unit_fakes import GET_PROFILE, FakeWire, Reply, call, recording_bus
 
 from mesh.resilience.breaker import BreakerStrategy
 from mesh.resilience.clock import FakeClock
@@ -22,6 +21,7 @@ from mesh.resilience.events import BreakerState, CallFinished
 from mesh.resilience.pipeline import build_pipeline
 from mesh.resilience.policy import PRESETS, EdgePolicy, PolicyError, load_policy, load_policy_text
 from mesh.topology import EDGES
+from tests.unit.resilience.unit_fakes import GET_PROFILE, FakeWire, Reply, call, recording_bus
 
 UNAVAILABLE = grpc.StatusCode.UNAVAILABLE
 FAILURES: dict[str, tuple[Reply, float]] = {

@@ -7,7 +7,6 @@ import random
 import grpc
 import grpc.aio
 import pytest
-from unit_fakes import CHARGE, GET_PROFILE, FakeWire, Reply, call, recording_bus
 
 from mesh.resilience.clock import FakeClock
 from mesh.resilience.errors import BreakerOpenError, DeadlineBudgetExhaustedError
@@ -15,6 +14,14 @@ from mesh.resilience.events import RetryScheduled, RetrySkipped
 from mesh.resilience.pipeline import Pipeline, build_pipeline
 from mesh.resilience.policy import EdgePolicy
 from mesh.v1 import payment_pb2
+from tests.unit.resilience.unit_fakes import (
+    CHARGE,
+    GET_PROFILE,
+    FakeWire,
+    Reply,
+    call,
+    recording_bus,
+)
 
 UNAVAILABLE = grpc.StatusCode.UNAVAILABLE
 

@@ -11,12 +11,12 @@ from collections import Counter
 
 import grpc
 import grpc.aio
-from unit_fakes import POPULAR, RECOMMEND, FakeWire, call, recording_bus
 
 from mesh.resilience.clock import FakeClock
 from mesh.resilience.events import BreakerRejected, RetryScheduled
 from mesh.resilience.pipeline import Pipeline, build_pipeline
 from mesh.resilience.policy import EdgePolicy
+from tests.unit.resilience.unit_fakes import POPULAR, RECOMMEND, FakeWire, call, recording_bus
 
 
 def setup(scope: str) -> tuple[Pipeline, FakeWire, list[object]]:
