@@ -15,13 +15,12 @@ from mesh.runtime.ratelimit import RateLimitInterceptor, RateLimitPolicy
 from mesh.runtime.relay import relay_failure
 from mesh.runtime.server import Runtime, Service
 from mesh.runtime.validation import (
-    FieldError,
-    abort_invalid,
     check_amount,
     check_currency,
     check_idempotency_key,
     check_limit,
     check_user_id,
+    checked_fields,
 )
 from mesh.v1 import (
     gateway_pb2,
@@ -83,11 +82,9 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
     async def GetHome(
         self, request: gateway_pb2.GetHomeRequest, context: grpc.aio.ServicerContext
     ) -> gateway_pb2.GetHomeResponse:
-        try:
+        async with checked_fields(context):
             user_id = check_user_id(request.user_id)
             limit = check_limit(request.limit)
-        except FieldError as err:
-            await abort_invalid(context, err)
         recs = asyncio.create_task(self.recommendations.get(user_id, limit))
         try:
             profile = await self._profiles.GetProfile(
@@ -107,13 +104,11 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
     async def Checkout(
         self, request: gateway_pb2.CheckoutRequest, context: grpc.aio.ServicerContext
     ) -> gateway_pb2.CheckoutResponse:
-        try:
+        async with checked_fields(context):
             key = check_idempotency_key(request.idempotency_key)
             user_id = check_user_id(request.user_id)
             amount = check_amount(request.amount_cents)
             currency = check_currency(request.currency)
-        except FieldError as err:
-            await abort_invalid(context, err)
         charge = payment_pb2.ChargeRequest(
             user_id=user_id, amount_cents=amount, currency=currency, idempotency_key=key
         )
@@ -137,10 +132,8 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
     async def GetCharge(
         self, request: payment_pb2.GetChargeRequest, context: grpc.aio.ServicerContext
     ) -> gateway_pb2.CheckoutResponse:
-        try:
+        async with checked_fields(context):
             charge_id, key = check_charge_lookup(request.charge_id, request.idempotency_key)
-        except FieldError as err:
-            await abort_invalid(context, err)
         lookup = payment_pb2.GetChargeRequest(charge_id=charge_id, idempotency_key=key)
         try:
             reply = await self._payments.GetCharge(lookup)

@@ -15,12 +15,12 @@ from mesh.payment.ledger import ChargeRecord, IdempotencyConflict, Ledger
 from mesh.payment.outbox import relay_from_env
 from mesh.runtime.server import Runtime, Service
 from mesh.runtime.validation import (
-    FieldError,
-    abort_invalid,
+    abort,
     check_amount,
     check_currency,
     check_idempotency_key,
     check_user_id,
+    checked_fields,
     known_user,
 )
 from mesh.telemetry.job_metrics import JobMetrics
@@ -64,17 +64,14 @@ class PaymentServicer(payment_pb2_grpc.PaymentServiceServicer):
     async def Charge(
         self, request: payment_pb2.ChargeRequest, context: grpc.aio.ServicerContext
     ) -> payment_pb2.ChargeResponse:
-        try:
+        async with checked_fields(context):
             key = check_idempotency_key(request.idempotency_key)
             user_id = check_user_id(request.user_id)
             amount = check_amount(request.amount_cents)
             currency = check_currency(request.currency)
-        except FieldError as err:
-            await abort_invalid(context, err)
         user = known_user(user_id)
         if user is None:
-            await context.abort(grpc.StatusCode.NOT_FOUND, f"user_id: no user {user_id!r}")
-            return payment_pb2.ChargeResponse()  # abort raised; for the type checker
+            await abort(context, grpc.StatusCode.NOT_FOUND, f"user_id: no user {user_id!r}")
         trace: dict[str, str] = {}
         propagate.inject(trace)  # the receipt job continues this trace
         try:
@@ -82,7 +79,8 @@ class PaymentServicer(payment_pb2_grpc.PaymentServiceServicer):
                 key, user_id, amount, currency, decline_reason(user, amount), trace
             )
         except IdempotencyConflict:
-            await context.abort(
+            await abort(
+                context,
                 grpc.StatusCode.ALREADY_EXISTS,
                 "idempotency_key: already used for a charge with a different "
                 "user, amount or currency",
@@ -94,18 +92,16 @@ class PaymentServicer(payment_pb2_grpc.PaymentServiceServicer):
     async def GetCharge(
         self, request: payment_pb2.GetChargeRequest, context: grpc.aio.ServicerContext
     ) -> payment_pb2.ChargeResponse:
-        try:
+        async with checked_fields(context):
             charge_id, key = check_charge_lookup(request.charge_id, request.idempotency_key)
-        except FieldError as err:
-            await abort_invalid(context, err)
         record = await self._ledger.get(charge_id, key)
         if record is None:
-            await context.abort(
+            await abort(
+                context,
                 grpc.StatusCode.NOT_FOUND,
                 "charge_id: no such charge (if a checkout was PENDING, nothing was charged: "
                 "retry it with the same idempotency key)",
             )
-            return payment_pb2.ChargeResponse()  # abort raised; for the type checker
         return payment_pb2.ChargeResponse(charge=to_proto(record), replayed=True)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 
 from mesh.runtime.server import Runtime, Service
-from mesh.runtime.validation import FieldError, abort_invalid, check_user_id, known_user
+from mesh.runtime.validation import abort, check_user_id, checked_fields, known_user
 from mesh.v1 import profile_pb2, profile_pb2_grpc
 
 
@@ -15,14 +15,11 @@ class ProfileServicer(profile_pb2_grpc.ProfileServiceServicer):
     async def GetProfile(
         self, request: profile_pb2.GetProfileRequest, context: grpc.aio.ServicerContext
     ) -> profile_pb2.GetProfileResponse:
-        try:
+        async with checked_fields(context):
             user_id = check_user_id(request.user_id)
-        except FieldError as err:
-            await abort_invalid(context, err)
         user = known_user(user_id)
         if user is None:
-            await context.abort(grpc.StatusCode.NOT_FOUND, f"user_id: no user {user_id!r}")
-            raise AssertionError("unreachable: abort raises")
+            await abort(context, grpc.StatusCode.NOT_FOUND, f"user_id: no user {user_id!r}")
         return profile_pb2.GetProfileResponse(
             profile=profile_pb2.Profile(
                 user_id=user.user_id,

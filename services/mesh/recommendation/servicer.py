@@ -7,7 +7,7 @@ import grpc
 from mesh.customers import Product, catalogue
 from mesh.runtime.relay import relay_failure
 from mesh.runtime.server import Runtime, Service
-from mesh.runtime.validation import FieldError, abort_invalid, check_limit, check_user_id
+from mesh.runtime.validation import check_limit, check_user_id, checked_fields
 from mesh.v1 import profile_pb2, profile_pb2_grpc, recommendation_pb2, recommendation_pb2_grpc
 
 
@@ -46,11 +46,9 @@ class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServic
     async def Recommend(
         self, request: recommendation_pb2.RecommendRequest, context: grpc.aio.ServicerContext
     ) -> recommendation_pb2.RecommendResponse:
-        try:
+        async with checked_fields(context):
             user_id = check_user_id(request.user_id)
             limit = check_limit(request.limit)
-        except FieldError as err:
-            await abort_invalid(context, err)
         try:
             reply = await self._profiles.GetProfile(profile_pb2.GetProfileRequest(user_id=user_id))
         except grpc.aio.AioRpcError as err:
@@ -61,10 +59,8 @@ class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServic
     async def Popular(
         self, request: recommendation_pb2.PopularRequest, context: grpc.aio.ServicerContext
     ) -> recommendation_pb2.RecommendResponse:
-        try:
+        async with checked_fields(context):
             limit = check_limit(request.limit)
-        except FieldError as err:
-            await abort_invalid(context, err)
         return recommendation_pb2.RecommendResponse(products=popular(limit), source="popular")
 
 

@@ -21,6 +21,7 @@ import grpc
 
 from mesh.resilience.classify import RETRYABLE_CODES
 from mesh.resilience.errors import PUSHBACK_KEY, ResilienceError
+from mesh.runtime.validation import abort
 
 
 def pushback_of(err: grpc.aio.AioRpcError) -> str | None:
@@ -57,5 +58,4 @@ async def relay_failure(
         pushback = "-1"
     if pushback is not None:
         context.set_trailing_metadata(((PUSHBACK_KEY, pushback),))
-    await context.abort(code, f"{dependency}: {err.details() or err.code().name}")
-    raise AssertionError("unreachable: abort raises")
+    await abort(context, code, f"{dependency}: {err.details() or err.code().name}")

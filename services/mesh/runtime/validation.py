@@ -8,6 +8,8 @@ matches any Unicode digit (Arabic-Indic `u-١٢٣٤` would be a user id).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from types import TracebackType
 from typing import NoReturn
 
 import grpc
@@ -31,9 +33,33 @@ class FieldError(ValueError):
         self.reason = reason
 
 
-async def abort_invalid(context: grpc.aio.ServicerContext, err: FieldError) -> NoReturn:
-    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
-    raise AssertionError("unreachable: abort raises")
+async def abort(
+    context: grpc.aio.ServicerContext,
+    code: grpc.StatusCode,
+    details: str,
+    trailers: Sequence[tuple[str, str]] = (),
+) -> NoReturn:
+    """End the call with `code`: the one way a servicer refuses a call. (grpc.aio's
+    `context.abort` raises, but is not typed NoReturn; this says so to the type checker.)"""
+    await context.abort(code, details, tuple(trailers))
+    raise AssertionError("unreachable: context.abort raises")
+
+
+class checked_fields:  # lower case: read as `async with checked_fields(context):`
+    """Validate a request's fields inside; a FieldError ends the call with INVALID_ARGUMENT
+    naming the field. Never swallows an exception, so what the block assigns is assigned."""
+
+    def __init__(self, context: grpc.aio.ServicerContext) -> None:
+        self._context = context
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if isinstance(err, FieldError):
+            await abort(self._context, grpc.StatusCode.INVALID_ARGUMENT, str(err))
 
 
 def check_user_id(value: str, field: str = "user_id") -> str:
