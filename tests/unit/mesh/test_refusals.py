@@ -26,7 +26,7 @@ class FakeContext:
 async def test_a_field_error_ends_the_call_with_invalid_argument_naming_the_field() -> None:
     context = FakeContext()
     with pytest.raises(Aborted):
-        async with checked_fields(context):  # type: ignore[arg-type]
+        async with checked_fields(context):
             check_user_id("u-0001")
             check_limit(99)
     assert context.aborted == (
@@ -38,11 +38,11 @@ async def test_a_field_error_ends_the_call_with_invalid_argument_naming_the_fiel
 
 async def test_valid_fields_pass_and_other_errors_are_not_swallowed() -> None:
     context = FakeContext()
-    async with checked_fields(context):  # type: ignore[arg-type]
+    async with checked_fields(context):
         user_id = check_user_id("u-0001")
     assert user_id == "u-0001"
     with pytest.raises(KeyError):
-        async with checked_fields(context):  # type: ignore[arg-type]
+        async with checked_fields(context):
             raise KeyError("x")
     assert context.aborted is None
 
@@ -50,5 +50,5 @@ async def test_valid_fields_pass_and_other_errors_are_not_swallowed() -> None:
 async def test_abort_passes_code_details_and_trailers() -> None:
     context = FakeContext()
     with pytest.raises(Aborted):
-        await abort(context, grpc.StatusCode.NOT_FOUND, "nope", [("k", "v")])  # type: ignore[arg-type]
+        await abort(context, grpc.StatusCode.NOT_FOUND, "nope", [("k", "v")])
     assert context.aborted == (grpc.StatusCode.NOT_FOUND, "nope", (("k", "v"),))
