@@ -25,7 +25,7 @@ from statistics import fmean
 
 from chaos.experiment.loading import catalogue
 from chaos.experiment.model import AppFault, Fault, ToxicFault
-from chaos.launcher import Mesh
+from chaos.launch.mesh import Mesh
 from chaos.load import Outcome, run_load
 from chaos.run.faults import Injector, describe
 from chaos.toxiproxy.client import ToxiproxyClient

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from chaos.launcher import Mesh, Ports
+from chaos.launch.mesh import Mesh
+from chaos.launch.ports import Ports
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from chaos.cli.json_out import JsonOpt, to_stdout, write_json
-from chaos.launcher import STATE_FILE, MeshState
+from chaos.launch.state import STATE_FILE, MeshState
 from chaos.load import metadata_for, traced
 from mesh.resilience.errors import PUSHBACK_KEY
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2

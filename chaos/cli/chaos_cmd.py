@@ -29,7 +29,9 @@ from chaos.cli.json_out import JsonOpt, write_json
 from chaos.experiment.lesson_order import in_lesson_order
 from chaos.experiment.loading import load_experiment
 from chaos.experiment.model import EXPERIMENTS_DIR, Experiment, ExperimentError
-from chaos.launcher import LaunchError, Mesh, Ports
+from chaos.launch.mesh import Mesh
+from chaos.launch.ports import Ports
+from chaos.launch.processes import LaunchError
 from chaos.report.index import write_index
 from chaos.report.table_fit import Column, FitTable
 from chaos.report.tables import print_result, showed, to_json, write_report

@@ -8,8 +8,8 @@ from typing import Annotated, NoReturn
 import typer
 from rich.console import Console
 
-from chaos.control import ControlUnavailable, request
-from chaos.launcher import STATE_FILE, MeshState
+from chaos.launch.control import ControlUnavailable, request
+from chaos.launch.state import STATE_FILE, MeshState
 
 console = Console()
 

@@ -15,7 +15,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from chaos.cli.json_out import JsonOpt, human_output_to_stderr, to_stdout, write_json
-from chaos.launcher import LaunchError, Mesh, Ports
+from chaos.launch.mesh import Mesh
+from chaos.launch.ports import Ports
+from chaos.launch.processes import LaunchError
 from chaos.soak import SoakConfig, SoakResult, run_soak
 
 console = Console()

@@ -14,9 +14,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from chaos.control import ControlServer
-from chaos.launcher import LaunchError, Mesh, MeshState, Ports, StateDirInUse
-from chaos.supervisor import Supervisor, SupervisorEvent
+from chaos.launch.control import ControlServer
+from chaos.launch.mesh import Mesh
+from chaos.launch.ports import Ports
+from chaos.launch.processes import LaunchError
+from chaos.launch.state import MeshState, StateDirInUse
+from chaos.launch.supervisor import Supervisor, SupervisorEvent
 from mesh.runtime.logging import JsonFormatter
 
 console = Console()

@@ -9,7 +9,7 @@ Where each metric comes from (the runner measures them; a unit test pins the run
   the experiment's `dependency`;
 - the fault phase also: FAULT_ONLY; `<rpc>_p99_vs_steady` for an RPC in both the steady-state
   and the fault load; CAPACITY when the load sets `rate_x_capacity`; what each named check
-  declares (chaos/run/checks.py);
+  declares (chaos/builtin/checks.py);
 - the recovery phase also: RECOVERY_ONLY;
 - a scenario experiment: only what its scenario declares for the variant's params
   (chaos/registry.py), in the fault phase.

@@ -282,7 +282,7 @@ class Experiment(_Model):
         default="recommendation", description="whose received calls the table counts"
     )
     dependency_method: str = Field(default="*", description="method name, or * for all")
-    checks: list[str] = Field(default=[], description="named checks from chaos/run/checks.py")
+    checks: list[str] = Field(default=[], description="named checks from chaos/builtin/checks.py")
     scenario: str | None = Field(
         default=None,
         description="a named scenario (chaos/registry.py) drives this experiment instead of "

@@ -14,7 +14,7 @@ import grpc
 from bullmq import Queue
 
 from chaos.jobs.mailbox import Mailbox
-from chaos.launcher import Mesh
+from chaos.launch.mesh import Mesh
 from mesh.contracts.receipt_job import JOB_NAME, Receipt, ReceiptRetry, job_id_for
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from bullmq import Queue
 
-from chaos.launcher import MeshState
+from chaos.launch.state import MeshState
 from mesh.contracts.receipt_job import QUEUE
 
 STATES = ("waiting", "active", "delayed", "completed", "failed")

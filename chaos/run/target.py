@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from chaos.launcher import STATE_FILE, Mesh
+from chaos.launch.mesh import Mesh
+from chaos.launch.state import STATE_FILE
 
 STATE_FILE_MAX_BYTES = 1 << 20
 

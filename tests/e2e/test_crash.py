@@ -19,7 +19,8 @@ import grpc
 import grpc.aio
 import pytest
 
-from chaos.launcher import Mesh, Ports
+from chaos.launch.mesh import Mesh
+from chaos.launch.ports import Ports
 from chaos.load import Outcome, metadata_for, run_load
 from mesh.contracts.charge_ids import charge_id_for
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.jobs.redis_server import ping
+from chaos.launch.redis_server import ping
 from tests.e2e.mesh_up_process import MeshUp, pid_alive, serving, wait_for
 
 pytestmark = pytest.mark.e2e

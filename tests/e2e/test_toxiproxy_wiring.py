@@ -14,7 +14,7 @@ import pytest
 from toxiproxy import Toxiproxy
 from toxiproxy.api import APIConsumer
 
-from chaos.launcher import Mesh
+from chaos.launch.mesh import Mesh
 from mesh.topology import EDGES, SERVICES
 
 pytestmark = pytest.mark.e2e

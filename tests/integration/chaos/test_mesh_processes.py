@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from chaos.launcher import STATE_FILE, Mesh, MeshState, Ports, StateDirInUse
-from chaos.processes import ChildProcess
-from chaos.supervisor import Backoff, Supervisor, SupervisorEvent
+from chaos.launch.mesh import Mesh
+from chaos.launch.ports import Ports
+from chaos.launch.processes import ChildProcess
+from chaos.launch.state import STATE_FILE, MeshState, StateDirInUse
+from chaos.launch.supervisor import Backoff, Supervisor, SupervisorEvent
 
 IGNORES_SIGTERM = (
     "import signal, sys, time\n"
@@ -135,7 +137,7 @@ def test_the_lock_of_a_mesh_killed_with_sigkill_is_released(tmp_path: Path) -> N
             "-c",
             "import sys, time\n"
             "from pathlib import Path\n"
-            "from chaos.launcher import Mesh, Ports\n"
+            "from chaos.launch.mesh import Mesh\nfrom chaos.launch.ports import Ports\n"
             f"Mesh(state_dir=Path({str(state_dir)!r}), ports=Ports.auto()).lock()\n"
             "print('locked', flush=True)\n"
             "time.sleep(60)\n",

@@ -13,7 +13,7 @@ import grpc
 import pytest
 
 from chaos.experiment.loading import load_experiment
-from chaos.launcher import Mesh
+from chaos.launch.mesh import Mesh
 from chaos.run.runner import Runner
 from chaos.run.target import Target
 from chaos.toxiproxy.client import ToxiproxyClient

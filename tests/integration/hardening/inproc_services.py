@@ -16,7 +16,7 @@ import grpc
 import grpc.aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from chaos.launcher import free_ports
+from chaos.launch.ports import free_ports
 from mesh.gateway import servicer as gateway
 from mesh.profile import servicer as profile
 from mesh.recommendation import servicer as recommendation

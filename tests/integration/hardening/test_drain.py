@@ -10,7 +10,7 @@ import uuid
 import grpc
 import grpc.aio
 
-from chaos.launcher import Mesh
+from chaos.launch.mesh import Mesh
 from mesh.v1 import admin_pb2, admin_pb2_grpc, gateway_pb2, gateway_pb2_grpc, payment_pb2
 
 IN_FLIGHT = 24
@@ -38,7 +38,7 @@ async def _call(stub: gateway_pb2_grpc.GatewayStub, md: tuple[tuple[str, str], .
         )
         return "OK" if out.status == payment_pb2.CHARGE_STATUS_SUCCEEDED else "NOT_CHARGED"
     except grpc.aio.AioRpcError as err:
-        return err.code().name
+        return str(err.code().name)
 
 
 async def test_sigterm_drains_accepted_calls_and_refuses_new_ones(mesh: Mesh) -> None:

@@ -113,7 +113,7 @@ def hostile_fields(draw: st.DrawFn, seed: Message) -> bytes:
     for field in seed.DESCRIPTOR.fields:
         if field.type in SCALARS and draw(st.booleans()):
             setattr(message, field.name, draw(SCALARS[field.type]))
-    return message.SerializeToString()
+    return bytes(message.SerializeToString())
 
 
 def payloads(target: Target) -> st.SearchStrategy[bytes]:

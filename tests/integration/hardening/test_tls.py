@@ -11,8 +11,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from typer.testing import CliRunner
 
 from chaos.cli.app import app
-from chaos.cli.certs import write_certs
-from chaos.launcher import Mesh, Ports
+from chaos.launch.certs import write_certs
+from chaos.launch.mesh import Mesh
+from chaos.launch.ports import Ports
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 
 INTERNAL = ("profile", "recommendation", "payment")

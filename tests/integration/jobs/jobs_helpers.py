@@ -13,8 +13,8 @@ from typing import Any
 
 from bullmq import Job, Queue
 
-from chaos.jobs.redis_server import redis_args, wait_ping
-from chaos.launcher import free_port
+from chaos.launch.ports import free_port
+from chaos.launch.redis_server import redis_args, wait_ping
 from mesh.contracts.receipt_job import JOB_NAME, Receipt, ReceiptRetry, job_id_for
 from mesh.notification.config import NotificationConfig
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from chaos.launcher import Mesh
+from chaos.launch.mesh import Mesh
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2, payment_pb2_grpc
 
 SC = grpc.StatusCode
@@ -33,8 +34,13 @@ def _key() -> str:
     return f"test-{uuid.uuid4().hex}"
 
 
-def _checkout(stub, md, **fields):  # type: ignore[no-untyped-def]
-    req = {"user_id": "u-0001", "amount_cents": 1250, "currency": "USD", "idempotency_key": _key()}
+def _checkout(stub: Any, md: Any, **fields: Any) -> Any:
+    req: dict[str, Any] = {
+        "user_id": "u-0001",
+        "amount_cents": 1250,
+        "currency": "USD",
+        "idempotency_key": _key(),
+    }
     req.update(fields)
     return stub.Checkout(gateway_pb2.CheckoutRequest(**req), timeout=5, metadata=md)
 

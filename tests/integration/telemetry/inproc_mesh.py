@@ -14,7 +14,7 @@ import grpc
 import grpc.aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from chaos.launcher import free_port
+from chaos.launch.ports import free_port
 from chaos.toxiproxy.server import ToxiproxyServer
 from mesh.gateway import servicer as gateway
 from mesh.profile import servicer as profile

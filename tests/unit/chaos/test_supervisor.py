@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from chaos.processes import LaunchError, ProcessStatus
-from chaos.supervisor import Backoff, Supervisor, SupervisorEvent
+from chaos.launch.processes import LaunchError, ProcessStatus
+from chaos.launch.supervisor import Backoff, Supervisor, SupervisorEvent
 
 
 @dataclass

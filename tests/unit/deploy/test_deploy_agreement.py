@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from chaos.launcher import Mesh, Ports
+from chaos.launch.mesh import Mesh
+from chaos.launch.ports import Ports
 from mesh.runtime.config import ServiceConfig
 from mesh.topology import EDGES, PEERS, SERVICES, TOXIPROXY_API_PORT, edges_from, service
 from tests.unit.deploy.deploy_sources import (

@@ -1,10 +1,10 @@
 """Start the mesh as local processes (services behind the embedded Toxiproxy) and stop it.
 
 Used by `mesh up`, the experiment runner and the end-to-end tests. Every process it starts
-it also stops, by PID, on every exit path. One mesh per state dir (chaos.state_lock); its
+it also stops, by PID, on every exit path. One mesh per state dir (chaos.launch.state_lock); its
 mesh.json (which holds the API key) is written owner-only. A restarted process keeps its
 ports and the current policy, and its log is appended to. Nothing here restarts a process
-on its own: `mesh up` adds that (chaos.supervisor), the experiment runner does not.
+on its own: `mesh up` adds that (chaos.launch.supervisor), the experiment runner does not.
 """
 
 from __future__ import annotations
@@ -13,18 +13,15 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
 
-from chaos.processes import (
+from chaos.launch.ports import Ports, free_port
+from chaos.launch.processes import (
     GRACE_S,
     ChildProcess,
     ProcessStatus,
@@ -36,135 +33,19 @@ from chaos.processes import (
     wait_ready,
     wait_serving,
 )
-from chaos.processes import (
+from chaos.launch.processes import (
     LaunchError as LaunchError,  # re-exported: callers import it from here
 )
-from chaos.state_lock import StateLock
+from chaos.launch.state import STATE_FILE, MeshState, StateDirInUse
+from chaos.launch.state_lock import StateLock
 from mesh.runtime.tls import CA_CERT, PLAINTEXT_LISTENERS, tls_enabled
 from mesh.topology import (
     EDGES,
-    PEERS,
     SERVICES,
-    TOXIPROXY_API_PORT,
     Edge,
     ServiceSpec,
     service,
 )
-
-STATE_FILE = "mesh.json"
-
-
-class StateDirInUse(LaunchError):
-    """Another mesh holds the state dir; nothing was started and no file was touched."""
-
-    def __init__(self, state_dir: Path, holder: Mapping[str, Any]) -> None:
-        self.pid = holder.get("pid")
-        self.gateway = holder.get("gateway")
-        super().__init__(
-            f"a mesh is already running on {state_dir} (pid {self.pid or 'unknown'}, "
-            f"gateway {self.gateway or 'unknown'}); stop it first, or use another state dir"
-        )
-
-
-def free_port() -> int:
-    return free_ports(1)[0]
-
-
-def free_ports(count: int) -> list[int]:
-    """`count` distinct free ports on 127.0.0.1 (all held open until every one is chosen)."""
-    sockets = []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            sockets.append(s)
-            s.bind(("127.0.0.1", 0))
-        return [int(s.getsockname()[1]) for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
-@dataclass
-class Ports:
-    """Every port the embedded mesh uses; `auto()` picks free ones (for tests and CI)."""
-
-    listen: dict[str, int]
-    admin: dict[str, int]
-    metrics: dict[str, int]
-    proxies: dict[str, int]
-    toxiproxy_api: int
-
-    @classmethod
-    def default(cls, gateway_port: int | None = None) -> Ports:
-        listen = {s.name: s.port for s in (*SERVICES, *PEERS)}
-        if gateway_port:
-            listen["gateway"] = gateway_port
-        return cls(
-            listen=listen,
-            admin={s.name: s.admin_port for s in SERVICES},
-            metrics={s.name: s.metrics_port for s in SERVICES},
-            proxies={e.proxy_name: e.proxy_port for e in EDGES},
-            toxiproxy_api=TOXIPROXY_API_PORT,
-        )
-
-    @classmethod
-    def auto(cls) -> Ports:
-        """Free ports, all different: every one stays bound until all are picked (ports picked
-        one at a time can come back twice, and two proxies on one port break an edge)."""
-        names = [
-            *(("listen", s.name) for s in (*SERVICES, *PEERS)),
-            *(("admin", s.name) for s in SERVICES),
-            *(("metrics", s.name) for s in SERVICES),
-            *(("proxies", e.proxy_name) for e in EDGES),
-            ("api", "toxiproxy"),
-        ]
-        ports = dict(zip(names, free_ports(len(names)), strict=True))
-        table: dict[str, dict[str, int]] = {"listen": {}, "admin": {}, "metrics": {}, "proxies": {}}
-        for (kind, name), port in ports.items():
-            if kind != "api":
-                table[kind][name] = port
-        return cls(**table, toxiproxy_api=ports[("api", "toxiproxy")])
-
-
-@dataclass
-class MeshState:
-    """What a running mesh tells other commands (`mesh call`, `mesh chaos --target`)."""
-
-    gateway: str
-    toxiproxy: str | None
-    services: dict[str, dict[str, str]]
-    proxies: dict[str, dict[str, str]]
-    pids: dict[str, int]
-    policy: str
-    state_dir: str
-    api_key: str | None = None
-    extra: dict[str, str] = field(default_factory=dict)
-    owner_pid: int | None = None
-    """The process that started the mesh and will stop it (`mesh up`, the runner)."""
-    control: str | None = None
-    """`mesh up`'s control socket (how `mesh restart` reaches it); None: nothing supervises."""
-
-    def save(self, state_dir: Path) -> Path:
-        """Replace mesh.json atomically with a file born 0600 (it holds the API key)."""
-        path = state_dir / STATE_FILE
-        fd, tmp = tempfile.mkstemp(dir=state_dir, prefix=f".{STATE_FILE}.")  # mode 0600
-        try:
-            with os.fdopen(fd, "w") as out:
-                out.write(json.dumps(asdict(self), indent=2))
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
-
-    @classmethod
-    def load(cls, state_dir: Path) -> MeshState | None:
-        path = state_dir / STATE_FILE
-        if not path.exists():
-            return None
-        data = json.loads(path.read_text())
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 def _first_key(path: Path) -> str | None:
@@ -325,7 +206,7 @@ class Mesh:
         if tls_enabled(env):
             self.tls_dir = Path(env.get("MESH_TLS_DIR") or self.state_dir / "certs").resolve()
             if not (self.tls_dir / CA_CERT).exists():
-                from chaos.cli.certs import write_certs
+                from chaos.launch.certs import write_certs
 
                 write_certs(self.tls_dir)
 
@@ -338,7 +219,7 @@ class Mesh:
         policy. Not registered in `procs`: the caller places it."""
         listen = f"127.0.0.1:{self.ports.listen.get(name, 0)}"
         if name == "redis":
-            from chaos.jobs.redis_server import redis_args
+            from chaos.launch.redis_server import redis_args
 
             args = redis_args(self.ports.listen["redis"], self.state_dir / "redis")
             return self._spawn(name, args, {}, python=False, note=note)
@@ -358,7 +239,7 @@ class Mesh:
         name, timeout_s, abort = proc.name, self.start_timeout_s, self._stopping
         addr = f"127.0.0.1:{self.ports.listen.get(name, 0)}"
         if name == "redis":
-            from chaos.jobs.redis_server import ping
+            from chaos.launch.redis_server import ping
 
             wait_ready(proc, lambda: ping(addr), f"answer PING at {addr}", timeout_s, abort)
         elif name == "smtp":

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from chaos.control import ControlServer
-from chaos.processes import LaunchError, ProcessStatus, describe_exit
+from chaos.launch.control import ControlServer
+from chaos.launch.processes import LaunchError, ProcessStatus, describe_exit
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class SupervisorEvent:
 
 
 class SupervisedMesh(Protocol):
-    """What the supervisor needs of chaos.launcher.Mesh."""
+    """What the supervisor needs of chaos.launch.mesh.Mesh."""
 
     @property
     def stopping(self) -> bool: ...
@@ -164,7 +164,7 @@ class Supervisor:
         return pid
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Answer one control request (chaos.control)."""
+        """Answer one control request (chaos.launch.control)."""
         op = request.get("op")
         if op == "ping":
             return {"ok": True, "pid": os.getpid()}
