@@ -25,7 +25,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from chaos.cli.json_out import JsonOpt, write_json
+from chaos.cli.json_out import JsonOpt, human_output_to_stderr, write_json
 from chaos.experiment.lesson_order import in_lesson_order
 from chaos.experiment.loading import load_experiment
 from chaos.experiment.model import EXPERIMENTS_DIR, Experiment, ExperimentError
@@ -281,6 +281,7 @@ def run(
 ) -> None:
     """Run experiments; exit 1 when a hypothesis does not hold, 2 on bad input."""
     names = _catalogue_names() if all_ else list(experiments or [])
-    results = execute(names, target, json_path, reports, state_dir)
+    with human_output_to_stderr(json_path, console):
+        results = execute(names, target, json_path, reports, state_dir)
     if not all(r.held for r in results):
         raise typer.Exit(1)

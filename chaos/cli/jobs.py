@@ -22,7 +22,10 @@ app = typer.Typer(
 console = Console()
 T = TypeVar("T")
 
-StateDir = Annotated[Path, typer.Option(help="The running mesh's state directory.")]
+StateDir = Annotated[
+    Path,
+    typer.Option(envvar="MESH_STATE_DIR", help="The running mesh's state directory."),
+]
 RedisOpt = Annotated[str | None, typer.Option("--redis", help="HOST:PORT (default: the mesh's).")]
 
 

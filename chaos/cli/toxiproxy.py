@@ -17,6 +17,14 @@ def toxiproxy(
     config: Annotated[
         Path | None, typer.Option(help="JSON list of proxies to create at start (like -config).")
     ] = None,
+    allow_non_loopback: Annotated[
+        bool,
+        typer.Option(
+            "--allow-non-loopback",
+            help="Let proxies listen on non-loopback addresses (refused by default, unlike "
+            "Toxiproxy).",
+        ),
+    ] = False,
 ) -> None:
     """Run the embedded Toxiproxy server (same HTTP API as Toxiproxy 2.12) until Ctrl-C."""
     from chaos.toxiproxy.server import serve_forever
@@ -24,4 +32,8 @@ def toxiproxy(
     if config is not None and not config.is_file():
         typer.echo(f"error: --config {config}: no such file", err=True)
         raise typer.Exit(2)
-    asyncio.run(serve_forever(host, port, str(config) if config else None))
+    asyncio.run(
+        serve_forever(
+            host, port, str(config) if config else None, allow_non_loopback=allow_non_loopback
+        )
+    )
