@@ -4,6 +4,7 @@ one of them, and the tooling's libraries (the `tools` extra) must stay out of it
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata
 import re
 import sys
@@ -37,8 +38,8 @@ def base_dependencies() -> set[str]:
     return {_name(r) for r in requirements}
 
 
-def imported_top_levels(root: Path) -> Iterator[tuple[str, str]]:
-    """(top-level module, where) for every absolute import under root, generated stubs aside."""
+def imported_modules(root: Path) -> Iterator[tuple[str, str]]:
+    """(module, where) for every absolute import under root, generated stubs aside."""
     for path in sorted(root.rglob("*.py")):
         if GENERATED in path.parents:
             continue
@@ -50,21 +51,40 @@ def imported_top_levels(root: Path) -> Iterator[tuple[str, str]]:
             else:
                 continue
             for name in names:
-                yield name.split(".")[0], f"{path.relative_to(root)}:{node.lineno}"
+                yield name, f"{path.relative_to(root)}:{node.lineno}"
 
 
-def distributions_of(top_level: str) -> set[str]:
-    return {_name(d) for d in importlib.metadata.packages_distributions().get(top_level, [])}
+@functools.cache
+def _top_level_distributions() -> dict[str, list[str]]:
+    return dict(importlib.metadata.packages_distributions())
+
+
+def distributions_of(module: str) -> set[str]:
+    """The installed distributions that ship module. A namespace package's top level (google,
+    opentelemetry) comes from several; keep those holding files under the module's own path."""
+    candidates = _top_level_distributions().get(module.split(".")[0], [])
+    if len(candidates) <= 1:
+        return {_name(d) for d in candidates}
+    prefix = module.replace(".", "/")
+    return {
+        _name(d)
+        for d in candidates
+        if any(
+            str(f).startswith((prefix + "/", prefix + ".py"))
+            for f in importlib.metadata.files(d) or []
+        )
+    }
 
 
 def test_every_import_in_services_is_a_base_dependency() -> None:
     base = base_dependencies()
     unresolved = []
-    for top, where in imported_top_levels(MESH):
+    for module, where in imported_modules(MESH):
+        top = module.split(".")[0]
         if top in NOT_IN_SERVICES or top == "mesh" or top in sys.stdlib_module_names:
             continue
-        if not distributions_of(top) & base:
-            unresolved.append(f"{where}: {top} (from {sorted(distributions_of(top))})")
+        if not distributions_of(module) & base:
+            unresolved.append(f"{where}: {module} (from {sorted(distributions_of(module))})")
     assert not unresolved, "services import what the image does not install:\n" + "\n".join(
         unresolved
     )
@@ -81,6 +101,12 @@ def test_the_tooling_is_an_extra_the_image_does_not_install() -> None:
 
 def test_the_check_sees_a_tooling_import(tmp_path: Path) -> None:
     (tmp_path / "plot.py").write_text("import matplotlib.pyplot as plt\nfrom typer import Typer\n")
-    found = {top for top, _ in imported_top_levels(tmp_path)}
-    assert found == {"matplotlib", "typer"}
-    assert not any(distributions_of(top) & base_dependencies() for top in found)
+    found = {module for module, _ in imported_modules(tmp_path)}
+    assert found == {"matplotlib.pyplot", "typer"}
+    assert not any(distributions_of(module) & base_dependencies() for module in found)
+
+
+def test_a_namespace_package_resolves_to_the_distribution_of_the_module() -> None:
+    assert distributions_of("opentelemetry.sdk.trace") == {"opentelemetry-sdk"}
+    assert distributions_of("google.protobuf") == {"protobuf"}
+    assert distributions_of("opentelemetry.instrumentation.grpc") & base_dependencies() == set()
