@@ -168,7 +168,8 @@ async def _exchange(
         + body
     )
     await writer.drain()
-    decoder, pending, seen, end_stream = Decoder(), b"", {}, False
+    seen: dict[bytes, bytes] = {}
+    decoder, pending, end_stream = Decoder(), b"", False
     while True:
         kind, flags, stream, payload = await _read_frame(reader)
         if kind == SETTINGS and not flags & ACK:

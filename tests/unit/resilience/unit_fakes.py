@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import Any, TypeAlias
 
 import grpc
 import grpc.aio
@@ -26,7 +26,7 @@ REQUESTS: dict[str, Any] = {
     POPULAR: recommendation_pb2.PopularRequest(),
 }
 
-Reply = grpc.StatusCode | tuple[grpc.StatusCode, str] | None
+Reply: TypeAlias = grpc.StatusCode | tuple[grpc.StatusCode, str] | None
 """None = OK; a code; or (code, grpc-retry-pushback-ms value)."""
 
 
