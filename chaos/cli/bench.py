@@ -91,3 +91,72 @@ def proxy(
 
     result = asyncio.run(run_proxy_bench(calls=calls, concurrency=concurrency, rounds=rounds))
     _finish("embedded Toxiproxy overhead", result, json_path)
+
+
+def print_mesh_result(result: dict[str, Any]) -> None:
+    table = Table(
+        title=f"CPU ms per GetHome ({result['requests']} requests x {result['rounds']} rounds, "
+        f"{result['concurrency']} in flight)",
+        title_justify="left",
+    )
+    procs = ["gateway", "recommendation", "profile", "proxy", "client"]
+    heads = ("setup", "total", "gw", "rec", "prof", "proxy", "client", "req/s", "p50", "p99")
+    for col in (*heads, "CPU x", "req/s x"):
+        table.add_column(col, justify="left" if col == "setup" else "right")
+    for name, row in result["variants"].items():
+        cpu = row["cpu_ms_per_request"]
+        table.add_row(
+            name,
+            f"{row['total_cpu_ms_per_request']:.2f}",
+            *(f"{cpu[p]:.2f}" if p in cpu else "-" for p in procs),
+            f"{row['throughput_rps']:.0f}",
+            f"{row['p50_ms']:.2f}",
+            f"{row['p99_ms']:.2f}",
+            f"{row['cpu_ratio']:.2f}",
+            f"{row['throughput_ratio']:.2f}",
+        )
+    console.print(table, width=max(console.width, 120))
+    console.print(
+        "CPU ms per request per process (gw, rec, prof, proxy, client; total: their sum); "
+        "p50/p99 in ms; x: ratio to the floor"
+    )
+    console.print(
+        f"ratios against the floor (plain grpc.aio); load average {result['loadavg_1m']:.2f} "
+        f"on {result['cpus']} CPUs"
+    )
+
+
+@app.command("mesh")
+def mesh_cmd(
+    requests: Annotated[
+        int, typer.Option(min=10, max=100_000, help="GetHome calls per variant per round.")
+    ] = 1500,
+    concurrency: Annotated[int, typer.Option(min=1, max=256, help="Calls in flight.")] = 16,
+    rounds: Annotated[int, typer.Option(min=1, max=20, help="Interleaved rounds.")] = 3,
+    variant: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--variant",
+            help="Measure only these (repeatable): direct, proxied, traced, traced-otlp. "
+            "The floor is always measured.",
+        ),
+    ] = None,
+    json_path: JsonOpt = None,
+) -> None:
+    """CPU per GetHome in every process: the mesh's variants against plain grpc.aio."""
+    from chaos.bench.mesh import VARIANTS, run_mesh_bench
+
+    chosen = tuple(variant) if variant else tuple(VARIANTS)
+    unknown = [v for v in chosen if v not in VARIANTS]
+    if unknown:
+        console.print(f"unknown variant {unknown[0]!r}; known: {', '.join(VARIANTS)}")
+        raise typer.Exit(2)
+    result = run_mesh_bench(
+        requests=requests, concurrency=concurrency, rounds=rounds, variants=chosen
+    )
+    with human_output_to_stderr(json_path, console):
+        print_mesh_result(result)
+    if json_path is not None:
+        write_json(json_path, result)
+        if not to_stdout(json_path):
+            console.print(f"wrote {json_path}")
