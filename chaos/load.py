@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 import secrets
 import time
 import uuid
@@ -67,11 +68,14 @@ class LoadResult:
 
 
 def percentile(values: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100); 0.0 for no values."""
+    """Nearest-rank percentile (q in 0..100): the smallest value with at least q% of the
+    values at or below it, so always a value some request really had (never interpolated,
+    never beyond the slowest); 0.0 for no values. The chaos package's one definition
+    (tests/unit/chaos/test_measure.py pins it)."""
     if not values:
         return 0.0
     ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
+    rank = max(1, min(len(ordered), math.ceil(q * len(ordered) / 100)))
     return ordered[rank - 1]
 
 

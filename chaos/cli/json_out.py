@@ -62,11 +62,13 @@ def human_output_to_stderr(json_path: Path | None, *consoles: Console) -> Iterat
     if not to_stdout(json_path):
         yield
         return
-    saved = [c.file for c in consoles]
+    # What each console was given, not what it resolved: a console made without a file
+    # follows sys.stdout (which a test runner swaps), and must go on following it.
+    saved = [c._file for c in consoles]
     for c in consoles:
         c.file = sys.stderr
     try:
         yield
     finally:
         for c, file in zip(consoles, saved, strict=True):
-            c.file = file
+            c._file = file

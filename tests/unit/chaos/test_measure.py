@@ -1,0 +1,110 @@
+"""The runner's metric functions: what a phase's outcomes and counters give, and the verdict.
+
+One percentile definition for the whole chaos package: nearest-rank (chaos.load.percentile).
+A p99 is a latency some request really had (never interpolated between two, never beyond the
+slowest), and it is the same on every report, table and plot.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chaos.counters import Snapshot
+from chaos.experiment.loading import load_experiment
+from chaos.experiment.model import Expectation
+from chaos.load import LoadResult, Outcome, percentile
+from chaos.results import ExperimentResult, PhaseResult, VariantResult
+from chaos.run.measure import counter_metrics, evaluate, load_metrics
+
+
+@pytest.mark.parametrize(
+    ("q", "expected"),
+    [(0, 1.0), (50, 50.0), (95, 95.0), (99, 99.0), (99.9, 100.0), (100, 100.0)],
+)
+def test_percentile_is_nearest_rank(q: float, expected: float) -> None:
+    assert percentile([float(v) for v in range(100, 0, -1)], q) == expected
+
+
+def test_percentile_of_few_values_is_one_of_them() -> None:
+    # statistics.quantiles would give 10.0 + extrapolation here; nearest-rank gives the max.
+    assert percentile([1.0, 2.0, 10.0], 99) == 10.0
+    assert percentile([1.0, 2.0, 10.0], 50) == 2.0
+    assert percentile([], 99) == 0.0
+
+
+def _outcome(rpc: str, code: str, ms: float, degraded: tuple[str, ...] = ()) -> Outcome:
+    return Outcome(rpc=rpc, code=code, latency_s=ms / 1000, degraded=degraded)
+
+
+def test_load_metrics_count_rates_latencies_and_codes() -> None:
+    outcomes = [
+        _outcome("home", "OK", 10),
+        _outcome("home", "OK", 20, ("recommendations:popular",)),
+        _outcome("checkout", "OK", 30),
+        _outcome("checkout", "UNAVAILABLE", 40),
+    ]
+    metrics = load_metrics(LoadResult(outcomes, elapsed_s=2.0))
+    assert metrics["requests"] == 4
+    assert metrics["ok"] == 3 and metrics["errors"] == 1
+    assert metrics["ok_rate"] == 0.75 and metrics["error_rate"] == 0.25
+    assert metrics["degraded"] == 1 and metrics["served_popular"] == 1
+    assert metrics["personalised"] == 1
+    assert metrics["p50_ms"] == pytest.approx(20) and metrics["p99_ms"] == pytest.approx(40)
+    assert metrics["ok_p99_ms"] == pytest.approx(30)
+    assert metrics["goodput_per_s"] == 1.5
+    assert metrics["home_ok_rate"] == 1.0 and metrics["checkout_ok_rate"] == 0.5
+    assert metrics["code.OK"] == 3 and metrics["code.UNAVAILABLE"] == 1
+
+
+def test_load_metrics_of_no_load_are_zero() -> None:
+    metrics = load_metrics(LoadResult())
+    assert metrics["requests"] == 0 and metrics["ok_rate"] == 0 and metrics["p99_ms"] == 0
+    assert "home_ok_rate" not in metrics
+
+
+def test_counter_metrics_count_the_dependencys_calls() -> None:
+    _, exp = load_experiment("provider-outage")
+    dep = exp.dependency
+
+    def key(service: str, name: str, **labels: str) -> tuple[str, str, frozenset[tuple[str, str]]]:
+        return (service, name, frozenset(labels.items()))
+
+    snap = Snapshot(
+        {
+            key(dep, "mesh_server_calls_total", method="/mesh.v1.X/Charge"): 5.0,
+            key(dep, "mesh_server_calls_total", method="/mesh.v1.X/GetCharge"): 2.0,
+            key("gateway", "mesh_server_calls_total", method="/mesh.v1.G/Home"): 9.0,
+            key("gateway", "mesh_client_retries_total"): 3.0,
+            key("gateway", "mesh_breaker_transitions_total", to_state="open"): 1.0,
+        }
+    )
+    metrics = counter_metrics(snap, exp)
+    assert metrics["dependency_calls_all"] == 7
+    assert metrics["calls.Charge"] == 5 and metrics["calls.GetCharge"] == 2
+    assert metrics["retries"] == 3 and metrics["breaker_opened"] == 1
+    assert metrics["shed"] == 0
+
+
+def test_evaluate_checks_each_expectation_and_counts_missing_statuses_as_none() -> None:
+    path, exp = load_experiment("provider-outage")
+    variant = exp.variants[0]
+    expectations = [
+        Expectation(variant=variant.name, metric="ok_rate", min=0.9),
+        Expectation(variant=variant.name, metric="p99_ms", max=100),
+        Expectation(variant=variant.name, metric="code.UNAVAILABLE", max=0),
+        Expectation(variant=variant.name, metric="ok_rate", phase="recovery", min=0.5),
+    ]
+    exp = exp.model_copy(update={"expectations": expectations})
+    phase = PhaseResult(LoadResult(), Snapshot(), {"ok_rate": 0.95, "p99_ms": 150.0})
+    result = ExperimentResult("provider-outage", Path(path), exp)
+    result.variants.append(VariantResult(variant, variant.policy, phases={"fault": phase}))
+    verdicts = evaluate(result)
+    assert [(v.metric, v.measured, v.passed) for v in verdicts] == [
+        ("ok_rate", 0.95, True),
+        ("p99_ms", 150.0, False),
+        ("code.UNAVAILABLE", 0.0, True),
+        ("ok_rate", None, False),
+    ]
+    assert [v.bound for v in verdicts[:2]] == [">= 0.9", "<= 100"]
