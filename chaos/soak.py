@@ -135,7 +135,7 @@ def fault_vocabulary() -> list[Fault]:
 def draw_fault(vocabulary: list[Fault], rng: random.Random) -> Fault:
     fault = rng.choice(vocabulary)
     if isinstance(fault, ToxicFault):
-        fault = fault.model_copy(update={"edge": rng.choice(EDGES).proxy_name})
+        fault = fault.model_copy(update={"edge": rng.choice(EDGES).name})
     return fault
 
 

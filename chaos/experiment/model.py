@@ -107,7 +107,7 @@ def did_you_mean(value: str, known: list[str] | tuple[str, ...]) -> str:
 
 
 def _edge_name(value: str) -> str:
-    names = [e.proxy_name for e in topology.EDGES]
+    names = [e.name for e in topology.EDGES]
     if value not in names:
         raise ValueError(
             f"unknown edge {shown(value)}{did_you_mean(value, names)} (known: {', '.join(names)})"

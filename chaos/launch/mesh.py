@@ -155,9 +155,9 @@ class Mesh:
     def proxy_config(self) -> list[dict[str, object]]:
         return [
             {
-                "name": e.proxy_name,
-                "listen": f"127.0.0.1:{self.ports.proxies[e.proxy_name]}",
-                "upstream": f"127.0.0.1:{self.ports.listen[e.callee]}",
+                "name": e.name,
+                "listen": f"127.0.0.1:{self.ports.proxies[e.name]}",
+                "upstream": f"127.0.0.1:{self.ports.listen[e.dependency]}",
                 "enabled": True,
             }
             for e in EDGES
@@ -165,7 +165,7 @@ class Mesh:
 
     def _dependency_addr(self, edge: Edge) -> str:
         ports = self.ports
-        port = ports.listen[edge.callee] if self.direct else ports.proxies[edge.proxy_name]
+        port = ports.listen[edge.dependency] if self.direct else ports.proxies[edge.name]
         return f"127.0.0.1:{port}"
 
     def _service_env(self, spec: ServiceSpec) -> dict[str, str]:
@@ -302,9 +302,9 @@ class Mesh:
                 for s in SERVICES
             },
             proxies={
-                e.proxy_name: {
+                e.name: {
                     "listen": self._dependency_addr(e),
-                    "upstream": f"127.0.0.1:{self.ports.listen[e.callee]}",
+                    "upstream": f"127.0.0.1:{self.ports.listen[e.dependency]}",
                 }
                 for e in EDGES
             },

@@ -45,7 +45,7 @@ class Ports:
             listen=listen,
             admin={s.name: s.admin_port for s in SERVICES},
             metrics={s.name: s.metrics_port for s in SERVICES},
-            proxies={e.proxy_name: e.proxy_port for e in EDGES},
+            proxies={e.name: e.proxy_port for e in EDGES},
             toxiproxy_api=TOXIPROXY_API_PORT,
         )
 
@@ -57,7 +57,7 @@ class Ports:
             *(("listen", s.name) for s in (*SERVICES, *PEERS)),
             *(("admin", s.name) for s in SERVICES),
             *(("metrics", s.name) for s in SERVICES),
-            *(("proxies", e.proxy_name) for e in EDGES),
+            *(("proxies", e.name) for e in EDGES),
             ("api", "toxiproxy"),
         ]
         ports = dict(zip(names, free_ports(len(names)), strict=True))

@@ -101,7 +101,7 @@ class Product:
 
 
 @dataclass(frozen=True)
-class Catalogue:
+class Customers:
     """Users by id and products ordered by popularity, most popular first."""
 
     users: dict[str, User]
@@ -117,8 +117,8 @@ def user_id(n: int) -> str:
 
 
 @cache
-def catalogue() -> Catalogue:
-    """Build the catalogue once per process; the same seed gives the same catalogue."""
+def customers() -> Customers:
+    """Build the customers once per process; the same seed gives the same customers."""
     rng = random.Random(SEED)
     users: dict[str, User] = {}
     for n in range(1, USER_COUNT + 1):
@@ -145,4 +145,4 @@ def catalogue() -> Catalogue:
             )
         )
     products.sort(key=lambda p: (-p.popularity, p.product_id))
-    return Catalogue(users=users, products=tuple(products))
+    return Customers(users=users, products=tuple(products))

@@ -25,20 +25,21 @@ class ServiceSpec:
 
 @dataclass(frozen=True)
 class Edge:
-    """A dependency edge: `caller` calls `callee` through the Toxiproxy proxy `proxy_name`."""
+    """An edge: `caller` calls its `dependency`. Its `name` (`<caller>_to_<dependency>`) keys
+    the policy's `edges` and names the edge's Toxiproxy proxy (docs/glossary.md)."""
 
     caller: str
-    callee: str
+    dependency: str
     proxy_port: int
 
     @property
-    def proxy_name(self) -> str:
-        return f"{self.caller}_to_{self.callee}"
+    def name(self) -> str:
+        return f"{self.caller}_to_{self.dependency}"
 
     @property
     def addr_env(self) -> str:
-        """The variable that tells `caller` where `callee` is, e.g. PROFILE_ADDR."""
-        return f"{self.callee.upper()}_ADDR"
+        """The variable that tells `caller` where `dependency` is, e.g. PROFILE_ADDR."""
+        return f"{self.dependency.upper()}_ADDR"
 
 
 GATEWAY = ServiceSpec("gateway", 50051, 50151, 9464, "mesh.gateway", "mesh.v1.Gateway")
@@ -87,8 +88,8 @@ def edges_from(caller: str) -> tuple[Edge, ...]:
     return tuple(e for e in EDGES if e.caller == caller)
 
 
-def edge(proxy_name: str) -> Edge:
+def edge(name: str) -> Edge:
     for e in EDGES:
-        if e.proxy_name == proxy_name:
+        if e.name == name:
             return e
-    raise KeyError(f"unknown edge {proxy_name!r}; known: {', '.join(e.proxy_name for e in EDGES)}")
+    raise KeyError(f"unknown edge {name!r}; known: {', '.join(e.name for e in EDGES)}")

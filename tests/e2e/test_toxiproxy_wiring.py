@@ -50,10 +50,10 @@ def call_home(mesh: Mesh) -> tuple[float, list[dict[str, str]]]:
 
 
 def test_every_edge_has_its_own_proxy(toxiproxy: Toxiproxy) -> None:
-    assert set(toxiproxy.proxies()) == {e.proxy_name for e in EDGES}
+    assert set(toxiproxy.proxies()) == {e.name for e in EDGES}
 
 
-GRPC_EDGES = [e.proxy_name for e in EDGES if e.callee in {s.name for s in SERVICES}]
+GRPC_EDGES = [e.name for e in EDGES if e.dependency in {s.name for s in SERVICES}]
 
 
 @pytest.mark.parametrize("edge", GRPC_EDGES)

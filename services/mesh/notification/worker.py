@@ -21,7 +21,7 @@ from bullmq import UnrecoverableError
 from opentelemetry import trace
 
 from mesh.contracts.receipt_job import BACKOFF_TYPE, BadPayload, Receipt, backoff_delay_ms
-from mesh.customers import catalogue
+from mesh.customers import customers
 from mesh.notification import job_span
 from mesh.notification.bullmq_worker import QueueWorker, connection_url
 from mesh.notification.config import NotificationConfig
@@ -127,7 +127,7 @@ class ReceiptWorker:
             receipt = Receipt.from_data(job.data)
         except BadPayload as err:
             raise UnrecoverableError(str(err)) from None
-        user = catalogue().users.get(receipt.user_id)
+        user = customers().users.get(receipt.user_id)
         if user is None:
             raise UnrecoverableError(f"unknown user {receipt.user_id}: nobody to send it to")
         marker = f"{self.config.queue}:sent:{job.id}"

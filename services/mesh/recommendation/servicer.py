@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import grpc
 
-from mesh.customers import Product, catalogue
+from mesh.customers import Product, customers
 from mesh.runtime.relay import relay_failure
 from mesh.runtime.server import Runtime, Service
 from mesh.runtime.validation import check_limit, check_user_id, checked_fields
@@ -25,14 +25,14 @@ def personalised(interests: list[str], limit: int) -> list[recommendation_pb2.Pr
     """Rank products by popularity weighted by how high the category is in the interests."""
     weight = {c: 1.0 - 0.25 * i for i, c in enumerate(interests)}
     scored = [
-        (p.popularity * weight[p.category], p) for p in catalogue().products if p.category in weight
+        (p.popularity * weight[p.category], p) for p in customers().products if p.category in weight
     ]
     scored.sort(key=lambda sp: (-sp[0], sp[1].product_id))
     return [_product(p, s) for s, p in scored[:limit]]
 
 
 def popular(limit: int) -> list[recommendation_pb2.Product]:
-    return [_product(p, p.popularity) for p in catalogue().products[:limit]]
+    return [_product(p, p.popularity) for p in customers().products[:limit]]
 
 
 class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServicer):

@@ -280,7 +280,7 @@ class MeshPolicy(_Model):
 
     @model_validator(mode="after")
     def _known_names(self) -> MeshPolicy:
-        known_edges = {e.proxy_name for e in topology.EDGES}
+        known_edges = {e.name for e in topology.EDGES}
         known_services = {s.name for s in topology.SERVICES}
         for key in self.edges:
             if key not in known_edges:
@@ -301,19 +301,19 @@ class MeshPolicy(_Model):
         settings would be ignored silently, so they must be the same."""
         first: dict[tuple[str, str], tuple[str, BulkheadPolicy]] = {}
         for e in topology.EDGES:
-            bulkhead = self.edge(e.proxy_name).bulkhead
+            bulkhead = self.edge(e.name).bulkhead
             if not bulkhead.enabled or bulkhead.pool is None:
                 continue
-            seen = first.setdefault((e.caller, bulkhead.pool), (e.proxy_name, bulkhead))
+            seen = first.setdefault((e.caller, bulkhead.pool), (e.name, bulkhead))
             if seen[1] != bulkhead:
                 raise ValueError(
-                    f"edges.{e.proxy_name}.bulkhead: pool {bulkhead.pool!r} is shared with "
+                    f"edges.{e.name}.bulkhead: pool {bulkhead.pool!r} is shared with "
                     f"{seen[0]}, so its bulkhead settings must be the same"
                 )
         return self
 
-    def edge(self, proxy_name: str) -> EdgePolicy:
-        return self.edges.get(proxy_name, self.edge_defaults)
+    def edge(self, name: str) -> EdgePolicy:
+        return self.edges.get(name, self.edge_defaults)
 
     def server(self, service_name: str) -> ServerPolicy:
         return self.servers.get(service_name, self.server_defaults)
@@ -465,7 +465,7 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
 def _apply_env_overrides(raw: dict[str, Any], env: Mapping[str, str], path: str) -> list[Override]:
     """Each MESH_POLICY__ variable sets one key; a bad one is named, with the rule it broke."""
     applied: list[Override] = []
-    edges = {e.proxy_name for e in topology.EDGES}
+    edges = {e.name for e in topology.EDGES}
     services = {s.name for s in topology.SERVICES}
     for var in sorted(k for k in env if k.startswith(ENV_PREFIX)):
         keys = [k.lower() for k in var[len(ENV_PREFIX) :].split("__")]

@@ -88,7 +88,7 @@ class ServiceConfig:
         env = os.environ if environ is None else environ
         spec: ServiceSpec = service(name)
         deps = {
-            e.callee: _addr(env, e.addr_env, f"127.0.0.1:{service(e.callee).port}")
+            e.dependency: _addr(env, e.addr_env, f"127.0.0.1:{service(e.dependency).port}")
             for e in edges_from(name)
         }
         return cls(

@@ -57,7 +57,7 @@ class Runtime:
     tracing: MeshTracing | None = None
     tls: MeshTls | None = None
     interceptors: dict[str, ResilienceInterceptor] = field(default_factory=dict)
-    """The one interceptor of each outbound edge, by callee: its pipeline is swappable."""
+    """The one interceptor of each outbound edge, by dependency: its pipeline is swappable."""
     policy_hooks: list[Callable[[MeshPolicy], None]] = field(default_factory=list)
     environ: Mapping[str, str] = field(default_factory=dict)
     """The environment the service was started with (for a service's own settings)."""
@@ -66,11 +66,13 @@ class Runtime:
         """Call `hook` with the new policy whenever PolicyAdmin replaces it."""
         self.policy_hooks.append(hook)
 
-    def _pipeline(self, callee: str, policy: EdgePolicy, pools: dict[str, Bulkhead]) -> Pipeline:
+    def _pipeline(
+        self, dependency: str, policy: EdgePolicy, pools: dict[str, Bulkhead]
+    ) -> Pipeline:
         """The one way an edge's pipeline is built, at start and on every policy swap."""
         return build_pipeline(
             policy,
-            dependency=callee,
+            dependency=dependency,
             bus=self.bus,
             clock=SystemClock(),
             bulkhead_pools=pools,
@@ -84,47 +86,47 @@ class Runtime:
         gRPC's own retries live in the channel's service config, so switching them needs a
         restart; everything else changes in place.
         """
-        for callee in self.interceptors:
-            edge = f"{self.config.name}_to_{callee}"
+        for dependency in self.interceptors:
+            edge = f"{self.config.name}_to_{dependency}"
             if policy.edge(edge).native_retry != self.policy.edge(edge).native_retry:
                 raise PolicyNeedsRestart(f"{edge}: native_retry changes need a restart")
         pools: dict[str, Bulkhead] = {}
-        for callee, interceptor in self.interceptors.items():
-            edge_policy = policy.edge(f"{self.config.name}_to_{callee}")
-            interceptor.pipeline = self._pipeline(callee, edge_policy, pools)
+        for dependency, interceptor in self.interceptors.items():
+            edge_policy = policy.edge(f"{self.config.name}_to_{dependency}")
+            interceptor.pipeline = self._pipeline(dependency, edge_policy, pools)
         self.bulkhead_pools = pools
         self.policy = policy
         for hook in self.policy_hooks:
             hook(policy)
 
-    def edge_policy(self, callee: str) -> EdgePolicy:
-        return self.policy.edge(f"{self.config.name}_to_{callee}")
+    def edge_policy(self, dependency: str) -> EdgePolicy:
+        return self.policy.edge(f"{self.config.name}_to_{dependency}")
 
-    def retries_on(self, callee: str) -> bool:
-        """Whether calls to `callee` are retried here (so our callers need not retry them)."""
-        edge = self.edge_policy(callee)
+    def retries_on(self, dependency: str) -> bool:
+        """Whether calls to `dependency` are retried here (so our callers need not retry them)."""
+        edge = self.edge_policy(dependency)
         return edge.retry.max_attempts > 1 or edge.native_retry.enabled
 
-    def channel_to(self, callee: str) -> grpc.aio.Channel:
-        """A channel to `callee` guarded by this edge's resilience pipeline."""
-        policy = self.edge_policy(callee)
+    def channel_to(self, dependency: str) -> grpc.aio.Channel:
+        """A channel to `dependency` guarded by this edge's resilience pipeline."""
+        policy = self.edge_policy(dependency)
         interceptor = ResilienceInterceptor(
-            self._pipeline(callee, policy, self.bulkhead_pools),
-            dependency=callee,
+            self._pipeline(dependency, policy, self.bulkhead_pools),
+            dependency=dependency,
             clock=SystemClock(),
         )
         channel = resilient_channel(
-            self.config.dependencies[callee],
+            self.config.dependencies[dependency],
             interceptor,
             native_retry=policy.native_retry,
             options=[
                 *message_size_options(self.config.max_message_bytes),
-                *(self.tls.channel_options(callee) if self.tls else ()),
+                *(self.tls.channel_options(dependency) if self.tls else ()),
             ],
             credentials=self.tls.channel_credentials() if self.tls else None,
-            services=(service(callee).grpc_service,),
+            services=(service(dependency).grpc_service,),
         )
-        self.interceptors[callee] = interceptor
+        self.interceptors[dependency] = interceptor
         self.channels.append(channel)
         return channel
 

@@ -2,8 +2,8 @@
 
 `MESH_TLS_DIR` (default var/certs) holds `ca.crt` (the dev CA) and `<service>.crt`/`.key` for
 each service, whose SANs are the service name, localhost and 127.0.0.1. Internal services
-then accept only TLS, and every caller verifies its callee against the CA under the callee's
-name (`grpc.ssl_target_name_override`), because it dials a Toxiproxy port, not the callee:
+then accept only TLS, and every caller verifies its dependency against the CA under the dependency's
+name (`grpc.ssl_target_name_override`), because it dials a Toxiproxy port, not the dependency:
 Toxiproxy relays TCP bytes, so the handshake passes through it unchanged.
 
 The gateway's public port stays plaintext: it is the demo's client surface (bound to
@@ -73,6 +73,6 @@ class MeshTls:
     def channel_credentials(self) -> grpc.ChannelCredentials:
         return grpc.ssl_channel_credentials(root_certificates=self._read(self.directory / CA_CERT))
 
-    def channel_options(self, callee: str) -> list[tuple[str, Any]]:
-        """Verify the callee's certificate under its service name, whatever address we dial."""
-        return [("grpc.ssl_target_name_override", callee)]
+    def channel_options(self, dependency: str) -> list[tuple[str, Any]]:
+        """Verify the dependency's certificate under its service name, whatever address we dial."""
+        return [("grpc.ssl_target_name_override", dependency)]

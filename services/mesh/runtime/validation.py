@@ -14,7 +14,7 @@ from typing import NoReturn
 
 import grpc
 
-from mesh.customers import User, catalogue
+from mesh.customers import User, customers
 
 USER_ID_RE = re.compile(r"u-[0-9]{4}", re.ASCII)
 IDEMPOTENCY_KEY_RE = re.compile(r"[A-Za-z0-9_.:-]{8,128}", re.ASCII)
@@ -71,7 +71,7 @@ def check_user_id(value: str, field: str = "user_id") -> str:
 
 
 def known_user(value: str) -> User | None:
-    return catalogue().users.get(value)
+    return customers().users.get(value)
 
 
 def check_limit(value: int, field: str = "limit") -> int:

@@ -6,7 +6,7 @@
 | rpc.service            | Recv, Att | e.g. "mesh.v1.ProfileService"                      |
 | rpc.method             | Recv, Att | e.g. "GetProfile"                                  |
 | rpc.grpc.status_code   | all spans | final gRPC status code (0 = OK)                    |
-| mesh.dependency        | Sent      | the callee this channel protects                   |
+| mesh.dependency        | Sent      | the dependency this channel protects               |
 | mesh.attempt           | Attempt   | 1-based attempt number                             |
 | mesh.previous_attempts | Attempt   | attempts made before this one (A72)                |
 | mesh.attempt_timeout_s | Attempt   | the attempt's own gRPC deadline                    |

@@ -113,7 +113,7 @@ async def serving(
             }
             for edge in EDGES:
                 if edge.caller == name:  # a callee not started here refuses connections
-                    service_env[edge.addr_env] = served.listen.get(edge.callee, "127.0.0.1:1")
+                    service_env[edge.addr_env] = served.listen.get(edge.dependency, "127.0.0.1:1")
             stop = asyncio.Event()
             task = asyncio.create_task(serve(name, BUILDS[name], service_env, stop_event=stop))
             served.stops.insert(0, stop)

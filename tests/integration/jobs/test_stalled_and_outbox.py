@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry
 
 from chaos.launch.ports import free_port
 from mesh.contracts.receipt_job import QUEUE, ReceiptRetry
-from mesh.customers import catalogue
+from mesh.customers import customers
 from mesh.payment.ledger import Ledger
 from mesh.payment.outbox import OutboxRelay
 from mesh.telemetry.job_metrics import JobMetrics
@@ -40,7 +40,7 @@ async def test_stalled_job_is_recovered_by_another_worker_and_sent_once(
 ) -> None:
     q = queue
     r = receipt("u-0003")
-    email = catalogue().users["u-0003"].email
+    email = customers().users["u-0003"].email
     smtp_sink.mailbox.set_script([{"hold_rcpt_s": 30, "match": email}])
     victim = await asyncio.create_subprocess_exec(
         sys.executable,

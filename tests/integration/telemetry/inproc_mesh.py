@@ -83,16 +83,16 @@ async def in_process_mesh(
 ) -> AsyncIterator[InProcessMesh]:
     listen = {name: free_port() for name in ("gateway", "recommendation", "profile", "payment")}
     # Only the gRPC edges among these services (the receipt queue's edges are not needed here).
-    edges = [e for e in EDGES if e.caller in listen and e.callee in listen]
-    proxies = {e.proxy_name: free_port() for e in edges}
+    edges = [e for e in EDGES if e.caller in listen and e.dependency in listen]
+    proxies = {e.name: free_port() for e in edges}
     toxiproxy = ToxiproxyServer(port=0)
     await toxiproxy.start()
     await toxiproxy.populate(
         [
             {
-                "name": e.proxy_name,
-                "listen": f"127.0.0.1:{proxies[e.proxy_name]}",
-                "upstream": f"127.0.0.1:{listen[e.callee]}",
+                "name": e.name,
+                "listen": f"127.0.0.1:{proxies[e.name]}",
+                "upstream": f"127.0.0.1:{listen[e.dependency]}",
                 "enabled": True,
             }
             for e in edges
@@ -132,7 +132,7 @@ async def in_process_mesh(
             }
             for e in edges:
                 if e.caller == name:
-                    env[e.addr_env] = f"127.0.0.1:{proxies[e.proxy_name]}"
+                    env[e.addr_env] = f"127.0.0.1:{proxies[e.name]}"
             stop = asyncio.Event()
             task = asyncio.create_task(serve(name, builds[name], env, stop_event=stop))
             mesh.stops.insert(0, stop)

@@ -38,12 +38,12 @@ def expected_env(name: str, dependency_host: dict[str, str]) -> dict[str, str]:
         "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://jaeger:{JAEGER_OTLP_GRPC_PORT}",
     }
     for e in edges_from(name):
-        env[e.addr_env] = dependency_host[e.proxy_name]
+        env[e.addr_env] = dependency_host[e.name]
     return env
 
 
-VIA_TOXIPROXY = {e.proxy_name: f"toxiproxy:{e.proxy_port}" for e in EDGES}
-DIRECT = {e.proxy_name: f"{e.callee}:{service(e.callee).port}" for e in EDGES}
+VIA_TOXIPROXY = {e.name: f"toxiproxy:{e.proxy_port}" for e in EDGES}
+DIRECT = {e.name: f"{e.dependency}:{service(e.dependency).port}" for e in EDGES}
 
 
 def assert_service_env(name: str, env: dict[str, str], wiring: dict[str, str]) -> None:
@@ -52,15 +52,15 @@ def assert_service_env(name: str, env: dict[str, str], wiring: dict[str, str]) -
     stray = {k for k in env if k.endswith("_ADDR")} - expected.keys()
     assert not stray, f"{name}: addresses for no edge of the topology: {stray}"
     config = ServiceConfig.from_env(name, env)  # the service itself accepts this environment
-    assert dict(config.dependencies) == {e.callee: wiring[e.proxy_name] for e in edges_from(name)}
+    assert dict(config.dependencies) == {e.dependency: wiring[e.name] for e in edges_from(name)}
 
 
 def test_toxiproxy_json_is_what_the_topology_implies() -> None:
     assert load_toxiproxy_json() == [
         {
-            "name": e.proxy_name,
+            "name": e.name,
             "listen": f"0.0.0.0:{e.proxy_port}",
-            "upstream": f"{e.callee}:{service(e.callee).port}",
+            "upstream": f"{e.dependency}:{service(e.dependency).port}",
             "enabled": True,
         }
         for e in EDGES
@@ -110,7 +110,7 @@ def test_dotenv_ports_are_the_topologys() -> None:
         expected[f"{prefix}_ADMIN_PORT"] = str(spec.admin_port)
         expected[f"{prefix}_METRICS_PORT"] = str(spec.metrics_port)
     for e in EDGES:
-        expected[f"{e.proxy_name.upper()}_PROXY_PORT"] = str(e.proxy_port)
+        expected[f"{e.name.upper()}_PROXY_PORT"] = str(e.proxy_port)
     ports = {k: v for k, v in dotenv.items() if k.endswith("_PORT")}
     assert ports == expected
 

@@ -39,12 +39,12 @@ OTHER_KUBE_SYSTEM = Endpoint(
 
 
 def direct_edges() -> set[Connection]:
-    return {(e.caller, e.callee, service(e.callee).port, "TCP") for e in EDGES}
+    return {(e.caller, e.dependency, service(e.dependency).port, "TCP") for e in EDGES}
 
 
 def edges_via_toxiproxy() -> set[Connection]:
     to_proxy = {(e.caller, "toxiproxy", e.proxy_port, "TCP") for e in EDGES}
-    to_callee = {("toxiproxy", e.callee, service(e.callee).port, "TCP") for e in EDGES}
+    to_callee = {("toxiproxy", e.dependency, service(e.dependency).port, "TCP") for e in EDGES}
     return to_proxy | to_callee
 
 

@@ -1,4 +1,4 @@
-"""Field-level validation of requests, and the seeded catalogue it checks against."""
+"""Field-level validation of requests, and the seeded customers it checks against."""
 
 import pytest
 from pydantic import ValidationError
@@ -8,7 +8,7 @@ from chaos.toxiproxy.addresses import split_host_port
 from chaos.toxiproxy.errors import ApiError
 from mesh.contracts.charge_ids import charge_id_for, check_charge_lookup
 from mesh.contracts.receipt_job import BadPayload, Receipt
-from mesh.customers import CATEGORIES, catalogue, user_id
+from mesh.customers import CATEGORIES, customers, user_id
 from mesh.runtime.config import ConfigError, ServiceConfig
 from mesh.runtime.validation import (
     FieldError,
@@ -129,8 +129,8 @@ def test_good_values_pass() -> None:
     assert check_idempotency_key("order:2026-11-30_a") == "order:2026-11-30_a"
 
 
-def test_catalogue_is_deterministic_and_complete() -> None:
-    c = catalogue()
+def test_customers_are_deterministic_and_complete() -> None:
+    c = customers()
     assert len(c.users) == 200
     assert user_id(1) in c.users and user_id(200) in c.users
     first = c.users[user_id(1)]

@@ -25,7 +25,7 @@ def test_declared_order_is_outermost_bulkhead_to_innermost_attempt_hook() -> Non
 
 
 @pytest.mark.parametrize("preset", PRESETS)
-@pytest.mark.parametrize("edge", [e.proxy_name for e in EDGES])
+@pytest.mark.parametrize("edge", [e.name for e in EDGES])
 def test_every_edge_pipeline_keeps_the_declared_order(preset: str, edge: str) -> None:
     policy = load_policy(preset, {}).edge(edge)
     pipeline = build_pipeline(policy, dependency=edge, bus=recording_bus()[0])

@@ -168,7 +168,7 @@ def test_every_edge_of_the_shipped_presets_passes_the_same_scenario(preset: str)
     policy = load_policy(preset, {})
     for edge in EDGES:
         for failure in sorted(FAILURES):
-            asyncio.run(scenario(policy.edge(edge.proxy_name), failure, 1))
+            asyncio.run(scenario(policy.edge(edge.name), failure, 1))
 
 
 # Whatever a document holds, the validator answers with a policy or a PolicyError.
