@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -42,7 +43,7 @@ UNPROTECTED = "  - name: unprotected\n    policy: unprotected"
 
 def run(
     tmp_path: Path, max_calls: int, more: str = ""
-) -> tuple[subprocess.CompletedProcess[str], list]:
+) -> tuple[subprocess.CompletedProcess[str], list[Any]]:
     exp = tmp_path / "short.yaml"
     exp.write_text(SHORT.replace("{max_calls}", str(max_calls)).replace("{more}", more))
     out = tmp_path / "out.json"

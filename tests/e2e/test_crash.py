@@ -125,13 +125,14 @@ async def test_kill_9_payment_mid_checkout_loses_and_doubles_nothing(crash_mesh:
         async def replay(key: str) -> gateway_pb2.CheckoutResponse:
             _, user, amount, currency = rows[key]
             async with sem:
-                return await stub.Checkout(
+                reply: gateway_pb2.CheckoutResponse = await stub.Checkout(
                     gateway_pb2.CheckoutRequest(
                         user_id=user, amount_cents=amount, currency=currency, idempotency_key=key
                     ),
                     timeout=5,
                     metadata=md,
                 )
+                return reply
 
         resolved = await asyncio.gather(*(resolve(o.key) for o in acked))
         assert resolved == [o.charge_id for o in acked]

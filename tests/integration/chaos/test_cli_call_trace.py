@@ -16,7 +16,7 @@ from chaos.cli.app import app
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc
 
 
-class _Gateway(gateway_pb2_grpc.GatewayServicer):  # type: ignore[misc]
+class _Gateway(gateway_pb2_grpc.GatewayServicer):
     def __init__(self) -> None:
         self.traceparents: list[str] = []
 

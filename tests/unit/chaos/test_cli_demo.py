@@ -20,7 +20,7 @@ from chaos.experiment.lesson_order import LESSON_ORDER, in_lesson_order
 from chaos.experiment.loading import catalogue
 from chaos.experiment.model import EXPERIMENTS_DIR, Experiment, Variant
 from chaos.registry import SCENARIOS, ScenarioContext, ScenarioResult, scenario
-from chaos.report.tables import showed
+from chaos.report.tables import showed, write_report
 from chaos.results import ExperimentResult, VariantResult
 from chaos.run.eta import Eta, about, expected_s
 from chaos.run.runner import Runner
@@ -114,7 +114,7 @@ def test_showed_is_derived_from_the_results() -> None:
 async def test_writing_reports_lets_no_library_warning_through(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = chaos_cmd.write_report
+    real = write_report
 
     def noisy(*args: Any, **kwargs: Any) -> Path:  # what matplotlib did on an empty legend
         warnings.warn("No artists with labels found to put in legend.", UserWarning, stacklevel=1)

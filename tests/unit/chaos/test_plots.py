@@ -8,7 +8,7 @@ import re
 import secrets
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from matplotlib.axes import Axes
@@ -68,13 +68,18 @@ def _gids(ax: Axes, gid: str) -> list[Any]:
     return [a for a in (*ax.patches, *ax.lines) if a.get_gid() == gid]
 
 
+def _rects(ax: Axes) -> list[Any]:
+    """The bars of an axes (Rectangles: matplotlib types them as plain Patches)."""
+    return list(ax.patches)
+
+
 def _xspan(band: Any) -> tuple[float, float]:
     """The data-x extent of an axvspan (a Rectangle)."""
     return band.get_x(), band.get_x() + band.get_width()
 
 
 def _scatter_points(ax: Axes) -> int:
-    return sum(len(c.get_offsets()) for c in ax.collections)
+    return sum(len(cast(Any, c.get_offsets())) for c in ax.collections)
 
 
 def test_every_variant_shares_one_linear_y_axis_when_the_spread_is_small() -> None:
@@ -147,7 +152,7 @@ def test_calls_mark_the_seeds_figure_on_each_bar_that_has_one() -> None:
     (ax,) = calls_figure(result).axes
     marks = sorted(line.get_ydata()[0] for line in _gids(ax, "seed-reference"))
     assert marks == [14, 100, 300], "grpc-native has no seed figure"
-    assert sorted(p.get_height() for p in ax.patches) == [6, 100, 120, 297]
+    assert sorted(p.get_height() for p in _rects(ax)) == [6, 100, 120, 297]
 
 
 def test_breaker_moves_are_read_from_the_spans_and_marked(tmp_path: Path) -> None:
@@ -243,10 +248,10 @@ def test_the_receipt_experiments_draw_what_they_measure() -> None:
     attempts: Figure = figures["receipt-backoff"]["attempts.png"]
     first = attempts.axes[0]
     measured = [ln for ln in first.lines if ln.get_gid() != "schedule"]
-    assert list(measured[0].get_ydata()) == [0, 0.21, 0.63]
+    assert list(cast(Any, measured[0].get_ydata())) == [0, 0.21, 0.63]
     assert list(_gids(first, "schedule")[0].get_ydata()) == [0, 0.2, 0.6]
     (tput,) = figures["receipt-throughput"]["throughput.png"].axes
-    assert sorted(p.get_height() for p in tput.patches) == [300, 420, 3000, 3300]
+    assert sorted(p.get_height() for p in _rects(tput)) == [300, 420, 3000, 3300]
     assert sorted(ln.get_ydata()[0] for ln in _gids(tput, "seed-reference")) == [
         300,
         422,
@@ -254,11 +259,11 @@ def test_the_receipt_experiments_draw_what_they_measure() -> None:
         3722,
     ]
     (recovery,) = figures["worker-crash"]["recovery.png"].axes
-    assert [p.get_width() for p in recovery.patches if p.get_gid() is None][:2] == [2.2, 2.1]
+    assert [p.get_width() for p in _rects(recovery) if p.get_gid() is None][:2] == [2.2, 2.1]
     assert _gids(recovery, "seed-reference"), "the seed's 2.136 s"
     assert "2 receipts for 2 charges, 0 duplicates" in recovery.get_title(loc="left")
     (dedupe,) = figures["duplicate-enqueue"]["dedupe.png"].axes
-    assert sorted(p.get_height() for p in dedupe.patches) == [1, 1, 1, 4]
+    assert sorted(p.get_height() for p in _rects(dedupe)) == [1, 1, 1, 4]
     assert sorted(ln.get_ydata()[0] for ln in _gids(dedupe, "seed-reference")) == [1, 1]
 
 
