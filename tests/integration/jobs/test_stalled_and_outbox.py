@@ -4,14 +4,15 @@ A charge committed while Redis is down: its receipt goes out once Redis is back.
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from chaos.launch.ports import free_port
@@ -29,6 +30,7 @@ from tests.integration.jobs.jobs_helpers import (
     worker_config,
     worker_process_env,
 )
+from tests.support.polling import await_until
 
 
 async def test_stalled_job_is_recovered_by_another_worker_and_sent_once(
@@ -84,7 +86,9 @@ async def test_charge_committed_while_redis_is_down_gets_its_receipt_when_it_ret
     tmp_path: Path,
     smtp_sink: Any,
     run_worker: Callable[..., Any],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.WARNING, logger="mesh.payment.outbox")
     port = free_port()
     addr = f"127.0.0.1:{port}"
     ledger = Ledger(tmp_path / "ledger.sqlite3")
@@ -102,15 +106,21 @@ async def test_charge_committed_while_redis_is_down_gets_its_receipt_when_it_ret
         record, _ = await ledger.charge("outbox-key-1", "u-0002", 4200, "USD", "")
         declined, _ = await ledger.charge("outbox-key-2", "u-0002", 4300, "USD", "card_blocked")
         relay.notify()
-        await asyncio.sleep(1.0)  # Redis is down: the relay keeps the row and backs off
+
+        def failed_enqueues() -> int:
+            return sum(r.getMessage() == "outbox: enqueue failed" for r in caplog.records)
+
+        # Redis is down: the relay tries, fails, backs off and tries again, keeping the row.
+        await await_until(lambda: failed_enqueues() >= 2, what="two failed enqueues")
         assert [row.charge_id for row in await ledger.unsent()] == [record.charge_id]
 
         redis = start_redis(port, tmp_path / "redis")
         run_worker(worker_config(addr, smtp_sink.addr, QUEUE))
-        deadline = time.monotonic() + 15
-        while record.charge_id not in {m.charge_id for m in smtp_sink.mailbox.messages()}:
-            assert time.monotonic() < deadline, "no receipt after Redis came back"
-            await asyncio.sleep(0.05)
+        await await_until(
+            lambda: record.charge_id in {m.charge_id for m in smtp_sink.mailbox.messages()},
+            timeout_s=15,
+            what="a receipt after Redis came back",
+        )
         assert await ledger.unsent() == []
         charges = [m.charge_id for m in smtp_sink.mailbox.messages()]
         assert charges.count(record.charge_id) == 1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
@@ -11,6 +10,7 @@ import pytest
 
 from mesh.contracts.receipt_job import ReceiptRetry
 from tests.integration.jobs.jobs_helpers import enqueue, job, receipt, wait_state, worker_config
+from tests.support.polling import await_until
 
 
 async def _drain(queue: Any, n: int) -> float:
@@ -69,13 +69,32 @@ async def test_same_job_id_twice_is_one_job_and_one_receipt(
     worker = run_worker(worker_config(redis_server.addr, smtp_sink.addr, queue_name))
     assert await wait_state(queue, first) == "completed"
     await enqueue(queue, r)  # after completion too: the id is taken while the job is kept
-    await asyncio.sleep(0.3)
+    # A duplicate would have been queued before this sentinel: once the sentinel is mailed and
+    # nothing waits or runs, the duplicate has had every chance to arrive.
+    sentinel = receipt()
+    sentinel_id = await enqueue(queue, sentinel)
+    assert await wait_state(queue, sentinel_id) == "completed"
+    await await_until(
+        lambda: _idle(queue), what="the queue is idle after the sentinel", timeout_s=10
+    )
+    await await_until(lambda: sentinel.charge_id in _mailed(smtp_sink), what="sentinel mailed")
     assert (await job(queue, first)).attemptsMade == 1
-    assert [m.charge_id for m in smtp_sink.mailbox.messages()].count(r.charge_id) == 1
+    assert _mailed(smtp_sink).count(r.charge_id) == 1
 
     # A job that runs again (e.g. retried by hand) finds its receipt sent: no second mail.
     await (await job(queue, first)).retry("completed")
     assert await wait_state(queue, first) == "completed"
-    await asyncio.sleep(0.1)
-    assert [m.charge_id for m in smtp_sink.mailbox.messages()].count(r.charge_id) == 1
-    assert worker.metrics._dupes.labels(queue_name)._value.get() == 1
+    # The run's outcome is counted as a duplicate once it has finished: wait for that count.
+    dupes = worker.metrics._dupes.labels(queue_name)._value
+    await await_until(lambda: dupes.get() >= 1, what="the rerun counted as a duplicate")
+    assert _mailed(smtp_sink).count(r.charge_id) == 1
+    assert dupes.get() == 1
+
+
+def _mailed(smtp_sink: Any) -> list[str]:
+    return [m.charge_id for m in smtp_sink.mailbox.messages()]
+
+
+async def _idle(queue: Any) -> bool:
+    counts = await queue.getJobCounts("waiting", "active", "delayed", "prioritized")
+    return sum(counts.values()) == 0
