@@ -63,7 +63,7 @@ FUZZ_EXAMPLES ?= 5000
 SOAK_DURATION ?= 600
 
 fuzz: $(STAMP) ## Fuzz every RPC with random and mutated bytes (FUZZ_EXAMPLES=5000)
-	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/integration/hardening/test_fuzz.py -q -s
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/e2e/test_fuzz.py -q -s
 
 soak: $(STAMP) ## Load + random chaos; RSS/FD growth and lost charges (SOAK_DURATION=600 s)
 	@mkdir -p reports
