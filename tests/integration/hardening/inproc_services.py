@@ -22,6 +22,7 @@ from mesh.profile import servicer as profile
 from mesh.recommendation import servicer as recommendation
 from mesh.runtime.server import Runtime, Service, serve
 from mesh.topology import EDGES
+from tests.support.polling import await_until
 
 BUILDS: dict[str, Callable[[Runtime], Awaitable[Service]]] = {
     "profile": profile.build,
@@ -67,15 +68,17 @@ async def _until_serving(addr: str, metrics_addr: str, task: asyncio.Task[None])
                 health_pb2.HealthCheckRequest(), wait_for_ready=True, timeout=10
             )
         host, _, port = metrics_addr.rpartition(":")
-        while True:
+
+        async def metrics_accepts() -> bool:
             try:
                 _, writer = await asyncio.open_connection(host, int(port))
             except OSError:
-                await asyncio.sleep(0.02)
-                continue
+                return False
             writer.close()
             await writer.wait_closed()
-            return
+            return True
+
+        await await_until(metrics_accepts, timeout_s=15.0, what=f"/metrics on {metrics_addr}")  # type: ignore[arg-type]
 
     waiting = asyncio.ensure_future(ready())
     done, _ = await asyncio.wait({waiting, task}, timeout=15, return_when=FIRST_COMPLETED)

@@ -19,6 +19,7 @@ from mesh.resilience.policy import EdgePolicy, ServerPolicy
 from mesh.runtime.interceptors import server_interceptors
 from mesh.v1 import profile_pb2, profile_pb2_grpc
 from tests.integration.resilience.servers import ProfileFake, profile_servicer, serving
+from tests.support.polling import await_until
 
 REQUEST = profile_pb2.GetProfileRequest(user_id="u1")
 
@@ -99,10 +100,7 @@ async def lag_until_b_is_cancelled_s(how: str) -> float:
                     await asyncio.sleep(0.3)
                     gave_up_s = time.monotonic()
                     call.cancel()
-                for _ in range(300):
-                    if b_cancelled_at_s:
-                        break
-                    await asyncio.sleep(0.01)
+                await await_until(lambda: b_cancelled_at_s, timeout_s=3.0, what="B cancelled")
         await hops.channel.close()
     assert b_cancelled_at_s, "B's handler was never cancelled"
     return b_cancelled_at_s[0] - gave_up_s

@@ -20,6 +20,7 @@ from mesh.runtime.interceptors import server_interceptors
 from mesh.telemetry.metrics import MeshMetrics
 from mesh.v1 import admin_pb2, admin_pb2_grpc, profile_pb2, profile_pb2_grpc
 from tests.integration.resilience.servers import ProfileFake, serving
+from tests.support.polling import await_until
 
 GET_PROFILE = "/mesh.v1.ProfileService/GetProfile"
 REQUEST = profile_pb2.GetProfileRequest(user_id="u1")
@@ -35,7 +36,10 @@ def mount(fake: ProfileFake, faults: FaultTable) -> object:
 
 
 async def test_burst_beyond_max_in_flight_is_shed_with_pushback() -> None:
-    async def slow(_: object, __: object) -> None:
+    started: list[object] = []
+
+    async def slow(request: object, __: object) -> None:
+        started.append(request)
         await asyncio.sleep(0.5)
 
     bus = EventBus()
@@ -55,7 +59,7 @@ async def test_burst_beyond_max_in_flight_is_shed_with_pushback() -> None:
                 return code, trailers.get("grpc-retry-pushback-ms")
 
             burst = asyncio.gather(*(one() for _ in range(20)))
-            await asyncio.sleep(0.1)
+            await await_until(lambda: len(started) == 4, what="4 calls in flight")
             health_reply = await health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(), timeout=1.0
             )

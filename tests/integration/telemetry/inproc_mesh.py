@@ -22,6 +22,7 @@ from mesh.recommendation.servicer import RecommendationServicer
 from mesh.runtime.server import Runtime, Service, serve
 from mesh.topology import EDGES
 from mesh.v1 import recommendation_pb2, recommendation_pb2_grpc
+from tests.support.polling import await_until
 
 log = logging.getLogger("tests.flaky_recommendation")
 
@@ -64,17 +65,17 @@ class InProcessMesh:
 async def _wait_serving(addr: str, task: asyncio.Task[None]) -> None:
     async with grpc.aio.insecure_channel(addr) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
-        for _ in range(200):
+
+        async def serving() -> bool:
             if task.done():
-                task.result()
+                task.result()  # serve() failed: its error, not a timeout
             try:
                 reply = await stub.Check(health_pb2.HealthCheckRequest(), timeout=0.5)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
             except grpc.aio.AioRpcError:
-                pass
-            await asyncio.sleep(0.02)
-    raise TimeoutError(f"{addr} never served")
+                return False
+            return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
+        await await_until(serving, timeout_s=10.0, what=f"{addr} serving", interval_s=0.02)  # type: ignore[arg-type]
 
 
 @asynccontextmanager
