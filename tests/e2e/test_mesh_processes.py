@@ -18,6 +18,9 @@ from chaos.launch.ports import Ports
 from chaos.launch.processes import ChildProcess
 from chaos.launch.state import STATE_FILE, MeshState, StateDirInUse
 from chaos.launch.supervisor import Backoff, Supervisor, SupervisorEvent
+from tests.support.polling import wait_until
+
+pytestmark = pytest.mark.e2e
 
 IGNORES_SIGTERM = (
     "import signal, sys, time\n"
@@ -30,10 +33,7 @@ IGNORES_SIGTERM = (
 def sleeper(mesh: Mesh, name: str, code: str = IGNORES_SIGTERM) -> ChildProcess:
     """A stand-in for one of the mesh's processes, spawned the way the launcher spawns them."""
     proc = mesh._spawn(name, ["-c", code], {})
-    deadline = time.monotonic() + 10
-    while "started" not in proc.log_path.read_text():
-        assert time.monotonic() < deadline, f"{name} did not start"
-        time.sleep(0.02)
+    wait_until(lambda: "started" in proc.log_path.read_text(), 10, f"{name} starts")
     return proc
 
 
@@ -70,10 +70,9 @@ def test_a_restarted_process_appends_to_its_log(mesh: Mesh) -> None:
     first_run = old.log_path.read_text()
     mesh.restart_service("payment", signal.SIGKILL)
     (new,) = mesh.procs
-    deadline = time.monotonic() + 10
-    while new.log_path.read_text().count("started") < 2:
-        assert time.monotonic() < deadline, "the restarted process wrote nothing"
-        time.sleep(0.02)
+    wait_until(
+        lambda: new.log_path.read_text().count("started") >= 2, 10, "the restarted process writes"
+    )
     log = new.log_path.read_text()
     assert log.startswith(first_run), "the first run's output is gone"
     assert f"the previous process ({old.popen.pid}) was killed by SIGKILL" in log

@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import grpc
@@ -18,6 +17,9 @@ from chaos.run.runner import Runner
 from chaos.run.target import Target
 from chaos.toxiproxy.client import ToxiproxyClient
 from mesh.v1 import admin_pb2, admin_pb2_grpc
+from tests.support.polling import wait_until
+
+pytestmark = pytest.mark.e2e
 
 LONG = """
 title: rollback probe
@@ -116,11 +118,12 @@ def test_ctrl_c_removes_every_fault(mesh: Mesh, tmp_path: Path) -> None:
         env={**os.environ},
     )
     try:
-        deadline = time.monotonic() + 30
-        while len(faults_left(mesh)) < 2:
+
+        def faults_on() -> bool:
             assert proc.poll() is None, proc.stdout.read().decode()  # type: ignore[union-attr]
-            assert time.monotonic() < deadline, "faults never went on"
-            time.sleep(0.05)
+            return len(faults_left(mesh)) >= 2
+
+        wait_until(faults_on, 30, "the faults go on", interval_s=0.05)
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=30)
     finally:
