@@ -6,10 +6,10 @@ retries, breaker and bulkhead rejections, fallbacks, shed calls.
 
 from __future__ import annotations
 
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 Key = tuple[str, str, frozenset[tuple[str, str]]]
@@ -49,19 +49,27 @@ class Snapshot:
         return found
 
 
-def scrape(metrics_urls: Mapping[str, str], timeout_s: float = 2.0) -> Snapshot:
+async def scrape(metrics_urls: Mapping[str, str], timeout_s: float = 2.0) -> Snapshot:
+    """Every service's /metrics, read without blocking the event loop; a service that does not
+    answer (refused, an HTTP error, past `timeout_s`) is listed as unreachable."""
     snap = Snapshot()
-    for service, url in metrics_urls.items():
-        try:
-            with urllib.request.urlopen(url, timeout=timeout_s) as response:
-                text = response.read().decode()
-        except OSError:
-            snap.unreachable.append(service)
-            continue
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                if sample.name.endswith("_created"):
-                    continue
-                key = (service, sample.name, frozenset(sample.labels.items()))
-                snap.values[key] = float(sample.value)
+    timeout = aiohttp.ClientTimeout(total=timeout_s)
+    async with aiohttp.ClientSession(timeout=timeout, raise_for_status=True) as session:
+        for service, url in metrics_urls.items():
+            try:
+                async with session.get(url) as response:
+                    text = await response.text()
+            except (TimeoutError, aiohttp.ClientError, OSError):
+                snap.unreachable.append(service)
+                continue
+            _add(snap, service, text)
     return snap
+
+
+def _add(snap: Snapshot, service: str, text: str) -> None:
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name.endswith("_created"):
+                continue
+            key = (service, sample.name, frozenset(sample.labels.items()))
+            snap.values[key] = float(sample.value)

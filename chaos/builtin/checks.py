@@ -97,7 +97,7 @@ async def ledger(ctx: CheckContext) -> dict[str, float]:
 async def quiescence(ctx: CheckContext) -> dict[str, float]:
     """Calls still executing on every service 200 ms after the load ended."""
     await asyncio.sleep(0.2)
-    snap = scrape(ctx.target.metrics)
+    snap = await scrape(ctx.target.metrics)
     return {"in_flight_after_200ms": snap.total("mesh_server_in_flight")}
 
 

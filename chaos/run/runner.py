@@ -132,7 +132,7 @@ class Runner:
             else:
                 bad_since.clear()
 
-        before = scrape(self.target.metrics)
+        before = await scrape(self.target.metrics)
         self.injector.timeline = []
         ready = asyncio.Event()
         schedule = asyncio.create_task(
@@ -150,7 +150,7 @@ class Runner:
             finally:
                 await self.injector.reset_all()
         aborted = bool(bad_since) and stop.is_set() and len(load.outcomes) < spec.requests
-        counters = scrape(self.target.metrics) - before
+        counters = await scrape(self.target.metrics) - before
         settle_s = await self._settle()
         metrics = {
             **load_metrics(load),
@@ -190,7 +190,7 @@ class Runner:
         """Wait until no service has a call in flight (the backlog of an overload drained)."""
         started = time.monotonic()
         while self.target.metrics and time.monotonic() - started < limit_s:
-            snap = await asyncio.to_thread(scrape, self.target.metrics)
+            snap = await scrape(self.target.metrics)
             if snap.total("mesh_server_in_flight") <= 0:
                 break
             await asyncio.sleep(0.1)
@@ -230,14 +230,14 @@ class Runner:
         if exp.recovery is not None:
             await asyncio.sleep(exp.recovery.wait_s)
             spec = exp.recovery.load or exp.load_for(variant)
-            before = scrape(self.target.metrics)
+            before = await scrape(self.target.metrics)
             load = await self._load(f"{variant.name}: recovery", spec)
-            counters = scrape(self.target.metrics) - before
+            counters = await scrape(self.target.metrics) - before
             result.phases["recovery"] = PhaseResult(
                 load, counters, {**load_metrics(load), **counter_metrics(counters, exp)}
             )
             if self.target.metrics:
-                after = scrape(self.target.metrics)
+                after = await scrape(self.target.metrics)
                 opened = [
                     v for v in after.gauge("mesh_breaker_state", "gateway").values() if v != 0
                 ]
