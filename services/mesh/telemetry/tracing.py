@@ -16,6 +16,7 @@ process, as they do in the integration tests.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
+from mesh.config_error import ConfigError
 from mesh.resilience.attempt import AttemptObserver
 from mesh.resilience.events import Listener
 from mesh.telemetry.jsonl_exporter import JsonLinesSpanExporter
@@ -34,12 +36,20 @@ TRACER_NAME = "mesh"
 _OFF = {"0", "false", "off", "no"}
 
 
-def _float(environ: Mapping[str, str], var: str) -> float | None:
-    raw = environ.get(var)
-    try:
-        return float(raw) if raw else None
-    except ValueError:
+def _millis(environ: Mapping[str, str], var: str) -> float | None:
+    """A positive, finite number of milliseconds, or None when unset; anything else is a
+    ConfigError naming the variable (it used to be ignored without a word)."""
+    raw = (environ.get(var) or "").strip()
+    if not raw:
         return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        shown = raw if len(raw) <= 40 else raw[:37] + "..."
+        raise ConfigError(f"{var}={shown!r} is not a number of milliseconds > 0")
+    return value
 
 
 def otlp_endpoint(environ: Mapping[str, str]) -> str | None:
@@ -70,14 +80,11 @@ def setup_tracing(service_name: str, environ: Mapping[str, str]) -> TracerProvid
         return None
     if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return None
+    delay_ms = _millis(environ, "OTEL_BSP_SCHEDULE_DELAY")
     provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service_name}))
     exporter = choose_exporter(service_name, environ)
     if exporter is not None:
-        provider.add_span_processor(
-            BatchSpanProcessor(
-                exporter, schedule_delay_millis=_float(environ, "OTEL_BSP_SCHEDULE_DELAY")
-            )
-        )
+        provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=delay_ms))
     return provider
 
 
