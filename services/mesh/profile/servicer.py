@@ -1,4 +1,4 @@
-"""ProfileService: profiles from the seeded catalogue."""
+"""ProfileService: profiles of the seeded customers."""
 
 from __future__ import annotations
 
