@@ -19,6 +19,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from chaos.launch.polling import poll_until
 from mesh.runtime.tls import CA_CERT
 
 GRACE_S = 10.0
@@ -106,10 +107,10 @@ def wait_ready(
 ) -> None:
     """Poll `ready` until it holds while `proc` still runs; LaunchError with its log tail if
     `proc` exits first, `timeout_s` passes, or `abort` is set (the mesh is stopping)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+
+    def up() -> bool:
         if proc.popen.poll() is None and ready() and proc.popen.poll() is None:
-            return  # polled twice: another process on its port may answer while it dies
+            return True  # polled twice: another process on its port may answer while it dies
         if proc.popen.poll() is not None:
             raise LaunchError(
                 f"{proc.name} exited with code {proc.popen.returncode} during start-up:\n"
@@ -117,11 +118,12 @@ def wait_ready(
             )
         if abort is not None and abort.is_set():
             raise LaunchError(f"{proc.name}: start-up abandoned, the mesh is stopping")
-        if time.monotonic() > deadline:
-            raise LaunchError(
-                f"{proc.name} did not {what} within {timeout_s:.0f} s\n{log_tail(proc.log_path)}"
-            )
-        time.sleep(0.05)
+        return False
+
+    if not poll_until(up, timeout_s):
+        raise LaunchError(
+            f"{proc.name} did not {what} within {timeout_s:.0f} s\n{log_tail(proc.log_path)}"
+        )
 
 
 def wait_serving(
@@ -146,11 +148,8 @@ def wait_serving(
         if proc is not None:
             wait_ready(proc, serving, "report SERVING", timeout_s, abort)
             return
-        deadline = time.monotonic() + timeout_s
-        while not serving():
-            if time.monotonic() > deadline:
-                raise LaunchError(f"{addr} did not report SERVING within {timeout_s:.0f} s")
-            time.sleep(0.05)
+        if not poll_until(serving, timeout_s):
+            raise LaunchError(f"{addr} did not report SERVING within {timeout_s:.0f} s")
 
 
 def smtp_greets(addr: str) -> bool:

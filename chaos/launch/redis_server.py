@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import shutil
 import socket
-import time
 from pathlib import Path
+
+from chaos.launch.polling import poll_until
 
 
 class RedisNotFound(RuntimeError):
@@ -73,9 +74,5 @@ def ping(addr: str, timeout_s: float = 0.5) -> bool:
 
 
 def wait_ping(addr: str, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if ping(addr):
-            return True
-        time.sleep(0.05)
-    return False
+    """True once `addr` answers PING, False if it has not within `timeout_s`."""
+    return poll_until(lambda: ping(addr), timeout_s)
