@@ -84,6 +84,7 @@ class Window:
     elapsed_s: float
     p50_ms: float
     p99_ms: float
+    degraded: int
     cpu_s: dict[str, float] = field(default_factory=dict)
 
 
@@ -142,6 +143,7 @@ def measure(
             elapsed_s=result["elapsed_s"],
             p50_ms=result["p50_ms"],
             p99_ms=result["p99_ms"],
+            degraded=result["degraded"],
             cpu_s={name: after[name] - before[name] for name in every},
         )
     finally:
@@ -226,6 +228,7 @@ def summarise(windows: dict[str, list[Window]]) -> dict[str, Any]:
             "p50_ms": statistics.median(w.p50_ms for w in runs),
             "p99_ms": statistics.median(w.p99_ms for w in runs),
             "rps_by_round": [w.requests / w.elapsed_s for w in runs],
+            "degraded": sum(w.degraded for w in runs),
         }
     floor = variants[FLOOR]
     for row in variants.values():

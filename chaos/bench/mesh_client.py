@@ -3,7 +3,8 @@
 `python -m chaos.bench.mesh_client --target ADDR --requests N --concurrency C [--key K]
 [--warmup W]`: sends W GetHome calls, prints `ready`, waits for a line on stdin, sends N
 calls with C in flight (one pre-serialised request, no stub-side encoding), then prints one
-JSON line: latencies (p50, p99 ms), elapsed seconds, and how many calls failed.
+JSON line: latencies (p50, p99 ms), elapsed seconds, how many calls failed and how many
+answers were degraded (recommendations from the fallback: cheaper, so they skew the CPU).
 """
 
 from __future__ import annotations
@@ -31,19 +32,23 @@ async def _run(target: str, requests: int, concurrency: int, key: str | None, wa
         call = channel.unary_unary(METHOD)  # bytes in, bytes out: no serialiser per call
         latencies: list[float] = []
         failures: dict[str, int] = {}
+        degraded = 0
 
         async def batch(count: int, record: bool) -> None:
             remaining = count
 
             async def worker() -> None:
-                nonlocal remaining
+                nonlocal remaining, degraded
                 while remaining > 0:
                     remaining -= 1
                     start = time.perf_counter()
                     try:
-                        await call(payload, metadata=metadata, timeout=10.0)
+                        reply = await call(payload, metadata=metadata, timeout=10.0)
                     except grpc.aio.AioRpcError as err:
                         failures[err.code().name] = failures.get(err.code().name, 0) + 1
+                    else:
+                        if record and gateway_pb2.GetHomeResponse.FromString(reply).degraded:
+                            degraded += 1
                     if record:
                         latencies.append((time.perf_counter() - start) * 1000)
 
@@ -62,6 +67,7 @@ async def _run(target: str, requests: int, concurrency: int, key: str | None, wa
         "requests": requests,
         "elapsed_s": elapsed,
         "failures": failures,
+        "degraded": degraded,
         "p50_ms": statistics.median(latencies),
         "p99_ms": statistics.quantiles(latencies, n=100)[98]
         if len(latencies) > 1

@@ -120,6 +120,12 @@ def print_mesh_result(result: dict[str, Any]) -> None:
         "CPU ms per request per process (gw, rec, prof, proxy, client; total: their sum); "
         "p50/p99 in ms; x: ratio to the floor"
     )
+    for name, row in result["variants"].items():
+        if row["degraded"]:
+            console.print(
+                f"[yellow]{name}: {row['degraded']} of {row['requests']} answers were degraded "
+                "(fallback recommendations): its CPU is understated[/yellow]"
+            )
     console.print(
         f"ratios against the floor (plain grpc.aio); load average {result['loadavg_1m']:.2f} "
         f"on {result['cpus']} CPUs"

@@ -32,6 +32,7 @@ def test_the_floor_and_a_traced_mesh_are_measured_per_process() -> None:
     }
     for row in variants.values():
         assert row["requests"] == 100
+        assert 0 <= row["degraded"] <= row["requests"]
         assert row["throughput_rps"] > 0
         assert row["p50_ms"] <= row["p99_ms"]
         for process in ("gateway", "recommendation", "profile"):
@@ -39,6 +40,7 @@ def test_the_floor_and_a_traced_mesh_are_measured_per_process() -> None:
         assert row["total_cpu_ms_per_request"] == pytest.approx(
             sum(row["cpu_ms_per_request"].values())
         )
+    assert variants[FLOOR]["degraded"] == 0  # no deadlines, no faults: every answer in full
     assert variants[FLOOR]["cpu_ratio"] == variants[FLOOR]["throughput_ratio"] == 1.0
     traced = variants["traced"]
     assert traced["cpu_ratio"] == pytest.approx(
