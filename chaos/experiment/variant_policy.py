@@ -9,16 +9,21 @@ at load (before anything starts) and again when the runner writes it out.
 
 from __future__ import annotations
 
-import copy
 import difflib
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from mesh import safe_yaml
-from mesh.resilience.policy import PRESETS, MeshPolicy, PolicyError, load_policy_text
+from mesh.resilience.policy import (
+    PRESETS,
+    MeshPolicy,
+    PolicyError,
+    deep_merge,
+    load_policy_text,
+    preset_text,
+)
 
 if TYPE_CHECKING:
     from chaos.experiment.model import Variant
@@ -79,23 +84,9 @@ def variant_policy(exp_path: Path, variant: Variant) -> str | dict[str, Any]:
         return doc
     doc["name"] = f"{base.name}+{variant.name}"
     doc["edges"] = {}
-    merge(doc, variant.overrides)
+    doc = deep_merge(doc, variant.overrides)
     _validated(doc, f"{key}.overrides")
     return doc
-
-
-def merge(base: dict[str, Any], override: dict[str, Any]) -> None:
-    """Merge `override` into `base` in place, mappings key by key."""
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            merge(base[key], value)
-        else:
-            base[key] = copy.deepcopy(value)
-
-
-def preset_text(name: str) -> str:
-    """The YAML of a preset shipped with mesh."""
-    return (resources.files("mesh") / "policies" / f"{name}.yaml").read_text()
 
 
 def materialise_policy(exp_path: Path, exp_name: str, variant: Variant, out_dir: Path) -> str:

@@ -345,6 +345,8 @@ def test_a_policy_file_in_the_folder_loads_with_the_overrides_applied(tmp_path: 
     out = materialise_policy(path, "exp", exp.variants[0], tmp_path / "out")
     assert load_policy(out, {}).name == "mine+full"
     assert load_policy(out, {}).edge("gateway_to_payment").retry.max_attempts == 2
+    # The documented quirk: a variant with overrides replaces the base's per-edge section.
+    assert load_policy(out, {}).edge("gateway_to_profile").retry.max_attempts == 2
 
 
 def test_a_bare_preset_is_run_by_name(tmp_path: Path) -> None:
