@@ -115,7 +115,12 @@ def print_mesh_result(result: dict[str, Any]) -> None:
             f"{row['cpu_ratio']:.2f}",
             f"{row['throughput_ratio']:.2f}",
         )
-    console.print(table, width=max(console.width, 120))
+    width = console.width
+    console.width = max(width, 120)  # the table is wide; a pipe's 80 columns would cut it
+    try:
+        console.print(table)
+    finally:
+        console.width = width
     console.print(
         "CPU ms per request per process (gw, rec, prof, proxy, client; total: their sum); "
         "p50/p99 in ms; x: ratio to the floor"
