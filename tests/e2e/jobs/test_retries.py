@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 
 from mesh.contracts.receipt_job import JOB_NAME, ReceiptRetry
-from tests.integration.jobs.jobs_helpers import enqueue, job, receipt, wait_state
+from tests.e2e.jobs.jobs_helpers import enqueue, job, receipt, wait_state
 
 
 @pytest.fixture
 async def worker(
     redis_server: Any, smtp_sink: Any, queue_name: str, run_worker: Callable[..., Any]
 ) -> Any:
-    from tests.integration.jobs.jobs_helpers import worker_config
+    from tests.e2e.jobs.jobs_helpers import worker_config
 
     return run_worker(worker_config(redis_server.addr, smtp_sink.addr, queue_name))
 

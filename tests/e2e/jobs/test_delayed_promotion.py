@@ -13,7 +13,7 @@ from redis.asyncio import Redis
 from chaos.toxiproxy.client import ToxiproxyClient
 from chaos.toxiproxy.server import ToxiproxyServer
 from mesh.contracts.receipt_job import JOB_NAME, ReceiptRetry, job_id_for
-from tests.integration.jobs.jobs_helpers import job, receipt, wait_state, worker_config
+from tests.e2e.jobs.jobs_helpers import job, receipt, wait_state, worker_config
 
 DELAY_MS = 1000
 

@@ -21,7 +21,7 @@ from mesh.customers import customers
 from mesh.payment.ledger import Ledger
 from mesh.payment.outbox import OutboxRelay
 from mesh.telemetry.job_metrics import JobMetrics
-from tests.integration.jobs.jobs_helpers import (
+from tests.e2e.jobs.jobs_helpers import (
     enqueue,
     job,
     receipt,

@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from chaos import traces as tr
 from mesh.contracts.receipt_job import JOB_NAME, Receipt, ReceiptRetry, job_id_for
 from mesh.telemetry.tracing import TRACER_NAME, setup_tracing
-from tests.integration.jobs.jobs_helpers import receipt, wait_state, worker_config
+from tests.e2e.jobs.jobs_helpers import receipt, wait_state, worker_config
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from chaos.launch.ports import free_port
 from mesh.notification.config import NotificationConfig
 from mesh.notification.worker import ReceiptWorker
 from mesh.telemetry.job_metrics import JobMetrics
-from tests.integration.jobs.jobs_helpers import RedisProc, start_redis
+from tests.e2e.jobs.jobs_helpers import RedisProc, start_redis
 
 
 @pytest.fixture(scope="session")
