@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 import uuid
+from typing import Any
 
 import grpc
 import pytest
@@ -14,6 +14,7 @@ import pytest
 from chaos import traces as tr
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 from tests.e2e.mesh_up_process import MESH, MeshUp
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -39,14 +40,11 @@ def test_checkout_receipt_reaches_the_mailbox(mesh_up: MeshUp) -> None:
         )
     assert out.status == payment_pb2.CHARGE_STATUS_SUCCEEDED
 
-    deadline = time.monotonic() + 20
-    while True:
+    def receipts() -> list[dict[str, Any]]:
         mails = json.loads(_mesh("jobs", "mailbox", "--json", "--state-dir", str(state_dir)))
-        mine = [m for m in mails if m["charge_id"] == out.charge_id]
-        if mine:
-            break
-        assert time.monotonic() < deadline, f"no receipt for {out.charge_id}: {mails}"
-        time.sleep(0.3)
+        return [m for m in mails if m["charge_id"] == out.charge_id]
+
+    mine = wait_until(receipts, 20, f"a receipt for {out.charge_id}", interval_s=0.3)
     assert len(mine) == 1
     assert mine[0]["subject"] == "Your receipt for 9.90 EUR"
     shown = json.loads(
