@@ -7,9 +7,10 @@ return that value; past `timeout_s` they fail the test with `what` in the messag
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar, overload
 
 T = TypeVar("T")
 
@@ -31,20 +32,38 @@ def wait_until(
         time.sleep(interval_s)
 
 
+@overload
 async def await_until(
-    probe: Callable[[], T | Awaitable[T]],
+    probe: Callable[[], Awaitable[T]],
+    timeout_s: float = ...,
+    what: str = ...,
+    interval_s: float = ...,
+) -> T: ...
+
+
+@overload
+async def await_until(
+    probe: Callable[[], T],
+    timeout_s: float = ...,
+    what: str = ...,
+    interval_s: float = ...,
+) -> T: ...
+
+
+async def await_until(
+    probe: Callable[[], Any],
     timeout_s: float = 5.0,
     what: str = "condition",
     interval_s: float = 0.005,
-) -> T:
+) -> Any:
     """Poll `probe` (plain or async) on the event loop until it returns something truthy."""
     deadline = time.monotonic() + timeout_s
     while True:
         value = probe()
-        if asyncio.iscoroutine(value) or isinstance(value, asyncio.Future):
+        if inspect.isawaitable(value):
             value = await value
         if value:
-            return value  # type: ignore[return-value]
+            return value
         if time.monotonic() >= deadline:
             raise AssertionError(f"{what}: not reached within {timeout_s:g} s")
         await asyncio.sleep(interval_s)

@@ -74,8 +74,8 @@ async def test_same_job_id_twice_is_one_job_and_one_receipt(
     sentinel = receipt()
     sentinel_id = await enqueue(queue, sentinel)
     assert await wait_state(queue, sentinel_id) == "completed"
-    await await_until(  # mypy cannot solve T | Awaitable[T] for an async probe
-        lambda: _idle(queue),  # type: ignore[arg-type,return-value]
+    await await_until(
+        lambda: _idle(queue),
         what="the queue is idle after the sentinel",
         timeout_s=10,
     )

@@ -78,7 +78,7 @@ async def _until_serving(addr: str, metrics_addr: str, task: asyncio.Task[None])
             await writer.wait_closed()
             return True
 
-        await await_until(metrics_accepts, timeout_s=15.0, what=f"/metrics on {metrics_addr}")  # type: ignore[arg-type]
+        await await_until(metrics_accepts, timeout_s=15.0, what=f"/metrics on {metrics_addr}")
 
     waiting = asyncio.ensure_future(ready())
     done, _ = await asyncio.wait({waiting, task}, timeout=15, return_when=FIRST_COMPLETED)

@@ -75,7 +75,7 @@ async def _wait_serving(addr: str, task: asyncio.Task[None]) -> None:
                 return False
             return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
 
-        await await_until(serving, timeout_s=10.0, what=f"{addr} serving", interval_s=0.02)  # type: ignore[arg-type]
+        await await_until(serving, timeout_s=10.0, what=f"{addr} serving", interval_s=0.02)
 
 
 @asynccontextmanager
