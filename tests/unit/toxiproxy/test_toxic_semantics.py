@@ -206,3 +206,34 @@ async def test_timeout_unaffected_connection_gets_no_timer(link: FakeLink) -> No
     toxic.start(link, state)
     toxic.stop(link, state, removed=True)
     assert link.timers == [] and link.closed == 0
+
+
+@pytest.mark.parametrize(
+    ("chunks", "expected"),
+    [
+        ([50], [50]),  # smaller than the limit
+        ([100], [100]),  # exactly the limit
+        ([150], [100]),  # bigger: truncated
+        ([25, 25, 25, 25], [25, 25, 25, 25]),  # several chunks adding up to the limit
+        ([90, 20], [90, 10]),  # the second chunk would overflow
+        ([100, 0], [100]),
+    ],
+)
+async def test_limit_data_table(link: FakeLink, chunks: list[int], expected: list[int]) -> None:
+    await feed(link, make("limit_data", bytes=100), *((0.0, b"z" * size) for size in chunks))
+    assert [len(data) for _, data in link.emitted] == expected
+    assert (link.closed > 0) == (sum(expected) == 100)  # closed once the limit is reached
+
+
+async def test_limit_data_zero_passes_nothing(link: FakeLink) -> None:
+    await feed(link, make("limit_data", bytes=0), (0.0, b"z" * 100))
+    assert link.emitted == []
+    assert link.closed == 1
+
+
+async def test_slicer_on_a_large_read_makes_about_size_over_average_writes(link: FakeLink) -> None:
+    random.seed(480)
+    data = b"hello world " * 40_000  # 480 kB; average 1024 +/- 512 gives about 480 writes
+    await feed(link, make("slicer", average_size=1024, size_variation=512, delay=10), (0.0, data))
+    assert link.data() == data
+    assert 480 // 2 <= len(link.emitted) <= 480 // 2 + 480
