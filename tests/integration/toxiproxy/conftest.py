@@ -7,8 +7,6 @@ plain sockets) can drive it from the test thread without stalling its event loop
 from __future__ import annotations
 
 import asyncio
-import socket
-import socketserver
 import threading
 from collections.abc import Iterator
 
@@ -16,7 +14,7 @@ import pytest
 
 from chaos.toxiproxy.client import ToxiproxyClient
 from chaos.toxiproxy.server import ToxiproxyServer
-from tests.integration.toxiproxy.toxiproxy_helpers import RunningServer, listen_port
+from tests.integration.toxiproxy.toxiproxy_helpers import EchoServer, RunningServer, listen_port
 
 
 def _running(server: ToxiproxyServer) -> Iterator[RunningServer]:
@@ -50,34 +48,22 @@ def client(toxiproxy: RunningServer) -> ToxiproxyClient:
     return ToxiproxyClient(toxiproxy.base_url, timeout_s=5.0)
 
 
-class _Echo(socketserver.BaseRequestHandler):
-    def handle(self) -> None:
-        sock: socket.socket = self.request
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        try:
-            while data := sock.recv(65536):
-                sock.sendall(data)
-        except OSError:
-            pass
-
-
-class _EchoServer(socketserver.ThreadingTCPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    block_on_close = False
-
-
 @pytest.fixture
-def echo_port() -> Iterator[int]:
-    server = _EchoServer(("127.0.0.1", 0), _Echo)
+def echo_server() -> Iterator[EchoServer]:
+    server = EchoServer()
     thread = threading.Thread(target=server.serve_forever, name="echo", daemon=True)
     thread.start()
     try:
-        yield int(server.server_address[1])
+        yield server
     finally:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+@pytest.fixture
+def echo_port(echo_server: EchoServer) -> int:
+    return int(echo_server.server_address[1])
 
 
 @pytest.fixture

@@ -13,11 +13,26 @@ import time
 import pytest
 
 from chaos.toxiproxy.client import ToxiproxyClient
-from tests.integration.toxiproxy.toxiproxy_helpers import connect, listen_port, round_trip_ms
+from tests.integration.toxiproxy.toxiproxy_helpers import (
+    EchoServer,
+    connect,
+    listen_port,
+    round_trip_ms,
+)
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.timeout(30)
 EARLY_MS = 5  # clock granularity: how much sooner than asked a timer may appear to fire
 LATE_MS = 40  # how much later than asked the fastest sample may be
+
+
+def reset_by_peer(sock: socket.socket) -> bool:
+    """One read: True once it fails with an RST; data or an orderly close are not a reset."""
+    try:
+        sock.recv(100)
+    except ConnectionResetError:
+        return True
+    return False
 
 
 def fastest_rtt_ms(sock: socket.socket, samples: int = 5) -> float:
@@ -92,10 +107,7 @@ def test_reset_peer_sends_rst(client: ToxiproxyClient, echo_proxy: int) -> None:
     client.add_toxic("echo", "reset_peer", attributes={"timeout": 0})
     with connect(echo_proxy) as sock:
         sock.sendall(b"hello")
-        with pytest.raises(ConnectionResetError):
-            for _ in range(10):
-                sock.recv(100)
-                time.sleep(0.05)
+        wait_until(lambda: reset_by_peer(sock), timeout_s=3, what="connection reset by peer")
 
 
 def test_reset_peer_waits_for_its_timeout(client: ToxiproxyClient, echo_proxy: int) -> None:
@@ -125,11 +137,13 @@ def test_timeout_closes_after_timeout(client: ToxiproxyClient, echo_proxy: int) 
 
 
 def test_timeout_zero_holds_until_removed_then_closes(
-    client: ToxiproxyClient, echo_proxy: int
+    client: ToxiproxyClient, echo_server: EchoServer, echo_proxy: int
 ) -> None:
     client.add_toxic("echo", "timeout", attributes={"timeout": 0})
     with connect(echo_proxy) as sock:
         sock.sendall(b"held")
+        # The echo has been sent back to the proxy: from here only the toxic stands in its way.
+        wait_until(lambda: echo_server.echoed_bytes >= 4, timeout_s=3, what="echo sent upstream")
         sock.settimeout(0.3)
         with pytest.raises(TimeoutError):
             sock.recv(100)

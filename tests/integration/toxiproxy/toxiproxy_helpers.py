@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import socketserver
+import threading
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from chaos.toxiproxy.server import ToxiproxyServer
 
@@ -75,3 +77,32 @@ def error_of(status: int, body: bytes) -> dict[str, Any]:
     parsed = json.loads(body)
     assert parsed["status"] == status
     return dict(parsed)
+
+
+class _Echo(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        sock: socket.socket = self.request
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            while data := sock.recv(65536):
+                sock.sendall(data)
+                cast(EchoServer, self.server).count_echoed(len(data))
+        except OSError:
+            pass
+
+
+class EchoServer(socketserver.ThreadingTCPServer):
+    """Echoes every connection; `echoed_bytes` counts what it has sent back, for polling."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+    block_on_close = False
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Echo)
+        self.echoed_bytes = 0
+        self._lock = threading.Lock()
+
+    def count_echoed(self, size: int) -> None:
+        with self._lock:
+            self.echoed_bytes += size
