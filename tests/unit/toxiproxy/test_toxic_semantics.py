@@ -237,3 +237,50 @@ async def test_slicer_on_a_large_read_makes_about_size_over_average_writes(link:
     await feed(link, make("slicer", average_size=1024, size_variation=512, delay=10), (0.0, data))
     assert link.data() == data
     assert 480 // 2 <= len(link.emitted) <= 480 // 2 + 480
+
+
+# The README's "Differences from Toxiproxy" for negative and zero attributes, pinned here.
+
+
+async def test_negative_latency_means_no_delay(link: FakeLink) -> None:
+    await feed(link, make("latency", latency=-50), (0.0, b"x"))
+    assert link.emitted == [(0.0, b"x")]
+
+
+async def test_negative_timeout_holds_forever_like_zero(link: FakeLink) -> None:
+    await feed(link, make("timeout", timeout=-1), (0.0, b"lost"))
+    assert link.emitted == [] and link.timers == [] and link.closed == 0
+
+
+async def test_negative_limit_data_closes_at_the_first_data(link: FakeLink) -> None:
+    await feed(link, make("limit_data", bytes=-5), (0.0, b"x"))
+    assert link.emitted == [] and link.closed == 1
+
+
+async def test_negative_bandwidth_is_no_limit(link: FakeLink) -> None:
+    await feed(link, make("bandwidth", rate=-1), (0.0, b"x" * 1000))
+    assert link.emitted == [(0.0, b"x" * 1000)]
+
+
+@pytest.mark.parametrize("average", [0, -3])
+async def test_slicer_non_positive_average_slices_single_bytes(
+    link: FakeLink, average: int
+) -> None:
+    await feed(link, make("slicer", average_size=average, delay=0), (0.0, b"abcd"))
+    assert [data for _, data in link.emitted] == [b"a", b"b", b"c", b"d"]
+
+
+async def test_slicer_variation_bigger_than_the_chunk_keeps_every_byte(link: FakeLink) -> None:
+    random.seed(3)
+    await feed(link, make("slicer", average_size=2, size_variation=50, delay=0), (0.0, b"x" * 40))
+    assert link.data() == b"x" * 40
+    assert all(piece for _, piece in link.emitted)  # split points stay inside the chunk
+
+
+async def test_removing_reset_peer_during_its_timeout_cancels_the_reset(link: FakeLink) -> None:
+    toxic = make("reset_peer", timeout=100)
+    state = toxic.new_state(None)
+    await toxic.pipe(link, state, Chunk(b"x", 0.0), link.emit)
+    state.interrupt()  # what the link does when the toxic is removed
+    link.fire_timers()
+    assert link.resets == 0
