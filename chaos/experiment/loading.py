@@ -21,6 +21,8 @@ from chaos.experiment.model import (
     EXPERIMENTS_DIR,
     Experiment,
     ExperimentError,
+    Fault,
+    ToxicFault,
     did_you_mean,
     shown,
 )
@@ -38,6 +40,31 @@ def unknown_names(exp: Experiment) -> str | None:
         if check not in CHECKS:
             return f"checks: unknown check {shown(check)}; known: {', '.join(sorted(CHECKS))}"
     return None
+
+
+PER_MESSAGE_EDGES = frozenset({"notification_to_smtp"})
+"""Edges whose caller opens a new connection for every message (the worker's smtplib sends
+each receipt on its own connection). Every other edge carries many calls on a few long-lived
+connections: a gRPC channel multiplexes every call over one HTTP/2 connection, and Redis
+clients keep a small pool open."""
+
+
+def chance_toxicity(fault: Fault) -> str | None:
+    """Why a toxic's effect would be decided by chance once per connection, else None.
+
+    Toxiproxy rolls `toxicity` once per connection, not per request. On an edge whose calls
+    share one long-lived connection, `toxicity: 0.5` therefore hits every call or none, and a
+    run that never met the fault reports a protection that was never tested.
+    """
+    if not isinstance(fault, ToxicFault) or fault.toxicity >= 1 or fault.edge in PER_MESSAGE_EDGES:
+        return None
+    return (
+        f"toxicity {fault.toxicity:g} on {fault.edge}: Toxiproxy rolls toxicity once per "
+        "connection, and this edge carries every call over one long-lived connection (gRPC: "
+        "one HTTP/2 connection per channel; Redis: a small pool), so the toxic hits every "
+        "call or none, by chance; use toxicity 1, or model a per-request rate with an "
+        "app_fault's error_rate (and delay_s for latency)"
+    )
 
 
 def resolve(name_or_path: str) -> Path:
@@ -88,9 +115,19 @@ def load_experiment(name_or_path: str) -> tuple[Path, Experiment]:
 
 
 def problems(path: Path, exp: Experiment) -> list[str]:
-    """What the schema cannot see: metrics nothing measures, policies that do not load."""
+    """What the schema cannot see: metrics nothing measures, policies that do not load, toxics
+    whose toxicity would decide by chance whether the run meets the fault at all."""
     found = []
     variants = {v.name: v for v in exp.variants}
+    for i, fault in enumerate(exp.faults):
+        chance = chance_toxicity(fault)
+        if chance:
+            found.append(f"faults.{i}: {chance}")
+    for j, variant in enumerate(exp.variants):
+        for i, fault in enumerate(variant.faults or []):
+            chance = chance_toxicity(fault)
+            if chance:
+                found.append(f"variants.{j}.faults.{i}: {chance}")
     for i, e in enumerate(exp.expectations):
         why = metric_names.why_not(e.metric, exp, variants[e.variant], e.phase)
         if why:

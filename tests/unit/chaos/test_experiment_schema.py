@@ -353,3 +353,45 @@ def test_a_bare_preset_is_run_by_name(tmp_path: Path) -> None:
     path, exp = load_experiment(write(tmp_path, GOOD))
     assert materialise_policy(path, "exp", exp.variants[0], tmp_path / "out") == "full"
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "edge", ["gateway_to_profile", "recommendation_to_profile", "payment_to_redis"]
+)
+def test_toxicity_below_one_on_a_long_lived_connection_is_refused(
+    tmp_path: Path, edge: str
+) -> None:
+    text = GOOD.replace(
+        "edge: gateway_to_profile, toxic: latency,", f"edge: {edge}, toxic: latency, toxicity: 0.5,"
+    )
+    with pytest.raises(ExperimentError, match=rf"faults\.0: toxicity 0\.5 on {edge}") as info:
+        load_experiment(write(tmp_path, text))
+    assert "once per connection" in str(info.value)
+    assert "every call or none" in str(info.value)
+    assert "app_fault's error_rate" in str(info.value)
+
+
+def test_toxicity_below_one_in_a_variant_fault_is_refused_too(tmp_path: Path) -> None:
+    text = GOOD.replace(
+        "variants: [{name: full}]",
+        "variants: [{name: full, faults: [{type: toxic, edge: gateway_to_payment, toxic: timeout,"
+        " toxicity: 0.2}]}]",
+    )
+    with pytest.raises(
+        ExperimentError, match=r"variants\.0\.faults\.0: toxicity 0\.2 on gateway_to_payment"
+    ):
+        load_experiment(write(tmp_path, text))
+
+
+@pytest.mark.parametrize(
+    ("edge", "toxicity"), [("notification_to_smtp", 0.5), ("gateway_to_profile", 1.0)]
+)
+def test_toxicity_is_allowed_where_it_is_a_per_message_rate_or_certain(
+    tmp_path: Path, edge: str, toxicity: float
+) -> None:
+    text = GOOD.replace(
+        "edge: gateway_to_profile, toxic: latency,",
+        f"edge: {edge}, toxic: latency, toxicity: {toxicity},",
+    )
+    _, exp = load_experiment(write(tmp_path, text))
+    assert exp.faults[0].toxicity == toxicity  # type: ignore[union-attr]
