@@ -38,8 +38,27 @@ def test_every_service_is_held_apart_from_the_others() -> None:
         if c["type"] == "independence" and "mesh.gateway" in c["modules"]
     ]
     assert set(independence["modules"]) == services
-    (layers,) = [c for c in contracts().values() if c["type"] == "layers"]
+    (layers,) = [
+        c
+        for c in contracts().values()
+        if c["type"] == "layers" and c["layers"][-1] == "mesh.resilience"
+    ]
     assert set(layers["layers"][0].split(" | ")) == services
+
+
+def test_every_chaos_package_has_a_layer() -> None:
+    """A new room in chaos/ must be placed in the layers, or nothing checks its arrows."""
+    (layers,) = [
+        c for c in contracts().values() if c["type"] == "layers" and c["layers"][0] == "chaos.cli"
+    ]
+    placed = {m for layer in layers["layers"] for m in layer.split(" | ")}
+    root = ROOT / "chaos"
+    rooms = {
+        f"chaos.{p.stem}"
+        for p in root.iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()
+    }
+    assert rooms == placed
 
 
 def test_mesh_never_imports_chaos() -> None:
