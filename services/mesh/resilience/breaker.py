@@ -156,15 +156,31 @@ class BreakerStrategy:
         generation = breaker.acquire()
         try:
             call = await inner(ctx)
-        except (asyncio.CancelledError, ResilienceError):
+        except asyncio.CancelledError:
             breaker.record_ignored(generation)
             raise
         except grpc.aio.AioRpcError as err:
-            if classify.counts_against_health(err.code(), ctx.own_timeout):
-                breaker.record_failure(generation)
-            else:
-                # The dependency answered (e.g. NOT_FOUND): it is alive.
-                breaker.record_success(generation)
+            _record(breaker, generation, err, ctx.own_timeout)
             raise
         breaker.record_success(generation)
         return call
+
+
+def _record(
+    breaker: BreakerStateMachine, generation: int, err: grpc.aio.AioRpcError, own_timeout: bool
+) -> None:
+    """Health failures count; an answer (e.g. NOT_FOUND) shows the dependency alive; our own
+    rejections say nothing. With retry inside this breaker, an end that says nothing about
+    health (our deadline budget, the caller's deadline) after a failed attempt carries that
+    attempt's failure as its cause (retry chains it): a retried failure, so a health failure."""
+    says_nothing = isinstance(err, ResilienceError) or (
+        err.code() is grpc.StatusCode.DEADLINE_EXCEEDED and not own_timeout
+    )
+    if says_nothing and isinstance(err.__cause__, grpc.aio.AioRpcError):
+        breaker.record_failure(generation)
+    elif isinstance(err, ResilienceError):
+        breaker.record_ignored(generation)
+    elif classify.counts_against_health(err.code(), own_timeout):
+        breaker.record_failure(generation)
+    else:
+        breaker.record_success(generation)

@@ -19,11 +19,11 @@ from mesh.resilience.context import CallContext, Next, Strategy
 from mesh.resilience.deadline import AttemptTimeout, TotalDeadline
 from mesh.resilience.errors import ResilienceError
 from mesh.resilience.events import CallFinished, EventBus
-from mesh.resilience.policy import EdgePolicy
+from mesh.resilience.policy import EdgePolicy, PipelineOrder
 from mesh.resilience.retry import Retry, RetryBudget
 
 PIPELINE_ORDER: tuple[str, ...] = (
-    # Outermost -> innermost.
+    # Outermost -> innermost; the default (policy `order: retry-outside-breaker`).
     "bulkhead",  # a slot per logical call, so retries never need a second slot
     "total_deadline",  # the call's whole budget (its clock starts once a slot is held)
     "retry",  # inside the deadline: no attempt or backoff may outlive it; budget per dependency
@@ -32,6 +32,23 @@ PIPELINE_ORDER: tuple[str, ...] = (
     "attempt_hook",  # AttemptStarted/AttemptFinished events and the observer (tracing span)
 )
 """Strategies a policy disables are left out; the rest keep this order (pinned by a test)."""
+
+BREAKER_OUTSIDE_RETRY_ORDER: tuple[str, ...] = (
+    # Seed 003's order (policy `order: breaker-outside-retry`), for comparison: the breaker
+    # sees one outcome per logical call (all its attempts count once), an open breaker rejects
+    # before any attempt, and a call already admitted keeps retrying if the breaker opens
+    # meanwhile; a half-open probe is a whole logical call, retries included.
+    *PIPELINE_ORDER[:2],
+    "breaker",
+    "retry",
+    *PIPELINE_ORDER[4:],
+)
+
+ORDERS: dict[PipelineOrder, tuple[str, ...]] = {
+    "retry-outside-breaker": PIPELINE_ORDER,
+    "breaker-outside-retry": BREAKER_OUTSIDE_RETRY_ORDER,
+}
+"""The policy field `order` selects one of these two declared orders."""
 
 CallObserver = AttemptObserver
 """Wraps each logical call, outside every strategy (a tracing span that strategy events join)."""
@@ -106,7 +123,7 @@ def build_pipeline(
     bulkhead_pools: dict[str, Bulkhead] | None = None,
     call_observer: CallObserver | None = None,
 ) -> Pipeline:
-    """Builds the enabled strategies of `policy` in PIPELINE_ORDER.
+    """Builds the enabled strategies of `policy` in the order it selects (ORDERS).
 
     Pipelines whose bulkhead names the same `pool` share one Bulkhead through `bulkhead_pools`.
     """
@@ -140,5 +157,5 @@ def build_pipeline(
         "attempt_timeout": lambda: AttemptTimeout(policy.deadline, clock, bus),
         "attempt_hook": lambda: AttemptHook(bus, clock, attempt_observer),
     }
-    strategies = [s for s in (factories[name]() for name in PIPELINE_ORDER) if s is not None]
+    strategies = [s for s in (factories[name]() for name in ORDERS[policy.order]) if s is not None]
     return Pipeline(strategies, bus, clock, call_observer)

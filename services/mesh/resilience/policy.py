@@ -227,8 +227,19 @@ class NativeRetryPolicy(_Model):
         return self
 
 
+PipelineOrder = Literal["retry-outside-breaker", "breaker-outside-retry"]
+"""Where retry sits relative to the breaker (mesh.resilience.pipeline.ORDERS)."""
+
+
 class EdgePolicy(_Model):
     """Everything that protects one dependency edge."""
+
+    order: PipelineOrder = Field(
+        default="retry-outside-breaker",
+        description="retry-outside-breaker: every attempt counts toward the breaker and an "
+        "open breaker stops the retries; breaker-outside-retry (seed 003's order): a logical "
+        "call counts once, its retries run on even if the breaker opens meanwhile",
+    )
 
     deadline: DeadlinePolicy = Field(default_factory=DeadlinePolicy)
     retry: RetryPolicy = Field(default_factory=RetryPolicy)

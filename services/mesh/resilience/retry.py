@@ -77,13 +77,19 @@ class Retry:
     async def execute(self, ctx: CallContext, inner: Next) -> Any:
         allowed = self._max_attempts > 1 and may_retry(ctx.method, ctx.request)
         attempt = 1
+        failed: grpc.aio.AioRpcError | None = None
         while True:
             ctx.attempt = attempt
             try:
                 call = await inner(ctx)
-            except ResilienceError:
-                raise
             except grpc.aio.AioRpcError as err:
+                if failed is not None and err.__cause__ is None:
+                    # What ends a call after a failed attempt carries that failure: a breaker
+                    # outside retry judges the call by it when the end says nothing of health.
+                    err.__cause__ = failed
+                if isinstance(err, ResilienceError):
+                    raise
+                failed = err
                 delay_s = self._after_failure(ctx, err, allowed)
                 if delay_s > 0.0:
                     await self._clock.sleep(delay_s)

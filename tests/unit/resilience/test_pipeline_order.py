@@ -7,12 +7,18 @@ import pytest
 from mesh.resilience.channel import resilient_channel
 from mesh.resilience.clock import FakeClock
 from mesh.resilience.interceptor import ResilienceInterceptor
-from mesh.resilience.pipeline import PIPELINE_ORDER, build_pipeline
-from mesh.resilience.policy import PRESETS, load_policy
+from mesh.resilience.pipeline import (
+    BREAKER_OUTSIDE_RETRY_ORDER,
+    ORDERS,
+    PIPELINE_ORDER,
+    build_pipeline,
+)
+from mesh.resilience.policy import PRESETS, load_policy, load_policy_text
 from mesh.topology import EDGES
 from tests.unit.resilience.unit_fakes import recording_bus
 
 FULL = ("bulkhead", "total_deadline", "retry", "breaker", "attempt_timeout", "attempt_hook")
+SEED_003 = ("bulkhead", "total_deadline", "breaker", "retry", "attempt_timeout", "attempt_hook")
 EXPECTED = {
     "full": FULL,
     "retry-only": ("total_deadline", "retry", "attempt_timeout", "attempt_hook"),
@@ -22,6 +28,21 @@ EXPECTED = {
 
 def test_declared_order_is_outermost_bulkhead_to_innermost_attempt_hook() -> None:
     assert PIPELINE_ORDER == FULL
+
+
+def test_the_other_declared_order_puts_the_breaker_outside_retry() -> None:
+    assert BREAKER_OUTSIDE_RETRY_ORDER == SEED_003
+    assert ORDERS == {"retry-outside-breaker": FULL, "breaker-outside-retry": SEED_003}
+
+
+def test_the_order_field_selects_it_and_defaults_to_the_declared_order() -> None:
+    text = "edges: {gateway_to_profile: {order: breaker-outside-retry}}"
+    policy = load_policy_text(text, "p.yaml", {})
+    bus = recording_bus()[0]
+    chosen = build_pipeline(policy.edge("gateway_to_profile"), dependency="profile", bus=bus)
+    default = build_pipeline(policy.edge("gateway_to_payment"), dependency="payment", bus=bus)
+    assert chosen.names == SEED_003
+    assert default.names == FULL
 
 
 @pytest.mark.parametrize("preset", PRESETS)

@@ -65,6 +65,7 @@ def edge_policies(draw: st.DrawFn) -> dict[str, Any]:
     probes = draw(small_or_any(1, 100))
     base = draw(within(1e-6, 60))
     return {
+        "order": draw(st.sampled_from(["retry-outside-breaker", "breaker-outside-retry"])),
         "deadline": {
             "total_s": pick(st.just(total)),
             "attempt_s": pick(st.just(attempt)),
@@ -163,12 +164,16 @@ def test_an_accepted_policy_never_yields_unknown_and_recovers(
     asyncio.run(scenario(policy, failure, seed))
 
 
+@pytest.mark.parametrize("order", ["retry-outside-breaker", "breaker-outside-retry"])
 @pytest.mark.parametrize("preset", PRESETS)
-def test_every_edge_of_the_shipped_presets_passes_the_same_scenario(preset: str) -> None:
+def test_every_edge_of_the_shipped_presets_passes_the_same_scenario(
+    preset: str, order: str
+) -> None:
     policy = load_policy(preset, {})
     for edge in EDGES:
+        edge_policy = policy.edge(edge.name).model_copy(update={"order": order})
         for failure in sorted(FAILURES):
-            asyncio.run(scenario(policy.edge(edge.name), failure, 1))
+            asyncio.run(scenario(edge_policy, failure, 1))
 
 
 # Whatever a document holds, the validator answers with a policy or a PolicyError.
