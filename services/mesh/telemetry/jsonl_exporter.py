@@ -4,21 +4,34 @@ One span per line: trace_id, span_id, parent_span_id (hex, null for a root), nam
 service, start_ns, end_ns, status {code, description}, attributes, events [{name, time_ns,
 attributes}]. `mesh traces` reads these files. A file that outgrows `max_bytes` is moved to
 `<svc>.jsonl.1` (one generation kept) so a long chaos run cannot fill the disk.
+
+In a service, `JsonLinesSpanProcessor` does the work (not the SDK's BatchSpanProcessor): each
+span is encoded by hand when it ends (a few microseconds on the ending thread, see span_json)
+and queued as text; a writer thread appends the queued lines in bulk. The writer does no
+per-span Python beyond a pop, so it hardly competes for the GIL, and a stuck disk cannot
+stall the event loop: the queue is bounded and a full queue drops (and counts) new spans.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
+from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from mesh.telemetry.span_json import service_json, span_line
+
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+DEFAULT_DELAY_S = 1.0
+DEFAULT_MAX_QUEUE = 65536
+WAKE_AT = 512
+"""Queued lines that wake the writer before its delay is up."""
 
 
 def _value(value: Any) -> Any:
@@ -26,7 +39,7 @@ def _value(value: Any) -> Any:
 
 
 def span_record(span: ReadableSpan) -> dict[str, Any]:
-    """One span as the dict written on its line."""
+    """One span as the dict its line holds (span_json.span_line writes the same, faster)."""
     ctx = span.get_span_context()
     parent = span.parent
     return {
@@ -52,7 +65,7 @@ def span_record(span: ReadableSpan) -> dict[str, Any]:
 
 
 class JsonLinesSpanExporter(SpanExporter):
-    """Appends each exported batch to one file (run it behind a BatchSpanProcessor)."""
+    """Appends lines to one file; as a SpanExporter it encodes each batch it is given."""
 
     def __init__(self, path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.path = path
@@ -61,17 +74,19 @@ class JsonLinesSpanExporter(SpanExporter):
         self._file: IO[str] | None = None
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        text = "".join(
-            json.dumps(span_record(s), separators=(",", ":"), default=str) + "\n" for s in spans
-        )
+        ok = self.write_text("".join(span_line(s, service_json(s)) for s in spans))
+        return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
+
+    def write_text(self, text: str) -> bool:
+        """Appends already-encoded lines; False when the file could not be written."""
         try:
             with self._lock:
                 out = self._open()
                 out.write(text)
                 out.flush()
         except OSError:
-            return SpanExportResult.FAILURE
-        return SpanExportResult.SUCCESS
+            return False
+        return True
 
     def _open(self) -> IO[str]:
         if self._file is not None and self._file.tell() > self.max_bytes:
@@ -91,3 +106,82 @@ class JsonLinesSpanExporter(SpanExporter):
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return True
+
+
+class JsonLinesSpanProcessor(SpanProcessor):
+    """Encodes sampled spans as they end, queues the lines, and writes them from one thread."""
+
+    def __init__(
+        self,
+        exporter: JsonLinesSpanExporter,
+        delay_s: float = DEFAULT_DELAY_S,
+        max_queue: int = DEFAULT_MAX_QUEUE,
+    ) -> None:
+        self.exporter = exporter
+        self.delay_s = delay_s
+        self.max_queue = max_queue
+        self.dropped = 0
+        """Spans not written because the queue was full (the writer is stuck or too slow)."""
+        self.failed_writes = 0
+        self._lines: deque[str] = deque()
+        self._services: dict[int, str] = {}
+        self._wake = threading.Event()
+        self._flush_waiters: deque[threading.Event] = deque()
+        self._stopping = False
+        self._writer = threading.Thread(target=self._run, name="mesh-span-writer", daemon=True)
+        self._writer.start()
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        return None
+
+    def on_end(self, span: ReadableSpan) -> None:
+        ctx = span.context
+        if ctx is None or not ctx.trace_flags.sampled or self._stopping:
+            return
+        lines = self._lines
+        if len(lines) >= self.max_queue:
+            self.dropped += 1
+            return
+        resource = span.resource
+        service = self._services.get(id(resource))
+        if service is None:
+            service = self._services[id(resource)] = service_json(span)
+        lines.append(span_line(span, service))
+        if len(lines) == WAKE_AT:
+            self._wake.set()
+
+    def _run(self) -> None:
+        while not self._stopping:
+            self._wake.wait(self.delay_s)
+            self._wake.clear()
+            self._write_queued()
+        self._write_queued()
+
+    def _write_queued(self) -> None:
+        waiters = [self._flush_waiters.popleft() for _ in range(len(self._flush_waiters))]
+        lines = self._lines
+        pop = lines.popleft
+        text = "".join([pop() for _ in range(len(lines))])
+        if text and not self.exporter.write_text(text):
+            self.failed_writes += 1
+        for done in waiters:
+            done.set()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """True once every line queued before the call is written (False after the timeout)."""
+        if not self._writer.is_alive():
+            return not self._lines
+        done = threading.Event()
+        self._flush_waiters.append(done)
+        self._wake.set()
+        return done.wait(timeout_millis / 1000)
+
+    def shutdown(self) -> None:
+        """Writes what is queued (waiting at most 30 s for a stuck writer), then closes."""
+        if self._stopping:
+            return
+        self._stopping = True
+        self._wake.set()
+        self._writer.join(30.0)
+        if not self._writer.is_alive():
+            self.exporter.shutdown()

@@ -32,6 +32,7 @@ from mesh.resilience.context import CallContext
 from mesh.resilience.deadline import inbound_deadline
 from mesh.resilience.handlers import Behaviour, HandlerLookup, is_exempt
 from mesh.telemetry import names as n
+from mesh.telemetry.traceparent import extract_parent
 
 current_server_span: contextvars.ContextVar[trace.Span | None] = contextvars.ContextVar(
     "mesh_server_span", default=None
@@ -59,13 +60,16 @@ class MethodNames:
     call: str
     attempt: str
     attributes: Mapping[str, AttributeValue]
+    server_attributes: Mapping[str, AttributeValue]
+    """A server span's attributes at start: the constant ones and status code 0 (OK)."""
 
     @classmethod
     def of(cls, method: str) -> MethodNames:
         service, _, name = method.lstrip("/").partition("/")
         dotted = f"{service}.{name}"
         attributes = {n.RPC_SYSTEM: "grpc", n.RPC_SERVICE: service, n.RPC_METHOD: name}
-        return cls(f"Recv.{dotted}", f"Sent.{dotted}", f"Attempt.{dotted}", attributes)
+        server = {**attributes, n.GRPC_STATUS_CODE: grpc.StatusCode.OK.value[0]}
+        return cls(f"Recv.{dotted}", f"Sent.{dotted}", f"Attempt.{dotted}", attributes, server)
 
 
 class SpanFactory:
@@ -165,6 +169,7 @@ class AttemptSpan:
             **names.attributes,
             n.ATTEMPT: ctx.attempt,
             n.PREVIOUS_ATTEMPTS: ctx.attempt - 1,
+            n.GRPC_STATUS_CODE: 0,  # OK; an attempt that fails overwrites it at its end
         }
         if ctx.attempt_timeout_s != float("inf"):
             attributes[n.ATTEMPT_TIMEOUT_S] = ctx.attempt_timeout_s
@@ -193,7 +198,7 @@ class AttemptSpan:
         tb: TracebackType | None,
     ) -> None:
         span = self._span
-        if span.is_recording():
+        if exc is not None and span.is_recording():
             if isinstance(exc, grpc.aio.AioRpcError):
                 pushback_s = classify.pushback_s(exc.trailing_metadata())
                 if pushback_s is not None:
@@ -256,9 +261,9 @@ class TracingServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc
         names = factory.names(method)
 
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            parent = factory.propagator.extract(carrier) if carrier else None
+            parent = extract_parent(carrier, factory.propagator, factory.w3c_only)
             span = factory.tracer.start_span(
-                names.server, parent, kind=SpanKind.SERVER, attributes=names.attributes
+                names.server, parent, kind=SpanKind.SERVER, attributes=names.server_attributes
             )
             token = otel_context.attach(trace.set_span_in_context(span, parent))
             server_token = current_server_span.set(span)
@@ -276,7 +281,8 @@ class TracingServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc
             finally:
                 current_server_span.reset(server_token)
                 otel_context.detach(token)
-                if span.is_recording():
+                if code is not grpc.StatusCode.OK and span.is_recording():
+                    # OK (0) was set at start: only another code costs a late attribute.
                     span.set_attribute(n.GRPC_STATUS_CODE, code.value[0])
                     if code in SERVER_ERRORS:
                         span.set_status(Status(StatusCode.ERROR, code.name))

@@ -4,7 +4,8 @@ Exporter choice (first that applies):
 - `MESH_TRACING=0` (or `OTEL_SDK_DISABLED=true`): no tracing at all;
 - `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT` (e.g.
   http://127.0.0.1:4317): OTLP over gRPC behind a BatchSpanProcessor;
-- `MESH_TRACES_DIR`: JSON lines in `<dir>/<service>.jsonl` (what `mesh traces` reads);
+- `MESH_TRACES_DIR`: JSON lines in `<dir>/<service>.jsonl` (what `mesh traces` reads),
+  encoded as each span ends and written by a thread (jsonl_exporter.JsonLinesSpanProcessor);
 - none of these: spans are still made (ids propagate, logs carry them) but not exported.
 Other standard variables (OTEL_TRACES_SAMPLER, OTEL_BSP_*, OTEL_EXPORTER_OTLP_HEADERS,
 OTEL_RESOURCE_ATTRIBUTES, OTEL_PROPAGATORS) are read by the SDK itself.
@@ -28,7 +29,11 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from mesh.config_error import ConfigError
 from mesh.resilience.attempt import AttemptObserver
 from mesh.resilience.events import Listener
-from mesh.telemetry.jsonl_exporter import JsonLinesSpanExporter
+from mesh.telemetry.jsonl_exporter import (
+    DEFAULT_DELAY_S,
+    JsonLinesSpanExporter,
+    JsonLinesSpanProcessor,
+)
 from mesh.telemetry.span_events import tracing_listener
 from mesh.telemetry.spans import SpanFactory, TracingServerInterceptor
 
@@ -83,7 +88,10 @@ def setup_tracing(service_name: str, environ: Mapping[str, str]) -> TracerProvid
     delay_ms = _millis(environ, "OTEL_BSP_SCHEDULE_DELAY")
     provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service_name}))
     exporter = choose_exporter(service_name, environ)
-    if exporter is not None:
+    if isinstance(exporter, JsonLinesSpanExporter):
+        delay_s = DEFAULT_DELAY_S if delay_ms is None else delay_ms / 1000
+        provider.add_span_processor(JsonLinesSpanProcessor(exporter, delay_s=delay_s))
+    elif exporter is not None:
         provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=delay_ms))
     return provider
 

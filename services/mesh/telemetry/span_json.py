@@ -1,0 +1,103 @@
+"""One finished span as its JSON line, encoded by hand (what `mesh traces` reads).
+
+Byte for byte what `json.dumps(span_record(span), separators=(",", ":"), default=str)` gives
+for the values a span can hold (str, bool, int, float, None and tuples of them; anything else
+as its str()), at a fraction of the cost: no intermediate dicts, one C call per string.
+"""
+
+from __future__ import annotations
+
+from json.encoder import encode_basestring_ascii as _str
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+
+_INF = float("inf")
+
+
+def _float(value: float) -> str:
+    if value != value:
+        return "NaN"
+    if value == _INF:
+        return "Infinity"
+    if value == -_INF:
+        return "-Infinity"
+    return float.__repr__(value)
+
+
+def value_json(value: Any) -> str:
+    """One attribute value as JSON (tuples and lists as arrays, unknown types as their str)."""
+    kind = type(value)
+    if kind is str:
+        return str(_str(value))
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int:
+        return int.__repr__(value)
+    if kind is float:
+        return _float(value)
+    if value is None:
+        return "null"
+    if kind is tuple or kind is list:
+        return "[" + ",".join([value_json(v) for v in value]) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        return _float(value)
+    if isinstance(value, str):
+        return str(_str(str.__str__(value)))
+    return str(_str(str(value)))
+
+
+def attributes_json(attributes: Any) -> str:
+    if not attributes:
+        return "{}"
+    return "{" + ",".join([_str(k) + ":" + value_json(v) for k, v in attributes.items()]) + "}"
+
+
+def _optional(value: str | None) -> str:
+    return "null" if value is None else str(_str(value))
+
+
+def span_line(span: ReadableSpan, service: str) -> str:
+    """The span's line, newline included; `service` is the already-escaped service name."""
+    ctx = span.context
+    parent = span.parent
+    status = span.status
+    events = span.events
+    events_json = (
+        ",".join(
+            [
+                f'{{"name":{_str(e.name)},"time_ns":{e.timestamp},'
+                f'"attributes":{attributes_json(e.attributes)}}}'
+                for e in events
+            ]
+        )
+        if events
+        else ""
+    )
+    ids = (
+        f'"trace_id":"{ctx.trace_id:032x}","span_id":"{ctx.span_id:016x}"'
+        if ctx
+        else '"trace_id":null,"span_id":null'
+    )
+    parent_id = f'"{parent.span_id:016x}"' if parent else "null"
+    return (
+        f'{{{ids},"parent_span_id":{parent_id},"name":{_str(span.name)},'
+        f'"kind":"{span.kind.name}","service":{service},'
+        f'"start_ns":{_optional_int(span.start_time)},"end_ns":{_optional_int(span.end_time)},'
+        f'"status":{{"code":"{status.status_code.name}","description":'
+        f"{_optional(status.description)}}},"
+        f'"attributes":{attributes_json(span.attributes)},"events":[{events_json}]}}\n'
+    )
+
+
+def _optional_int(value: int | None) -> str:
+    return "null" if value is None else int.__repr__(value)
+
+
+def service_json(span: ReadableSpan) -> str:
+    """The escaped service name of the span's resource (computed once per provider)."""
+    return str(_str(str(span.resource.attributes.get("service.name", ""))))
