@@ -20,6 +20,8 @@ LESSON_ORDER = (
     "receipt-throughput",  # jobs: concurrency and rate limits
     "worker-crash",  # jobs: a killed worker's jobs recovered
     "duplicate-enqueue",  # jobs: one job per receipt
+    "poison-job",  # jobs: a job that kills its worker is failed after maxStalledCount stalls
+    "false-stall",  # jobs: a blocked event loop loses the lock; keep blocking work off it
 )
 
 

@@ -6,19 +6,31 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import grpc
 from bullmq import Queue
+from redis.asyncio import Redis
 
 from chaos.jobs.mailbox import Mailbox
 from chaos.launch.mesh import Mesh
-from mesh.contracts.receipt_job import JOB_NAME, Receipt, ReceiptRetry, job_id_for
+from mesh.contracts.receipt_job import DRILL_KEY, JOB_NAME, Receipt, ReceiptRetry, job_id_for
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc
 
 FINISHED = ("completed", "failed")
+
+
+@dataclass(frozen=True)
+class JobEvent:
+    """One entry of BullMQ's event stream: `active` when a worker takes the job, `stalled`
+    when a stalled-job check finds its lock gone."""
+
+    t: float
+    event: str
+    job_id: str
 
 
 @dataclass
@@ -49,10 +61,34 @@ class JobsHarness:
             self._queues[name] = Queue(name, {"connection": f"redis://{self.redis}"})
         return self._queues[name]
 
-    async def enqueue(self, queue: str, receipt: Receipt, policy: ReceiptRetry) -> str:
+    async def enqueue(
+        self,
+        queue: str,
+        receipt: Receipt,
+        policy: ReceiptRetry,
+        drill: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Add a receipt job as payment's relay does; `drill` adds a test-only fault drill
+        (mesh/notification/drills.py) that only a worker started with NOTIFY_DRILLS=1 obeys."""
         job_id = job_id_for(receipt.charge_id)
-        await self.queue(queue).add(JOB_NAME, receipt.to_data(), policy.job_options(job_id))
+        data = receipt.to_data() | ({DRILL_KEY: dict(drill)} if drill else {})
+        await self.queue(queue).add(JOB_NAME, data, policy.job_options(job_id))
         return job_id
+
+    async def events(self, queue: str) -> list[JobEvent]:
+        """Every event BullMQ recorded on the queue's stream, oldest first (the stream keeps
+        the last 10000: enough for a queue of the experiment's own)."""
+        client = Redis.from_url(f"redis://{self.redis}", decode_responses=True)
+        try:
+            entries = cast(
+                list[tuple[str, dict[str, str]]], await client.xrange(f"bull:{queue}:events")
+            )
+        finally:
+            await client.aclose()
+        return [
+            JobEvent(int(entry_id.split("-")[0]) / 1000, f.get("event", ""), f.get("jobId", ""))
+            for entry_id, f in entries or []
+        ]
 
     async def wait_finished(
         self, queue: str, job_ids: list[str], timeout_s: float

@@ -21,6 +21,11 @@ BACKOFF_TYPE = "exponential-jitter"
 _CHARGE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}", re.ASCII)  # fullmatch: no trailing newline
 _USER_ID = re.compile(r"u-[0-9]{4}", re.ASCII)
 _CURRENCY = re.compile(r"[A-Z]{3}", re.ASCII)
+DRILL_KEY = "drill"
+"""Job data's test-only fault drill (mesh/notification/drills.py): never set by payment's relay,
+and ignored by a worker not started with NOTIFY_DRILLS=1."""
+STALLED_REASON = "job stalled more than allowable limit"
+"""BullMQ's failedReason for a job that stalled more than maxStalledCount times."""
 
 
 class BadPayload(ValueError):
@@ -114,8 +119,9 @@ class ReceiptRetry:
             )
         return policy
 
-    def job_options(self, job_id: str) -> dict[str, Any]:
-        """BullMQ job options (the API speaks milliseconds)."""
+    def job_options(self, job_id: str, retention: ReceiptRetention | None = None) -> dict[str, Any]:
+        """BullMQ job options (the API speaks milliseconds); finished jobs kept as `retention`
+        says (default: ReceiptRetention())."""
         return {
             "jobId": job_id,
             "attempts": self.attempts,
@@ -124,13 +130,56 @@ class ReceiptRetry:
                 "delay": round(self.backoff_s * 1000),
                 "jitter": self.jitter,
             },
-            "removeOnComplete": {"age": 7 * 24 * 3600, "count": 10_000},
-            "removeOnFail": {"age": 30 * 24 * 3600},
+            **(retention or ReceiptRetention()).job_options(),
         }
 
     def schedule_s(self) -> list[float]:
         """When each attempt starts, after the first, with no jitter: 0, 2, 6, 14, 30 at 2 s."""
         return [self.backoff_s * (2**n - 1) for n in range(self.attempts)]
+
+
+@dataclass(frozen=True)
+class ReceiptRetention:
+    """How long BullMQ keeps finished receipt jobs: by age and by count, whichever removes first
+    (BullMQ's removeOnComplete / removeOnFail, applied when a job finishes). Without them BullMQ
+    keeps every finished job forever and Redis grows with every receipt."""
+
+    completed_age_s: int = 7 * 24 * 3600
+    """RECEIPT_KEEP_COMPLETED_S: a completed job is kept at most 7 days."""
+    completed_count: int = 10_000
+    """RECEIPT_KEEP_COMPLETED: and only the newest 10000 completed jobs."""
+    failed_age_s: int = 30 * 24 * 3600
+    """RECEIPT_KEEP_FAILED_S: a failed job is kept 30 days, to be read and retried
+    (`mesh jobs show`, `mesh jobs retry`)."""
+    failed_count: int = 10_000
+    """RECEIPT_KEEP_FAILED: and only the newest 10000 failed jobs."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> ReceiptRetention:
+        from mesh.config_error import ConfigError
+
+        names = {
+            "completed_age_s": "RECEIPT_KEEP_COMPLETED_S",
+            "completed_count": "RECEIPT_KEEP_COMPLETED",
+            "failed_age_s": "RECEIPT_KEEP_FAILED_S",
+            "failed_count": "RECEIPT_KEEP_FAILED",
+        }
+        values: dict[str, int] = {}
+        for field_name, var in names.items():
+            raw = environ.get(var, "")
+            if raw == "":
+                continue
+            if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
+                raise ConfigError(f"{var}={raw!r} is not an integer >= 1")
+            values[field_name] = int(raw)
+        return cls(**values)
+
+    def job_options(self) -> dict[str, Any]:
+        """BullMQ's keep options: `age` in seconds, `count` in jobs."""
+        return {
+            "removeOnComplete": {"age": self.completed_age_s, "count": self.completed_count},
+            "removeOnFail": {"age": self.failed_age_s, "count": self.failed_count},
+        }
 
 
 def backoff_delay_ms(

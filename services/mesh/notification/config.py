@@ -36,6 +36,13 @@ def _seconds(env: Mapping[str, str], var: str, default: float) -> float:
     return value
 
 
+def _flag(env: Mapping[str, str], var: str) -> bool:
+    raw = env.get(var) or "0"
+    if raw not in ("0", "1"):
+        raise ConfigError(f"{var}={raw!r} is not 0 or 1")
+    return raw == "1"
+
+
 @dataclass(frozen=True)
 class NotificationConfig:
     """What the receipt worker reads besides the common ServiceConfig."""
@@ -67,6 +74,9 @@ class NotificationConfig:
     """NOTIFY_FROM: the From address. Default receipts@mesh.local."""
     sent_ttl_s: float
     """NOTIFY_SENT_TTL_S: how long the "receipt sent" marker is kept. Default 7 days."""
+    drills: bool = False
+    """NOTIFY_DRILLS=1: obey the test-only fault drills jobs carry (drills.py). Default off;
+    only the job experiments and tests start workers with it."""
 
     @classmethod
     def from_env(
@@ -89,4 +99,5 @@ class NotificationConfig:
             smtp_timeout_s=_seconds(env, "NOTIFY_SMTP_TIMEOUT_S", 10.0),
             sender=env.get("NOTIFY_FROM") or "receipts@mesh.local",
             sent_ttl_s=_seconds(env, "NOTIFY_SENT_TTL_S", 7 * 24 * 3600.0),
+            drills=_flag(env, "NOTIFY_DRILLS"),
         )

@@ -25,6 +25,7 @@ from mesh.customers import customers
 from mesh.notification import job_span
 from mesh.notification.bullmq_worker import QueueWorker, connection_url
 from mesh.notification.config import NotificationConfig
+from mesh.notification.drills import Drill
 from mesh.notification.smtp import SendError, SmtpSender, render
 from mesh.telemetry.job_metrics import JobMetrics
 
@@ -130,6 +131,8 @@ class ReceiptWorker:
         user = customers().users.get(receipt.user_id)
         if user is None:
             raise UnrecoverableError(f"unknown user {receipt.user_id}: nobody to send it to")
+        if self.config.drills and (drill := Drill.of(job.data)) is not None:
+            await drill.run()
         marker = f"{self.config.queue}:sent:{job.id}"
         if await self._redis.exists(marker):
             self.metrics.duplicate_prevented()

@@ -19,7 +19,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from bullmq import Queue
 
-from mesh.contracts.receipt_job import JOB_NAME, QUEUE, ReceiptRetry
+from mesh.contracts.receipt_job import JOB_NAME, QUEUE, ReceiptRetention, ReceiptRetry
 from mesh.payment.ledger import Ledger
 from mesh.telemetry.job_metrics import JobMetrics
 
@@ -39,9 +39,11 @@ class OutboxRelay:
         queue: str = QUEUE,
         poll_s: float = 1.0,
         max_backoff_s: float = 5.0,
+        retention: ReceiptRetention | None = None,
     ) -> None:
         self._ledger = ledger
         self._policy = policy
+        self._retention = retention or ReceiptRetention()
         self._metrics = metrics
         self._poll_s = poll_s
         self._max_backoff_s = max_backoff_s
@@ -69,7 +71,9 @@ class OutboxRelay:
         while rows := await self._ledger.unsent(100):
             for row in rows:
                 data: dict[str, Any] = json.loads(row.payload)
-                await self._queue.add(JOB_NAME, data, self._policy.job_options(row.job_id))
+                await self._queue.add(
+                    JOB_NAME, data, self._policy.job_options(row.job_id, self._retention)
+                )
                 self._metrics.enqueued()
             await self._ledger.mark_sent([r.job_id for r in rows])
             total += len(rows)
@@ -108,7 +112,7 @@ class OutboxRelay:
 def relay_from_env(
     ledger: Ledger, redis_addr: str, metrics: JobMetrics, environ: Mapping[str, str] | None = None
 ) -> OutboxRelay:
-    """RECEIPT_* (see ReceiptRetry), RECEIPT_QUEUE (default receipts)."""
+    """RECEIPT_* (see ReceiptRetry, ReceiptRetention), RECEIPT_QUEUE (default receipts)."""
     env = os.environ if environ is None else environ
     return OutboxRelay(
         ledger,
@@ -116,4 +120,5 @@ def relay_from_env(
         ReceiptRetry.from_env(env),
         metrics,
         queue=env.get("RECEIPT_QUEUE") or QUEUE,
+        retention=ReceiptRetention.from_env(env),
     )
