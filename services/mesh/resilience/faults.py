@@ -20,7 +20,7 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from mesh import safe_yaml
+from mesh import safe_yaml, settings
 from mesh.config_error import ConfigError
 from mesh.resilience.clock import Clock, SystemClock
 from mesh.resilience.errors import InjectedFaultError
@@ -92,13 +92,7 @@ class FaultTable:
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> FaultTable:
         """The faults in MESH_FAULTS, seeded by MESH_FAULT_SEED; a ConfigError names either."""
-        seed_text = environ.get("MESH_FAULT_SEED", "").strip()
-        try:
-            seed = int(seed_text) if seed_text else None
-        except ValueError:
-            raise ConfigError(
-                f"MESH_FAULT_SEED={safe_yaml.short(seed_text)!r} is not an integer"
-            ) from None
+        seed = settings.read(environ, "MESH_FAULT_SEED", settings.integer, None)
         return cls(parse_faults(environ.get("MESH_FAULTS", "")), seed)
 
     def set(self, spec: FaultSpec) -> None:

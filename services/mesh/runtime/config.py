@@ -1,62 +1,40 @@
-"""Service configuration from the environment: frozen, validated once at start-up."""
+"""Service configuration from the environment: frozen, validated once at start-up.
+
+The rules for each kind of value are `mesh.settings`'; the `<CALLEE>_ADDR` names come from the
+topology at run time, so they are read with `settings.read` rather than declared as fields.
+"""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Annotated
 
+from pydantic import Field
+
+from mesh import settings
 from mesh.config_error import ConfigError
-from mesh.topology import ServiceSpec, service
+from mesh.settings import Address, EnvSettings, Float, Int
+from mesh.topology import ServiceSpec, edges_from, service
 
 __all__ = ["ConfigError", "ServiceConfig"]
-
-
-def _ascii_digits(text: str) -> bool:
-    """0-9 only: str.isdigit() also passes '²' (int() then raises) and other scripts' digits."""
-    return text.isascii() and text.isdigit()
-
-
-def _addr(environ: Mapping[str, str], var: str, default: str) -> str:
-    value = environ.get(var, default).strip()
-    host, sep, port = value.rpartition(":")
-    if not sep or not host or not _ascii_digits(port) or not 0 <= int(port) <= 65535:
-        raise ConfigError(f"{var}={_shown(value)} is not HOST:PORT (e.g. 127.0.0.1:50052)")
-    return value
-
-
-def _shown(raw: str) -> str:
-    """A variable's value as an error quotes it: short, one line."""
-    flat = " ".join(raw.split())
-    return repr(flat if len(flat) <= 40 else flat[:37] + "...")
-
-
-def _float(environ: Mapping[str, str], var: str, default: float, maximum: float) -> float:
-    raw = environ.get(var)
-    if raw is None:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{var}={_shown(raw)} is not a number") from None
-    if not 0 <= value <= maximum:  # NaN fails both comparisons
-        raise ConfigError(f"{var}={_shown(raw)} must be a number within 0..{maximum:g}")
-    return value
-
-
-def _int(environ: Mapping[str, str], var: str, default: int, lo: int, hi: int) -> int:
-    raw = environ.get(var)
-    if raw is None:
-        return default
-    digits = raw.strip()
-    if not _ascii_digits(digits) or len(digits) > 18 or not lo <= int(digits) <= hi:
-        raise ConfigError(f"{var}={_shown(raw)} is not an integer within {lo}..{hi}")
-    return int(digits)
-
 
 MAX_GRACE_S = 3600.0
 MIN_MESSAGE_BYTES = 4 * 1024
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+
+
+class _Env(EnvSettings):
+    listen_addr: Annotated[str | None, Address] = Field(None, validation_alias="LISTEN_ADDR")
+    admin_addr: Annotated[str | None, Address] = Field(None, validation_alias="ADMIN_ADDR")
+    metrics_addr: Annotated[str | None, Address] = Field(None, validation_alias="METRICS_ADDR")
+    policy: str | None = Field(None, validation_alias="MESH_POLICY")
+    grace_s: Annotated[float, Float(0, MAX_GRACE_S)] = Field(
+        5.0, validation_alias="SHUTDOWN_GRACE_S"
+    )
+    max_message_bytes: Annotated[int, Int(MIN_MESSAGE_BYTES, MAX_MESSAGE_BYTES)] = Field(
+        1024 * 1024, validation_alias="MAX_MESSAGE_BYTES"
+    )
 
 
 @dataclass(frozen=True)
@@ -83,23 +61,24 @@ class ServiceConfig:
 
     @classmethod
     def from_env(cls, name: str, environ: Mapping[str, str] | None = None) -> ServiceConfig:
-        from mesh.topology import edges_from
-
-        env = os.environ if environ is None else environ
         spec: ServiceSpec = service(name)
+        env = settings.load(_Env, environ)
         deps = {
-            e.dependency: _addr(env, e.addr_env, f"127.0.0.1:{service(e.dependency).port}")
+            e.dependency: settings.read(
+                settings.env_or_os(environ),
+                e.addr_env,
+                settings.address,
+                f"127.0.0.1:{service(e.dependency).port}",
+            )
             for e in edges_from(name)
         }
         return cls(
             name=name,
-            listen_addr=_addr(env, "LISTEN_ADDR", f"127.0.0.1:{spec.port}"),
-            admin_addr=_addr(env, "ADMIN_ADDR", f"127.0.0.1:{spec.admin_port}"),
-            metrics_addr=_addr(env, "METRICS_ADDR", f"127.0.0.1:{spec.metrics_port}"),
-            policy=env.get("MESH_POLICY") or None,
-            grace_s=_float(env, "SHUTDOWN_GRACE_S", 5.0, MAX_GRACE_S),
-            max_message_bytes=_int(
-                env, "MAX_MESSAGE_BYTES", 1024 * 1024, MIN_MESSAGE_BYTES, MAX_MESSAGE_BYTES
-            ),
+            listen_addr=env.listen_addr or f"127.0.0.1:{spec.port}",
+            admin_addr=env.admin_addr or f"127.0.0.1:{spec.admin_port}",
+            metrics_addr=env.metrics_addr or f"127.0.0.1:{spec.metrics_port}",
+            policy=env.policy,
+            grace_s=env.grace_s,
+            max_message_bytes=env.max_message_bytes,
             dependencies=deps,
         )

@@ -13,15 +13,18 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Annotated
 
 import grpc
 import grpc.aio
+from pydantic import Field
 
-from mesh.config_error import ConfigError
+from mesh import settings
 from mesh.resilience.clock import Clock, SystemClock
 from mesh.resilience.errors import PUSHBACK_KEY
 from mesh.resilience.handlers import HandlerLookup, is_exempt
 from mesh.runtime.auth import ApiKeys, bearer_token, rejection
+from mesh.settings import EnvSettings, Float
 
 
 @dataclass(frozen=True)
@@ -35,23 +38,13 @@ class RateLimitPolicy:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> RateLimitPolicy:
-        return cls(
-            rate_per_s=_positive(environ, "MESH_RATE_LIMIT_RPS", 2000.0),
-            burst=_positive(environ, "MESH_RATE_LIMIT_BURST", 4000.0),
-        )
+        env = settings.load(_Env, environ)
+        return cls(rate_per_s=env.rate_per_s, burst=env.burst)
 
 
-def _positive(environ: Mapping[str, str], var: str, default: float) -> float:
-    raw = environ.get(var)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{var}={raw!r} is not a number") from None
-    if not value >= 0 or math.isinf(value):
-        raise ConfigError(f"{var}={raw!r} must be a finite number >= 0")
-    return value
+class _Env(EnvSettings):
+    rate_per_s: Annotated[float, Float(0)] = Field(2000.0, validation_alias="MESH_RATE_LIMIT_RPS")
+    burst: Annotated[float, Float(0)] = Field(4000.0, validation_alias="MESH_RATE_LIMIT_BURST")
 
 
 class TokenBucket:

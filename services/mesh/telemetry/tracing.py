@@ -17,7 +17,6 @@ process, as they do in the integration tests.
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
-from mesh.config_error import ConfigError
+from mesh import settings
 from mesh.resilience.attempt import AttemptObserver
 from mesh.resilience.events import Listener
 from mesh.telemetry.jsonl_exporter import (
@@ -38,23 +37,16 @@ from mesh.telemetry.span_events import tracing_listener
 from mesh.telemetry.spans import SpanFactory, TracingServerInterceptor
 
 TRACER_NAME = "mesh"
-_OFF = {"0", "false", "off", "no"}
 
 
 def _millis(environ: Mapping[str, str], var: str) -> float | None:
     """A positive, finite number of milliseconds, or None when unset; anything else is a
-    ConfigError naming the variable (it used to be ignored without a word)."""
-    raw = (environ.get(var) or "").strip()
-    if not raw:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        shown = raw if len(raw) <= 40 else raw[:37] + "..."
-        raise ConfigError(f"{var}={shown!r} is not a number of milliseconds > 0")
-    return value
+    ConfigError naming the variable (mesh.settings' rule for numbers)."""
+    return settings.read(environ, var, _positive_ms, None)
+
+
+def _positive_ms(raw: str) -> float:
+    return settings.number(raw, 0, above=True, unit="milliseconds")
 
 
 def otlp_endpoint(environ: Mapping[str, str]) -> str | None:
@@ -81,7 +73,7 @@ def choose_exporter(service_name: str, environ: Mapping[str, str]) -> SpanExport
 
 def setup_tracing(service_name: str, environ: Mapping[str, str]) -> TracerProvider | None:
     """The service's provider with the chosen exporter, or None when tracing is off."""
-    if environ.get("MESH_TRACING", "1").strip().lower() in _OFF:
+    if not settings.read(environ, "MESH_TRACING", settings.flag, True):
         return None
     if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return None

@@ -1,6 +1,8 @@
 """Configuration from the environment fails at start-up naming the variable."""
 
 import math
+import random
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -8,6 +10,8 @@ import pytest
 
 from mesh.resilience.faults import FaultSpec, FaultTable, FaultValidationError
 from mesh.runtime.config import ConfigError, ServiceConfig
+from mesh.runtime.ratelimit import RateLimitPolicy
+from mesh.telemetry.tracing import setup_tracing
 
 
 def test_defaults_come_from_the_topology() -> None:
@@ -56,6 +60,49 @@ def test_a_long_value_is_quoted_short() -> None:
     with pytest.raises(ConfigError) as caught:
         ServiceConfig.from_env("recommendation", {"LISTEN_ADDR": "x" * 5000})
     assert len(str(caught.value)) < 120
+
+
+# One rule per kind of value (mesh.settings): every parser names the variable the same way.
+
+
+@pytest.mark.parametrize(
+    ("read", "env", "words"),
+    [
+        (RateLimitPolicy.from_env, {"MESH_RATE_LIMIT_RPS": "nan"}, "is not a number >= 0"),
+        (RateLimitPolicy.from_env, {"MESH_RATE_LIMIT_BURST": "-1"}, "is not a number >= 0"),
+        (FaultTable.from_env, {"MESH_FAULT_SEED": "1" * 5000}, "is not an integer"),
+        (FaultTable.from_env, {"MESH_FAULT_SEED": "٣"}, "is not an integer"),
+        (lambda env: setup_tracing("profile", env), {"MESH_TRACING": "nope"}, "is not a flag"),
+    ],
+)
+def test_each_parser_quotes_the_variable_short_and_says_the_rule(
+    read: Callable[[dict[str, str]], object], env: dict[str, str], words: str
+) -> None:
+    [var] = env
+    with pytest.raises(ConfigError) as caught:
+        read(env)
+    message = str(caught.value)
+    assert message.startswith(f"{var}=") and words in message, message
+    assert len(message) < 120
+
+
+def test_blank_means_unset_for_every_variable() -> None:
+    blank = {
+        v: " " for v in ("LISTEN_ADDR", "SHUTDOWN_GRACE_S", "MAX_MESSAGE_BYTES", "PROFILE_ADDR")
+    }
+    cfg = ServiceConfig.from_env("recommendation", blank)
+    assert (cfg.listen_addr, cfg.grace_s, cfg.max_message_bytes) == ("127.0.0.1:50053", 5.0, 2**20)
+    assert cfg.dependencies == {"profile": "127.0.0.1:50052"}
+
+
+def test_good_values_are_read() -> None:
+    cfg = ServiceConfig.from_env(
+        "recommendation", {"SHUTDOWN_GRACE_S": " 0.5 ", "MAX_MESSAGE_BYTES": "4096"}
+    )
+    assert (cfg.grace_s, cfg.max_message_bytes) == (0.5, 4096)
+    assert RateLimitPolicy.from_env({"MESH_RATE_LIMIT_RPS": "0"}).rate_per_s == 0.0
+    assert FaultTable.from_env({"MESH_FAULT_SEED": "-3"}).rng.random() == random.Random(-3).random()
+    assert setup_tracing("profile", {"MESH_TRACING": "Off"}) is None
 
 
 # MESH_FAULTS: JSON with the limits safe_yaml puts on YAML; a ConfigError names the variable.
