@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help venv demo test up mesh-up protos lint typecheck bench clean
+.PHONY: help venv demo verify test up mesh-up protos lint typecheck bench clean
 
 help: ## List the targets
 	@grep -hE '^[a-z][a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | \
@@ -26,6 +26,9 @@ venv: $(STAMP) ## Create .venv and install the package with its tools and dev ex
 
 demo: $(STAMP) ## Create .venv, install, run the whole experiment catalogue on the embedded mesh
 	$(BIN)/mesh demo
+
+verify: $(STAMP) ## The catalogue 3 times on one mesh: fails unless every hypothesis held in all 3
+	$(BIN)/mesh chaos run --all --repeat 3
 
 # pytest exits 5 when no test ran: a failure here too, never passed over.
 test: $(STAMP) ## Create .venv if needed and run the whole suite

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import math
 import secrets
+import sys
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
 
+from chaos.loadgen.protocol import Plan, Request, decode
 from mesh.customers import USER_COUNT, user_id
 from mesh.resilience.classify import RETRYABLE_CODES, pushback_s
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
@@ -59,6 +63,31 @@ class LoadResult:
 
     outcomes: list[Outcome] = field(default_factory=list)
     elapsed_s: float = 0.0
+    generator_cpu_s: float | None = None
+    """The load generator process's own CPU (utime+stime) over the load; None in-process."""
+    mesh_cpu_s: float | None = None
+    """The mesh's CPU (its services' and Toxiproxy's utime+stime) over the same load; None
+    for a mesh this process did not start."""
+    offered_per_s: float | None = None
+    """The open-loop rate the load was offered at (None: closed loop)."""
+
+    def add_cpu(self, generator_s: float | None, mesh_s: float | None) -> None:
+        """Count one more part (a wave) of this load's CPU; unknown stays unknown."""
+        if generator_s is not None:
+            self.generator_cpu_s = (self.generator_cpu_s or 0.0) + generator_s
+        self.mesh_cpu_s = None if mesh_s is None else (self.mesh_cpu_s or 0.0) + mesh_s
+
+    def cpu_metrics(self) -> dict[str, float]:
+        """CPU per request of the generator and of the mesh, and the generator's share."""
+        n = len(self.outcomes)
+        out: dict[str, float] = {}
+        if self.generator_cpu_s is not None and n:
+            out["generator_cpu_ms_per_req"] = self.generator_cpu_s * 1000 / n
+        if self.mesh_cpu_s is not None and n:
+            out["mesh_cpu_ms_per_req"] = self.mesh_cpu_s * 1000 / n
+        if self.generator_cpu_s is not None and self.mesh_cpu_s:
+            out["generator_cpu_share"] = self.generator_cpu_s / self.mesh_cpu_s
+        return out
 
     def codes(self) -> Counter[str]:
         return Counter(o.code for o in self.outcomes)
@@ -281,4 +310,99 @@ async def run_load(
                 tasks.append(asyncio.create_task(gated(n)))
             await asyncio.gather(*tasks)
     result.elapsed_s = time.perf_counter() - start
+    return result
+
+
+def plan_for(
+    gateway: str, requests: int, rpc_mix: Sequence[str] = ("home",), **options: Any
+) -> Plan:
+    """The generator's plan: every request's RPC, user, key and trace id chosen here; the
+    `options` are the Plan's (concurrency, rate_per_s, think_s, timeout_s, ...)."""
+    chosen = []
+    for n in range(requests):
+        rpc = rpc_mix[n % len(rpc_mix)]
+        chosen.append(
+            Request(
+                rpc,
+                n % USER_COUNT + 1,
+                1000 + n % 500,
+                f"load-{uuid.uuid4().hex}" if rpc == "checkout" else "",
+                secrets.token_hex(16),
+                secrets.token_hex(8),
+            )
+        )
+    return Plan(gateway, chosen, **options)
+
+
+def outcome_of(plan: Plan, record: Sequence[object]) -> Outcome:
+    """A generator record (chaos/loadgen/protocol.py RECORD_FIELDS) as the user saw it."""
+    index, started, latency, code, degraded, status, charge_id, pushback, detail = record
+    request = plan.requests[int(index)]  # type: ignore[call-overload]
+    return Outcome(
+        request.rpc,
+        str(code),
+        float(latency),  # type: ignore[arg-type]
+        tuple(str(degraded).split(",")) if degraded else (),
+        str(status),
+        str(charge_id),
+        request.key,
+        float(started),  # type: ignore[arg-type]
+        None if pushback is None else int(pushback),  # type: ignore[call-overload]
+        request.trace_id,
+        str(detail),
+    )
+
+
+async def run_plan(
+    plan: Plan,
+    on_outcome: Callable[[Outcome], None] | None = None,
+    stop: asyncio.Event | None = None,
+) -> LoadResult:
+    """Run `plan` in a load generator process of its own (chaos/loadgen/generator.py), so
+    its CPU is its own and measured; outcomes stream back as they finish."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "chaos.loadgen.generator",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        limit=2**26,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(plan.dumps().encode() + b"\n")
+    await proc.stdin.drain()
+    result = LoadResult()
+
+    async def stopper() -> None:
+        assert stop is not None and proc.stdin is not None
+        await stop.wait()
+        with contextlib.suppress(ConnectionError):
+            proc.stdin.write(b"stop\n")
+            await proc.stdin.drain()
+
+    watcher = asyncio.create_task(stopper()) if stop is not None else None
+    ended = False
+    try:
+        async for line in proc.stdout:
+            kind, body = decode(line.decode())
+            if kind == "E":
+                result.elapsed_s = float(body["elapsed_s"])
+                result.generator_cpu_s = body["cpu_s"]
+                ended = True
+                break
+            for record in body:
+                outcome = outcome_of(plan, record)
+                result.outcomes.append(outcome)
+                if on_outcome is not None:
+                    on_outcome(outcome)
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+        if proc.returncode is None and not ended:
+            proc.kill()
+        with contextlib.suppress(ConnectionError):
+            proc.stdin.close()
+        await proc.wait()
+    if not ended:
+        raise RuntimeError(f"the load generator exited {proc.returncode} before its end line")
     return result

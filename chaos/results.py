@@ -65,6 +65,13 @@ class Verdict:
     bound: str
     passed: bool
     why: str = ""
+    void: bool = False
+    """The variant met no fault (chaos/run/measure.py exposure): neither PASS nor FAIL, and
+    not held, since nothing was tested."""
+
+    @property
+    def mark(self) -> str:
+        return "VOID" if self.void else "PASS" if self.passed else "FAIL"
 
 
 @dataclass
@@ -77,11 +84,24 @@ class ExperimentResult:
     variants: list[VariantResult] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)
     aborted: str = ""
+    capacity: dict[str, float] = field(default_factory=dict)
+    """The run's capacity (measured once per run): capacity_per_s, capacity_p99_ms."""
+    generator_share: float | None = None
+    """The load generator's CPU as a share of the mesh's, over the run so far (None: n/a)."""
+
+    repeats: list[ExperimentResult] = field(default_factory=list)
+    """With `--repeat N`: every run of this experiment, this one last (empty: ran once)."""
 
     @property
-    def held(self) -> bool:
+    def held_once(self) -> bool:
+        """This run: not aborted, every expectation passed (a void one did not), no error."""
         return (
             not self.aborted
             and all(v.passed for v in self.verdicts)
             and not any(v.error for v in self.variants)
         )
+
+    @property
+    def held(self) -> bool:
+        """Held in this run, and in every repeat of it."""
+        return self.held_once and all(r.held_once for r in self.repeats)

@@ -33,6 +33,7 @@ from chaos.launch.mesh import Mesh
 from chaos.launch.ports import Ports
 from chaos.launch.processes import LaunchError
 from chaos.report.index import write_index
+from chaos.report.repeat import spreads
 from chaos.report.table_fit import Column, FitTable
 from chaos.report.tables import print_result, showed, to_json, write_report
 from chaos.results import ExperimentResult
@@ -86,11 +87,21 @@ def verdict_table(results: list[ExperimentResult], width: int = 120) -> Renderab
         )
         if r.aborted:
             missed.append(f"{r.name}: {r.aborted}")
-        missed += [
-            f"{r.name}: {v.variant}/{v.phase} {v.metric}={_measured(v.measured)} (want {v.bound})"
-            for v in r.verdicts
-            if not v.passed
-        ]
+        if len(r.repeats) > 1:
+            missed += [
+                f"{r.name}: {s.variant}/{s.phase} {s.metric}={s.shown()} held {s.held}/{s.runs}"
+                + (f" ({s.void} void)" if s.void else "")
+                + f" (want {s.bound})"
+                for s in spreads(r.repeats)
+                if not s.always
+            ]
+        else:
+            missed += [
+                f"{r.name}: {v.variant}/{v.phase} {v.metric}={_measured(v.measured)} "
+                f"(want {v.bound})" + (" VOID: the variant met no fault" if v.void else "")
+                for v in r.verdicts
+                if not v.passed
+            ]
     notes = [Text("missed (measured, wanted):", style="bold")] if missed else []
     return Group(table.render(width), *notes, *[Text(f"  {m}") for m in missed])
 
@@ -191,24 +202,40 @@ async def _run_all(
     experiments: list[tuple[str, Path, Experiment]],
     shown: RunProgress,
     reports: Path,
+    repeat: int = 1,
 ) -> list[ExperimentResult]:
-    results = []
-    for n, (name, path, exp) in enumerate(experiments, start=1):
-        shown.start(n, name)
-        shown.progress.console.rule(f"{name}")
-        result = await runner.run(name, path, exp)
-        print_result(shown.progress.console, result)
-        with warnings.catch_warnings():  # a plot's library warning is not the user's business
-            warnings.simplefilter("ignore")
-            write_report(result, reports / name, runner.target.state_dir / "traces")
-        write_index(reports, runner.target.state_dir)
-        shown.finish()
-        results.append(result)
-    return results
+    """Run the experiments in order, the whole list `repeat` times on the same mesh (capacity
+    measured once); each report shows every run so far. The last run of each is returned,
+    carrying all its runs in `repeats`."""
+    runs: dict[str, list[ExperimentResult]] = {}
+    n = 0
+    for round_ in range(1, repeat + 1):
+        for name, path, exp in experiments:
+            n += 1
+            shown.start(n, name if repeat == 1 else f"{name} (run {round_}/{repeat})")
+            shown.progress.console.rule(name if repeat == 1 else f"{name}: run {round_}/{repeat}")
+            result = await runner.run(name, path, exp)
+            if repeat > 1:
+                runs.setdefault(name, []).append(result)
+                result.repeats = list(runs[name])
+            else:
+                runs[name] = [result]
+            print_result(shown.progress.console, result)
+            with warnings.catch_warnings():  # a plot's library warning is not the user's business
+                warnings.simplefilter("ignore")
+                write_report(result, reports / name, runner.target.state_dir / "traces")
+            write_index(reports, runner.target.state_dir)
+            shown.finish()
+    return [found[-1] for found in runs.values()]
 
 
 def execute(
-    names: list[str], target: str | None, json_path: Path | None, reports: Path, state_dir: Path
+    names: list[str],
+    target: str | None,
+    json_path: Path | None,
+    reports: Path,
+    state_dir: Path,
+    repeat: int = 1,
 ) -> list[ExperimentResult]:
     """Run the named experiments (embedded mesh unless `target`); print and write reports.
 
@@ -225,14 +252,16 @@ def execute(
     mesh = None if remote else Mesh(state_dir=state_dir, ports=Ports.auto())
     started = time.monotonic()
     results: list[ExperimentResult] = []
+    runner: Runner | None = None
     try:
         if mesh is not None:
             with console.status("starting the embedded mesh..."):
                 mesh.start()
         tgt = remote or Target.from_mesh(mesh)  # type: ignore[arg-type]
         with _progress() as progress:
-            shown = RunProgress(progress, [exp for _, _, exp in resolved])
-            results = asyncio.run(_run_all(Runner(tgt, shown.step), resolved, shown, reports))
+            shown = RunProgress(progress, [exp for _, _, exp in resolved] * repeat)
+            runner = Runner(tgt, shown.step)
+            results = asyncio.run(_run_all(runner, resolved, shown, reports, repeat))
     except LaunchError as err:
         console.print(f"[red]could not start the mesh:[/red] {err}")
         raise typer.Exit(1) from None
@@ -248,10 +277,18 @@ def execute(
         write_json(json_path, [to_json(r) for r in results])
     console.print(verdict_table(results, console.width))
     held = sum(r.held for r in results)
+    runs = f" in all {repeat} runs" if repeat > 1 else ""
     console.print(
-        f"{held} of {len(results)} hypotheses held; reports in {reports}/ "
+        f"{held} of {len(results)} hypotheses held{runs}; reports in {reports}/ "
         f"({time.monotonic() - started:.0f} s in all)"
     )
+    if runner is not None:
+        for key, cap in runner.capacity.items():
+            console.print(
+                f"capacity ({'+'.join(key)}): {cap['capacity_per_s']:.0f} req/s, measured once "
+                "for the whole run"
+            )
+        console.print(runner.cpu.line())
     return results
 
 
@@ -278,10 +315,20 @@ def run(
     state_dir: Annotated[Path, typer.Option(help="State of the embedded mesh.")] = Path(
         "var/chaos"
     ),
+    repeat: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=20,
+            help="Run the experiments N times on the same mesh (capacity measured once); "
+            "report each expectation's median [min-max] and how many runs held it. A "
+            "hypothesis holds only if it held in every run.",
+        ),
+    ] = 1,
 ) -> None:
     """Run experiments; exit 1 when a hypothesis does not hold, 2 on bad input."""
     names = _catalogue_names() if all_ else list(experiments or [])
     with human_output_to_stderr(json_path, console):
-        results = execute(names, target, json_path, reports, state_dir)
+        results = execute(names, target, json_path, reports, state_dir, repeat)
     if not all(r.held for r in results):
         raise typer.Exit(1)

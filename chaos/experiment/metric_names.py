@@ -7,9 +7,11 @@ Where each metric comes from (the runner measures them; a unit test pins the run
 - every gateway-load phase (fault and recovery): LOAD; `<rpc>_ok_rate` and `<rpc>_p99_ms` for
   each RPC in that phase's load; `code.<STATUS>`; COUNTERS; `calls.<Method>` for each method of
   the experiment's `dependency`;
-- the fault phase also: FAULT_ONLY; `<rpc>_p99_vs_steady` for an RPC in both the steady-state
-  and the fault load; CAPACITY when the load sets `rate_x_capacity`; what each named check
-  declares (chaos/builtin/checks.py);
+- the fault phase also: FAULT_ONLY (capacity is measured once per run; `*_vs_steady` divide
+  by the same variant's steady state; `fault_exposure` only when the variant has faults; the
+  CPU figures only on a mesh this process started); `<rpc>_p99_vs_steady` for an RPC in both
+  the steady-state and the fault load; CAPACITY when the load is open loop (`rate_x_capacity`
+  or `rate_per_s`); what each named check declares (chaos/builtin/checks.py);
 - the recovery phase also: RECOVERY_ONLY;
 - a scenario experiment: only what its scenario declares for the variant's params
   (chaos/registry.py), in the fault phase.
@@ -61,14 +63,23 @@ COUNTERS = (
     "pushbacks_honoured",
     "faults_injected",
 )
-FAULT_ONLY = ("settle_s", "aborted")
-CAPACITY = (
+FAULT_ONLY = (
+    "settle_s",
+    "aborted",
     "capacity_per_s",
     "capacity_p99_ms",
-    "offered_per_s",
     "goodput_vs_capacity",
     "ok_p99_vs_capacity",
+    "p50_vs_steady",
+    "p95_vs_steady",
+    "p99_vs_steady",
+    "ok_p99_vs_steady",
+    "fault_exposure",
+    "generator_cpu_ms_per_req",
+    "mesh_cpu_ms_per_req",
+    "generator_cpu_share",
 )
+CAPACITY = ("offered_per_s",)
 RECOVERY_ONLY = ("breakers_not_closed",)
 STATUS_NAMES = tuple(c.name for c in grpc.StatusCode)
 
@@ -101,7 +112,7 @@ def available(exp: Experiment, variant: Variant, phase: str) -> set[str]:
         return names | set(RECOVERY_ONLY)
     names |= set(FAULT_ONLY)
     names |= {f"{r}_p99_vs_steady" for r in set(spec.rpc) & set(exp.steady_state.load.rpc)}
-    if spec.rate_x_capacity is not None:
+    if spec.rate_x_capacity is not None or spec.rate_per_s is not None:
         names |= set(CAPACITY)
     for check in exp.checks:
         names |= CHECKS[check].metrics
@@ -147,7 +158,7 @@ def _reason(metric: str, exp: Experiment, phase: str) -> str:
                 return f"the check {name} measures the fault phase only"
             return f"it comes from the check {name}, which `checks:` does not name"
     if metric in CAPACITY:
-        return "measured only when the load sets rate_x_capacity"
+        return "measured only when the load is open loop (rate_x_capacity or rate_per_s)"
     if metric in RECOVERY_ONLY:
         return "measured in the recovery phase only"
     if metric in FAULT_ONLY or (metric.endswith("_p99_vs_steady") and phase != "fault"):

@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from chaos.experiment.model import ReferenceRow
 from chaos.report.plots import plot
+from chaos.report.repeat import metric_values, spread_text, spreads
 from chaos.report.table_fit import Column, FitTable
 from chaos.results import ExperimentResult, PhaseResult, VariantResult
 
@@ -29,8 +30,12 @@ COLUMNS = (
     ("bulkhead_rejections", "bhd rej", "bulkhead rejections"),
     ("fallbacks", "fallb", "fallbacks served"),
     ("shed", "shed", "requests shed"),
+    ("offered_per_s", "offered/s", "open-loop rate offered (rate_x_capacity x capacity)"),
+    ("fault_exposure", "met fault", "requests that met the fault (from the counters)"),
 )
 """(metric, header, meaning) of the gateway-load table, in display order."""
+OPTIONAL = ("offered_per_s", "fault_exposure")
+"""Columns shown only where measured: an open-loop rate, a variant with faults."""
 LOAD_PRIORITY = (
     "requests",
     "ok",
@@ -121,6 +126,10 @@ def experiment_table(result: ExperimentResult, width: int = 120) -> RenderableTy
         for phase_name, phase in v.phases.items():
             m = phase.metrics
             cells = {k: _cell(m.get(k, 0.0)) for k, _, _ in COLUMNS}
+            if len(result.repeats) > 1:  # median [min-max] across the runs
+                for k, _, _ in COLUMNS:
+                    found = metric_values(result.repeats, v.variant.name, phase_name, k)
+                    cells[k] = spread_text(found) if found else cells[k]
             rows.append(
                 (
                     {"variant": v.variant.name, "phase": phase_name, **cells, "errors": _errors(m)},
@@ -132,11 +141,14 @@ def experiment_table(result: ExperimentResult, width: int = 120) -> RenderableTy
             if ref is not None:
                 seed = {k: _seed(ref.values.get(k)) for k in keys[2:]}
                 rows.append(({**seed, "variant": "  seed", "phase": phase_name}, "dim", True))
+    measured = {k for v in result.variants for ph in v.phases.values() for k in ph.metrics}
+    keys = [k for k in keys if k not in OPTIONAL or k in measured]  # closed loop: no rate
     zero = [
         k
         for k in keys[2:]
         if k not in ("requests", "ok", "errors")
         and rows
+        and k not in OPTIONAL
         and all(r.get(k, "") in ("0", "", "-") for r, _, _ in rows)
     ]
     phases = {r.get("phase") for r, _, _ in rows} - {"-"}
@@ -204,18 +216,50 @@ def print_result(console: Console, result: ExperimentResult) -> None:
                 console.print(
                     f"  {v.variant.name}: " + ", ".join(f"{k}={val}" for k, val in row.items())
                 )
-    for verdict in result.verdicts:
-        mark = "[green]PASS[/green]" if verdict.passed else "[red]FAIL[/red]"
-        measured = "n/a" if verdict.measured is None else f"{verdict.measured:.4g}"
-        console.print(
-            f"  {mark} {verdict.variant}/{verdict.phase}: {verdict.metric} = "
-            f"{measured} (want {verdict.bound})"
-            + (f"  [dim]{escape(verdict.why)}[/dim]" if verdict.why else "")
-        )
+    if result.capacity:  # a gateway-load experiment: the run's capacity and generator share
+        console.print(f"  {run_line(result)}")
+    if len(result.repeats) > 1:
+        for spread in spreads(result.repeats):
+            colour = "green" if spread.always else "red"
+            void = f", {spread.void} void" if spread.void else ""
+            console.print(
+                f"  [{colour}]held {spread.held}/{spread.runs}[/{colour}]{void} "
+                f"{spread.variant}/{spread.phase}: {spread.metric} = {spread.shown()} "
+                f"(want {spread.bound})"
+                + (f"  [dim]{escape(spread.why)}[/dim]" if spread.why else "")
+            )
+    else:
+        for verdict in result.verdicts:
+            colour = {"PASS": "green", "FAIL": "red", "VOID": "yellow"}[verdict.mark]
+            measured = "n/a" if verdict.measured is None else f"{verdict.measured:.4g}"
+            console.print(
+                f"  [{colour}]{verdict.mark}[/{colour}] {verdict.variant}/{verdict.phase}: "
+                f"{verdict.metric} = {measured} (want {verdict.bound})"
+                + (" [yellow]the variant met no fault[/yellow]" if verdict.void else "")
+                + (f"  [dim]{escape(verdict.why)}[/dim]" if verdict.why else "")
+            )
     if result.aborted:
         console.print(f"  [red]aborted[/red]: {escape(result.aborted)}")
     held = "[green]held[/green]" if result.held else "[red]did not hold[/red]"
     console.print(f"  hypothesis {held}\n")
+
+
+def run_line(result: ExperimentResult) -> str:
+    """The run's capacity (measured once per run) and the load generator's CPU share."""
+    cap = result.capacity
+    parts = []
+    if cap:
+        parts.append(
+            f"capacity {cap['capacity_per_s']:.0f} req/s (measured once per run, closed loop; "
+            f"p99 {cap['capacity_p99_ms']:.0f} ms)"
+        )
+    share = result.generator_share
+    parts.append(
+        "load generator CPU: "
+        + ("n/a (a mesh this process did not start)" if share is None else f"{share:.1%}")
+        + " of the mesh's"
+    )
+    return "; ".join(parts)
 
 
 def _phase_json(phase: PhaseResult, samples: bool) -> dict[str, Any]:
@@ -279,6 +323,24 @@ def to_json(result: ExperimentResult, samples: bool = True) -> dict[str, Any]:
             for v in result.variants
         ],
         "verdicts": [vars(v) for v in result.verdicts],
+        "capacity": result.capacity,
+        "generator_cpu_share": result.generator_share,
+        "repeat": [
+            {
+                "variant": s.variant,
+                "phase": s.phase,
+                "metric": s.metric,
+                "bound": s.bound,
+                "values": list(s.values),
+                "min": s.low,
+                "median": s.median,
+                "max": s.high,
+                "held": s.held,
+                "void": s.void,
+                "runs": s.runs,
+            }
+            for s in spreads(result.repeats)
+        ],
         "reference": [r.model_dump() for r in result.experiment.reference],
     }
 
@@ -297,7 +359,15 @@ def write_report(result: ExperimentResult, out_dir: Path, traces_dir: Path | Non
         "",
         f"**Seed lesson.** {result.experiment.lesson}" if result.experiment.lesson else "",
         "",
-        f"**Verdict.** {'held' if result.held else 'did not hold'}",
+        f"**Verdict.** {'held' if result.held else 'did not hold'}"
+        + (f" in all {len(result.repeats)} runs" if len(result.repeats) > 1 and result.held else "")
+        + (
+            f" (held in {sum(r.held_once for r in result.repeats)} of {len(result.repeats)} runs)"
+            if len(result.repeats) > 1 and not result.held
+            else ""
+        ),
+        "",
+        f"**Run.** {run_line(result)}",
         "",
         "```",
         console.export_text(),

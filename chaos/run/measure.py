@@ -6,11 +6,94 @@ expectations): no network, no clock.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from chaos.counters import Snapshot
 from chaos.experiment.metric_names import counted
-from chaos.experiment.model import Experiment, Probe
+from chaos.experiment.model import AppFault, Experiment, Probe, Variant
 from chaos.load import LoadResult, percentile
-from chaos.results import ExperimentResult, Verdict
+from chaos.results import ExperimentResult, PhaseResult, Verdict
+from mesh import topology
+
+VS_STEADY = ("p50_ms", "p95_ms", "p99_ms", "ok_p99_ms", "home_p99_ms", "checkout_p99_ms")
+"""Latencies compared with the same variant's steady state of the same run: `<name>_vs_steady`
+(e.g. p50_vs_steady = fault p50 / steady p50)."""
+
+
+def vs_steady(fault: dict[str, float], steady: dict[str, float]) -> dict[str, float]:
+    """Each VS_STEADY latency of the fault phase divided by the same variant's steady state
+    (measured just before, in the same run); absent when either side is missing or 0."""
+    out = {}
+    for name in VS_STEADY:
+        base = steady.get(name)
+        if base and name in fault:
+            out[name.removesuffix("_ms") + "_vs_steady"] = fault[name] / base
+    return out
+
+
+def exposure(exp: Experiment, variant: Variant, counters: Snapshot) -> float | None:
+    """How many requests met the variant's faults, from the services' counters; None when it
+    has none (or a scenario drives it). Per fault type:
+
+    - app_fault: the calls its service's fault interceptor injected into
+      (mesh_faults_injected_total on that service: errors and delays alike);
+    - toxic and proxy_down: the attempts the edge's caller sent to its dependency
+      (mesh_client_attempts_total{dependency}) during the fault phase, each of which crossed
+      the faulted proxy (a toxic at toxicity 1 or a disabled proxy meets every one). A fault
+      on for part of the phase counts the phase's attempts: an upper bound.
+    """
+    faults = exp.faults_for(variant)
+    if not faults or exp.scenario is not None:
+        return None
+    met = 0.0
+    for fault in faults:
+        if isinstance(fault, AppFault):
+            met += counters.total("mesh_faults_injected_total", fault.service)
+        else:
+            edge = next(e for e in topology.EDGES if e.name == fault.edge)
+            met += counters.total(
+                "mesh_client_attempts_total", edge.caller, dependency=edge.dependency
+            )
+    return met
+
+
+def fault_exposure(exp: Experiment, variant: Variant, phase: PhaseResult) -> dict[str, float]:
+    met = exposure(exp, variant, phase.counters)
+    return {} if met is None else {"fault_exposure": met}
+
+
+@dataclass
+class CpuTally:
+    """CPU over a whole run: the load generator's and the mesh's, and the requests sent."""
+
+    generator_s: float = 0.0
+    mesh_s: float = 0.0
+    requests: int = 0
+    mesh_known: bool = True
+
+    def add(self, generator_s: float | None, mesh_s: float | None, requests: int) -> None:
+        self.generator_s += generator_s or 0.0
+        if mesh_s is None:
+            self.mesh_known = False
+        else:
+            self.mesh_s += mesh_s
+        self.requests += requests
+
+    @property
+    def share(self) -> float | None:
+        """The generator's CPU as a fraction of the mesh's; None against a foreign mesh."""
+        if not self.mesh_known or self.mesh_s <= 0:
+            return None
+        return self.generator_s / self.mesh_s
+
+    def line(self) -> str:
+        per = self.generator_s * 1000 / self.requests if self.requests else 0.0
+        share = self.share
+        shown = "n/a (a mesh this process did not start)" if share is None else f"{share:.1%}"
+        return (
+            f"load generator: {per:.2f} ms CPU per request, {shown} of the mesh's CPU "
+            f"over {self.requests} requests"
+        )
 
 
 def load_metrics(result: LoadResult) -> dict[str, float]:
@@ -113,10 +196,15 @@ def evaluate(result: ExperimentResult) -> list[Verdict]:
         value = phase.metrics.get(exp.metric) if phase else None
         if value is None and phase is not None and counted(exp.metric):
             value = 0.0  # a status never returned, a method never called: none, not n/a
+        fault = variant.phases.get("fault") if variant else None
+        void = fault is not None and fault.metrics.get("fault_exposure", 1.0) == 0
         passed = (
-            value is not None
+            not void
+            and value is not None
             and (exp.min is None or value >= exp.min)
             and (exp.max is None or value <= exp.max)
         )
-        verdicts.append(Verdict(exp.variant, exp.phase, exp.metric, value, bound, passed, exp.why))
+        verdicts.append(
+            Verdict(exp.variant, exp.phase, exp.metric, value, bound, passed, exp.why, void)
+        )
     return verdicts

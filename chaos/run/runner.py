@@ -21,7 +21,8 @@ import grpc
 from chaos.counters import Snapshot, scrape
 from chaos.experiment.model import Experiment, LoadSpec, Variant
 from chaos.experiment.variant_policy import materialise_policy, policy_text
-from chaos.load import LoadResult, Outcome, run_load
+from chaos.load import LoadResult, Outcome, plan_for, run_plan
+from chaos.loadgen.procstat import total_cpu_s
 from chaos.registry import CHECKS, SCENARIOS, CheckContext, ScenarioContext
 from chaos.results import (
     ExperimentResult,
@@ -30,7 +31,15 @@ from chaos.results import (
     VariantResult,
 )
 from chaos.run.faults import Injector
-from chaos.run.measure import check_probes, counter_metrics, evaluate, load_metrics
+from chaos.run.measure import (
+    CpuTally,
+    check_probes,
+    counter_metrics,
+    evaluate,
+    fault_exposure,
+    load_metrics,
+    vs_steady,
+)
 from chaos.run.target import Target
 from chaos.toxiproxy.client import ToxiproxyClient
 from mesh.topology import SERVICES
@@ -51,6 +60,10 @@ class Runner:
         client = ToxiproxyClient(target.toxiproxy) if target.toxiproxy else None
         self.injector = Injector(client, target.admin)
         self._swapped = False
+        self.capacity: dict[tuple[str, ...], dict[str, float]] = {}
+        """Capacity measured once per run (per RPC mix), whatever the experiments or repeats."""
+        self.cpu = CpuTally()
+        """The load generator's and the mesh's CPU over every load of the run."""
 
     async def _load(
         self,
@@ -59,6 +72,10 @@ class Runner:
         stop: asyncio.Event | None = None,
         on_outcome: Callable[[Outcome], None] | None = None,
     ) -> LoadResult:
+        if spec.rate_x_capacity is not None and spec.rate_per_s is None:
+            capacity = await self.calibrate(spec)
+            rate = max(1.0, capacity["capacity_per_s"] * spec.rate_x_capacity)
+            spec = spec.model_copy(update={"rate_per_s": rate})
         total = spec.requests * spec.repeat
         done = 0
 
@@ -70,24 +87,54 @@ class Runner:
                 on_outcome(outcome)
 
         merged = LoadResult()
+        merged.offered_per_s = spec.rate_per_s
+        pids = self.target.mesh_pids()
         for _ in range(spec.repeat):
-            part = await run_load(
+            plan = plan_for(
                 self.target.gateway,
-                requests=spec.requests,
+                spec.requests,
+                spec.rpc,
                 concurrency=spec.concurrency,
-                rpc_mix=spec.rpc,
                 timeout_s=spec.deadline_s,
                 think_s=spec.think_s,
                 rate_per_s=spec.rate_per_s,
                 max_duration_s=spec.max_duration_s,
                 api_key=self.target.api_key,
-                on_outcome=tick,
-                stop=stop,
                 client_retries=spec.client_retries,
             )
+            mesh_before = total_cpu_s(pids) if pids else None
+            part = await run_plan(plan, tick, stop)
+            mesh_after = total_cpu_s(pids) if pids else None
+            mesh_cpu = (
+                None if mesh_before is None or mesh_after is None else mesh_after - mesh_before
+            )
+            self.cpu.add(part.generator_cpu_s, mesh_cpu, len(part.outcomes))
+            merged.add_cpu(part.generator_cpu_s, mesh_cpu)
             merged.outcomes.extend(part.outcomes)
             merged.elapsed_s += part.elapsed_s
+            if stop is not None and stop.is_set():
+                break
         return merged
+
+    async def calibrate(self, spec: LoadSpec | None = None) -> dict[str, float]:
+        """The mesh's capacity for `spec`'s RPC mix: closed-loop goodput at
+        `capacity_concurrency` with no think time, measured the first time this run needs it
+        and kept for every later experiment, variant and repeat."""
+        spec = spec or LoadSpec()
+        key = tuple(spec.rpc)
+        if key not in self.capacity:
+            probe = LoadSpec(
+                rpc=spec.rpc,
+                requests=spec.capacity_requests,
+                concurrency=spec.capacity_concurrency,
+                deadline_s=spec.deadline_s,
+            )
+            metrics = load_metrics(await self._load("measuring capacity (once per run)", probe))
+            self.capacity[key] = {
+                "capacity_per_s": metrics["goodput_per_s"],
+                "capacity_p99_ms": metrics["p99_ms"],
+            }
+        return self.capacity[key]
 
     async def _steady(self, exp: Experiment, label: str) -> dict[str, float]:
         metrics = load_metrics(await self._load(label, exp.steady_state.load))
@@ -96,25 +143,9 @@ class Runner:
             raise SteadyStateFailed(f"{label}: " + "; ".join(failures))
         return metrics
 
-    async def _capacity(self, variant: Variant, spec: LoadSpec) -> dict[str, float]:
-        """Closed-loop throughput at `capacity_concurrency`: what the mesh sustains."""
-        probe = LoadSpec(
-            rpc=spec.rpc,
-            requests=spec.capacity_requests,
-            concurrency=spec.capacity_concurrency,
-            deadline_s=spec.deadline_s,
-        )
-        metrics = load_metrics(await self._load(f"{variant.name}: measuring capacity", probe))
-        return {"capacity_per_s": metrics["goodput_per_s"], "capacity_p99_ms": metrics["p99_ms"]}
-
     async def _fault_phase(self, exp: Experiment, variant: Variant) -> PhaseResult:
         spec = exp.load_for(variant)
-        capacity: dict[str, float] = {}
-        if spec.rate_x_capacity is not None:
-            capacity = await self._capacity(variant, spec)
-            spec = spec.model_copy(
-                update={"rate_per_s": max(1.0, capacity["capacity_per_s"] * spec.rate_x_capacity)}
-            )
+        capacity = await self.calibrate(spec)
         stop = asyncio.Event()
         window: deque[tuple[float, bool]] = deque()
         bad_since: list[float] = []
@@ -158,8 +189,10 @@ class Runner:
             **capacity,
             "settle_s": settle_s,
         }
+        metrics.update(load.cpu_metrics())
+        if load.offered_per_s is not None:
+            metrics["offered_per_s"] = load.offered_per_s
         if capacity:
-            metrics["offered_per_s"] = spec.rate_per_s or 0.0
             metrics["goodput_vs_capacity"] = metrics["goodput_per_s"] / max(
                 capacity["capacity_per_s"], 1e-9
             )
@@ -220,10 +253,8 @@ class Runner:
         result.steady_before = await self._steady(exp, f"{variant.name}: steady state before")
         fault = await self._fault_phase(exp, variant)
         result.phases["fault"] = fault
-        for rpc in ("home", "checkout"):
-            steady = result.steady_before.get(f"{rpc}_p99_ms")
-            if steady and f"{rpc}_p99_ms" in fault.metrics:
-                fault.metrics[f"{rpc}_p99_vs_steady"] = fault.metrics[f"{rpc}_p99_ms"] / steady
+        fault.metrics.update(vs_steady(fault.metrics, result.steady_before))
+        fault.metrics.update(fault_exposure(exp, variant, fault))
         ctx = CheckContext(self.target, exp, variant, fault)
         for check in exp.checks:
             fault.metrics.update(await CHECKS[check](ctx))
@@ -280,6 +311,9 @@ class Runner:
     async def run(self, name: str, path: Path, exp: Experiment) -> ExperimentResult:
         out = ExperimentResult(name, path, exp)
         try:
+            if exp.scenario is None:  # before any variant's policy: on the mesh as it started
+                await self.injector.reset_all()
+                out.capacity = dict(await self.calibrate(exp.load))
             for variant in exp.variants:
                 try:
                     out.variants.append(await self.run_variant(name, path, exp, variant))
@@ -297,6 +331,7 @@ class Runner:
             await self.injector.reset_all()
             await self._restore_policy()
         out.verdicts = evaluate(out)
+        out.generator_share = self.cpu.share
         return out
 
     async def _restore_policy(self) -> None:

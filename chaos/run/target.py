@@ -14,6 +14,7 @@ from pathlib import Path
 
 from chaos.launch.mesh import Mesh
 from chaos.launch.state import STATE_FILE
+from mesh.topology import SERVICES
 
 STATE_FILE_MAX_BYTES = 1 << 20
 
@@ -31,6 +32,14 @@ class Target:
     state_dir: Path = Path("var")
     policy: str | None = None
     """The policy a mesh we did not start runs under: put back after the variants."""
+
+    def mesh_pids(self) -> list[int] | None:
+        """The PIDs whose CPU is the mesh's (the services and Toxiproxy) when this process
+        launched them; None for a mesh we did not start (its CPU is not ours to read)."""
+        if self.mesh is None:
+            return None
+        names = {s.name for s in SERVICES} | {"toxiproxy"}
+        return [p.popen.pid for p in self.mesh.procs if p.name in names and p.popen.poll() is None]
 
     @classmethod
     def from_mesh(cls, mesh: Mesh) -> Target:

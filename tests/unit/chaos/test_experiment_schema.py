@@ -143,7 +143,7 @@ def test_a_yaml_syntax_error_names_the_file_and_line(tmp_path: Path) -> None:
         ("code.UNAVAILABE", "did you mean 'code.UNAVAILABLE'?"),
         ("calls.Popularr", "did you mean 'calls.Popular'?"),
         ("lost", "comes from the check ledger, which `checks:` does not name"),
-        ("capacity_per_s", "only when the load sets rate_x_capacity"),
+        ("offered_per_s", "only when the load is open loop"),
         ("breakers_not_closed", "recovery phase only"),
         ("checkout_ok_rate", "not in this phase's load"),
     ],

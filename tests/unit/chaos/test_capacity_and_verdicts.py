@@ -1,0 +1,159 @@
+"""Capacity measured once per run, the open-loop rate it gives, the void rule and repeats.
+
+The load generator is replaced by a fake that answers every planned request OK at a known
+goodput (no process, no network, no clock)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from chaos.counters import Snapshot
+from chaos.experiment.loading import load_experiment
+from chaos.experiment.model import AppFault, Expectation, LoadSpec
+from chaos.load import LoadResult, Outcome
+from chaos.loadgen.protocol import Plan
+from chaos.report.repeat import spread_text, spreads
+from chaos.results import ExperimentResult, PhaseResult, VariantResult, Verdict
+from chaos.run import runner as runner_module
+from chaos.run.measure import evaluate, exposure, vs_steady
+from chaos.run.runner import Runner
+from chaos.run.target import Target
+
+GOODPUT = 200.0
+
+
+@pytest.fixture
+def plans(monkeypatch: pytest.MonkeyPatch) -> list[Plan]:
+    sent: list[Plan] = []
+
+    async def fake_run_plan(
+        plan: Plan,
+        on_outcome: Callable[[Outcome], None] | None = None,
+        stop: asyncio.Event | None = None,
+    ) -> LoadResult:
+        sent.append(plan)
+        outcomes = [Outcome(r.rpc, "OK", 0.01) for r in plan.requests]
+        return LoadResult(outcomes, elapsed_s=len(outcomes) / GOODPUT, generator_cpu_s=0.01)
+
+    monkeypatch.setattr(runner_module, "run_plan", fake_run_plan)
+    return sent
+
+
+def _runner() -> Runner:
+    return Runner(Target(gateway="127.0.0.1:1", toxiproxy=None, admin={}, metrics={}))
+
+
+def test_capacity_is_measured_once_per_run(plans: list[Plan]) -> None:
+    runner = _runner()
+
+    async def twice() -> tuple[dict[str, float], dict[str, float]]:
+        return await runner.calibrate(LoadSpec()), await runner.calibrate(LoadSpec(requests=5))
+
+    first, second = asyncio.run(twice())
+    assert len(plans) == 1  # the second experiment (or repeat) reuses the first measure
+    assert plans[0].rate_per_s is None and plans[0].concurrency == 16  # closed loop
+    assert first == second and first["capacity_per_s"] == pytest.approx(GOODPUT)
+
+
+def test_rate_x_capacity_offers_that_fraction_of_the_measured_capacity(plans: list[Plan]) -> None:
+    runner = _runner()
+    spec = LoadSpec(requests=30, concurrency=8, rate_x_capacity=0.3)
+    result = asyncio.run(runner._load("under fault", spec))
+    calibration, load = plans
+    assert calibration.rate_per_s is None
+    assert load.rate_per_s == pytest.approx(0.3 * GOODPUT)
+    assert result.offered_per_s == pytest.approx(60.0)
+    assert len(load.requests) == 30
+
+
+def test_a_closed_loop_stays_closed(plans: list[Plan]) -> None:
+    runner = _runner()
+    result = asyncio.run(runner._load("bulkhead", LoadSpec(requests=10, concurrency=10)))
+    assert [p.rate_per_s for p in plans] == [None]  # no calibration needed, no rate
+    assert result.offered_per_s is None
+
+
+def test_a_foreign_mesh_has_no_cpu_share(plans: list[Plan]) -> None:
+    runner = _runner()
+    result = asyncio.run(runner._load("x", LoadSpec(requests=10)))
+    assert runner.cpu.share is None and "n/a" in runner.cpu.line()
+    assert "generator_cpu_share" not in result.cpu_metrics()
+    assert result.cpu_metrics()["generator_cpu_ms_per_req"] == pytest.approx(1.0)
+
+
+def test_vs_steady_divides_by_the_same_variants_steady_state() -> None:
+    fault = {"p50_ms": 30.0, "p99_ms": 100.0, "ok_p99_ms": 80.0, "home_p99_ms": 100.0}
+    steady = {"p50_ms": 10.0, "p99_ms": 50.0, "ok_p99_ms": 0.0, "home_p99_ms": 25.0}
+    assert vs_steady(fault, steady) == {
+        "p50_vs_steady": 3.0,
+        "p99_vs_steady": 2.0,
+        "home_p99_vs_steady": 4.0,  # ok_p99 has no steady base (0): absent, not infinite
+    }
+
+
+def _key(service: str, name: str, **labels: str) -> tuple[str, str, frozenset[tuple[str, str]]]:
+    return (service, name, frozenset(labels.items()))
+
+
+def test_exposure_counts_requests_that_met_each_kind_of_fault() -> None:
+    _, exp = load_experiment("provider-outage")  # a latency toxic on recommendation_to_profile
+    variant = exp.variants[0]
+    snap = Snapshot(
+        {
+            _key("recommendation", "mesh_client_attempts_total", dependency="profile"): 7.0,
+            _key("gateway", "mesh_client_attempts_total", dependency="recommendation"): 9.0,
+        }
+    )
+    assert exposure(exp, variant, snap) == 7.0
+    app = AppFault(type="app_fault", service="payment", method="Charge", error_rate=0.5)
+    with_app = exp.model_copy(update={"faults": [app]})
+    snap = Snapshot({_key("payment", "mesh_faults_injected_total", method="x", code="OK"): 3.0})
+    assert exposure(with_app, variant, snap) == 3.0
+    assert exposure(exp.model_copy(update={"faults": []}), variant, snap) is None
+
+
+def _result(exposures: list[float], value: float = 5.0) -> ExperimentResult:
+    path, exp = load_experiment("provider-outage")
+    names = [v.name for v in exp.variants[: len(exposures)]]
+    exp = exp.model_copy(
+        update={"expectations": [Expectation(variant=n, metric="retries", max=10) for n in names]}
+    )
+    result = ExperimentResult("provider-outage", Path(path), exp)
+    for variant, met in zip(exp.variants, exposures, strict=False):
+        metrics = {"retries": value, "fault_exposure": met}
+        phase = PhaseResult(LoadResult(), Snapshot(), metrics)
+        result.variants.append(VariantResult(variant, variant.policy, phases={"fault": phase}))
+    result.verdicts = evaluate(result)
+    return result
+
+
+def test_a_variant_that_met_no_fault_is_void_not_held() -> None:
+    result = _result([4.0, 0.0])
+    met, missed = result.verdicts
+    assert (met.mark, missed.mark) == ("PASS", "VOID")
+    assert not missed.passed and not result.held  # nothing was tested: no lesson
+
+
+def test_repeats_report_min_median_max_and_how_many_runs_held() -> None:
+    runs = [_result([4.0], 3.0), _result([4.0], 12.0), _result([4.0], 5.0), _result([0.0], 1.0)]
+    (spread,) = spreads(runs)
+    assert (spread.low, spread.median, spread.high) == (1.0, 4.0, 12.0)
+    assert (spread.held, spread.void, spread.runs) == (2, 1, 4)
+    assert not spread.always
+    assert spread.shown() == "4 [1-12]"
+    last = runs[-1]
+    last.repeats = runs
+    assert not last.held
+    assert spread_text([2.0, 2.0]) == "2" and spread_text([]) == "n/a"
+
+
+def test_held_means_held_in_every_run() -> None:
+    runs = [_result([4.0], 3.0), _result([4.0], 5.0)]
+    runs[-1].repeats = runs
+    assert runs[-1].held
+    runs[0].verdicts = [Verdict("x", "fault", "retries", 11.0, "<= 10", False)]
+    assert not runs[-1].held
