@@ -13,9 +13,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import statistics
+import tempfile
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -33,7 +36,7 @@ from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import build_pipeline
 from mesh.resilience.policy import load_policy
 from mesh.runtime.interceptors import server_interceptors
-from mesh.telemetry.tracing import MeshTracing, server_tracing
+from mesh.telemetry.tracing import MeshTracing, server_tracing, setup_tracing
 from mesh.v1 import profile_pb2, profile_pb2_grpc
 
 _PROFILE = profile_pb2.GetProfileResponse(
@@ -145,6 +148,7 @@ async def run_overhead_bench(
     channels: dict[str, grpc.aio.Channel] = {}
     providers: list[TracerProvider] = []
     exporters: dict[str, _EncodingExporter] = {}
+    traces_dir = Path(tempfile.mkdtemp(prefix="mesh-bench-traces-"))
 
     async def full_stack(name: str, tracing_on: MeshTracing | None) -> None:
         bus = EventBus()
@@ -190,6 +194,11 @@ async def run_overhead_bench(
         provider, exporters["full+tracing"] = _provider("bench-mesh")
         providers.append(provider)
         await full_stack("full+tracing", MeshTracing(provider))
+        # The shipped default: JSON lines encoded as spans end, written by a thread.
+        file_provider = setup_tracing("bench-file", {"MESH_TRACES_DIR": str(traces_dir)})
+        assert file_provider is not None
+        providers.append(file_provider)
+        await full_stack("full+tracing-file", MeshTracing(file_provider))
         stock_provider, exporters["raw+stock-otel"] = _provider("bench-stock")
         providers.append(stock_provider)
         stock_server, stock_target = await _start(
@@ -222,6 +231,7 @@ async def run_overhead_bench(
             await server.stop(None)
         for provider in providers:
             provider.shutdown()
+        shutil.rmtree(traces_dir, ignore_errors=True)
     variants = {n: _summary(samples[n], elapsed[n], cpu[n]) for n in stubs}
     raw = variants["raw"]
     for row in variants.values():
@@ -238,7 +248,12 @@ async def run_overhead_bench(
         "concurrency": concurrency,
         "rounds": rounds,
         "tracing": tracing,
-        "exporter": "BatchSpanProcessor -> OTLP protobuf encode, then dropped" if tracing else None,
+        "exporter": (
+            "full+tracing: BatchSpanProcessor -> OTLP protobuf encode, then dropped; "
+            "full+tracing-file: the default JSON lines file export"
+            if tracing
+            else None
+        ),
         "variants": variants,
         "raw": raw,
         "full": full,
