@@ -353,56 +353,92 @@ def outcome_of(plan: Plan, record: Sequence[object]) -> Outcome:
     )
 
 
+class LoadGenerator:
+    """The load generator process (chaos/loadgen/generator.py), started once and reused for
+    every load of a run: its CPU is its own and measured, and no load pays its start-up."""
+
+    def __init__(self) -> None:
+        self._proc: asyncio.subprocess.Process | None = None
+
+    async def _started(self) -> asyncio.subprocess.Process:
+        if self._proc is None or self._proc.returncode is not None:
+            self._proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "chaos.loadgen.generator",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                limit=2**26,
+            )
+        return self._proc
+
+    async def run(
+        self,
+        plan: Plan,
+        on_outcome: Callable[[Outcome], None] | None = None,
+        stop: asyncio.Event | None = None,
+    ) -> LoadResult:
+        """Send `plan`; outcomes stream back as they finish; `stop` ends the load early."""
+        proc = await self._started()
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(plan.dumps().encode() + b"\n")
+        await proc.stdin.drain()
+        result = LoadResult()
+
+        async def stopper() -> None:
+            assert stop is not None and proc.stdin is not None
+            await stop.wait()
+            with contextlib.suppress(ConnectionError):
+                proc.stdin.write(b"stop\n")
+                await proc.stdin.drain()
+
+        watcher = asyncio.create_task(stopper()) if stop is not None else None
+        ended = False
+        try:
+            async for line in proc.stdout:
+                kind, body = decode(line.decode())
+                if kind == "E":
+                    result.elapsed_s = float(body["elapsed_s"])
+                    result.generator_cpu_s = body["cpu_s"]
+                    ended = True
+                    break
+                for record in body:
+                    outcome = outcome_of(plan, record)
+                    result.outcomes.append(outcome)
+                    if on_outcome is not None:
+                        on_outcome(outcome)
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+            if not ended:
+                await self.close()
+        if not ended:
+            raise RuntimeError("the load generator exited before the end of its load")
+        return result
+
+    async def close(self) -> None:
+        """End the process (closing its stdin ends it; killed if it does not)."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.stdin is not None:
+            with contextlib.suppress(ConnectionError):
+                proc.stdin.close()
+        try:
+            await asyncio.wait_for(proc.wait(), timeout=5)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+
+
 async def run_plan(
     plan: Plan,
     on_outcome: Callable[[Outcome], None] | None = None,
     stop: asyncio.Event | None = None,
 ) -> LoadResult:
-    """Run `plan` in a load generator process of its own (chaos/loadgen/generator.py), so
-    its CPU is its own and measured; outcomes stream back as they finish."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "chaos.loadgen.generator",
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        limit=2**26,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(plan.dumps().encode() + b"\n")
-    await proc.stdin.drain()
-    result = LoadResult()
-
-    async def stopper() -> None:
-        assert stop is not None and proc.stdin is not None
-        await stop.wait()
-        with contextlib.suppress(ConnectionError):
-            proc.stdin.write(b"stop\n")
-            await proc.stdin.drain()
-
-    watcher = asyncio.create_task(stopper()) if stop is not None else None
-    ended = False
+    """Run one plan in a load generator process of its own."""
+    generator = LoadGenerator()
     try:
-        async for line in proc.stdout:
-            kind, body = decode(line.decode())
-            if kind == "E":
-                result.elapsed_s = float(body["elapsed_s"])
-                result.generator_cpu_s = body["cpu_s"]
-                ended = True
-                break
-            for record in body:
-                outcome = outcome_of(plan, record)
-                result.outcomes.append(outcome)
-                if on_outcome is not None:
-                    on_outcome(outcome)
+        return await generator.run(plan, on_outcome, stop)
     finally:
-        if watcher is not None:
-            watcher.cancel()
-        if proc.returncode is None and not ended:
-            proc.kill()
-        with contextlib.suppress(ConnectionError):
-            proc.stdin.close()
-        await proc.wait()
-    if not ended:
-        raise RuntimeError(f"the load generator exited {proc.returncode} before its end line")
-    return result
+        await generator.close()

@@ -208,6 +208,21 @@ async def _run_all(
     measured once); each report shows every run so far. The last run of each is returned,
     carrying all its runs in `repeats`."""
     runs: dict[str, list[ExperimentResult]] = {}
+    try:
+        await _rounds(runner, experiments, shown, reports, repeat, runs)
+    finally:
+        await runner.close()
+    return [found[-1] for found in runs.values()]
+
+
+async def _rounds(
+    runner: Runner,
+    experiments: list[tuple[str, Path, Experiment]],
+    shown: RunProgress,
+    reports: Path,
+    repeat: int,
+    runs: dict[str, list[ExperimentResult]],
+) -> None:
     n = 0
     for round_ in range(1, repeat + 1):
         for name, path, exp in experiments:
@@ -226,7 +241,6 @@ async def _run_all(
                 write_report(result, reports / name, runner.target.state_dir / "traces")
             write_index(reports, runner.target.state_dir)
             shown.finish()
-    return [found[-1] for found in runs.values()]
 
 
 def execute(

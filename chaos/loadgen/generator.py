@@ -148,25 +148,35 @@ async def generate(plan: Plan, emit: Callable[[str], None], stop: asyncio.Event)
 
 
 async def _main() -> None:
+    """Run plans one after another until stdin closes; a `stop` line ends the current one
+    (one that arrives after its plan ended is ignored)."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=2**26)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    plan = Plan.loads((await reader.readline()).decode())
-    stop = asyncio.Event()
 
     def emit(line: str) -> None:
         sys.stdout.write(line)
         sys.stdout.flush()
 
-    async def watch() -> None:
-        await reader.readline()  # "stop", or EOF: the runner wants the load to end
-        stop.set()
+    while line := (await reader.readline()).decode():
+        if line.strip() in ("stop", ""):
+            continue
+        plan = Plan.loads(line)
+        stop = asyncio.Event()
+        ended = asyncio.Event()
 
-    watcher = asyncio.create_task(watch())
-    try:
-        await generate(plan, emit, stop)
-    finally:
-        watcher.cancel()
+        async def watch(stop: asyncio.Event = stop, ended: asyncio.Event = ended) -> None:
+            await reader.readline()  # "stop", or EOF: the runner wants the load to end
+            if not ended.is_set():
+                stop.set()
+
+        watcher = asyncio.create_task(watch())
+        try:
+            await generate(plan, emit, stop)
+        finally:
+            ended.set()
+        watcher.cancel()  # before any await: the next line stays for the next plan
+        await asyncio.gather(watcher, return_exceptions=True)
 
 
 def main() -> None:

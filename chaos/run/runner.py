@@ -21,7 +21,7 @@ import grpc
 from chaos.counters import Snapshot, scrape
 from chaos.experiment.model import Experiment, LoadSpec, Variant
 from chaos.experiment.variant_policy import materialise_policy, policy_text
-from chaos.load import LoadResult, Outcome, plan_for, run_plan
+from chaos.load import LoadGenerator, LoadResult, Outcome, plan_for
 from chaos.loadgen.procstat import total_cpu_s
 from chaos.registry import CHECKS, SCENARIOS, CheckContext, ScenarioContext
 from chaos.results import (
@@ -64,6 +64,11 @@ class Runner:
         """Capacity measured once per run (per RPC mix), whatever the experiments or repeats."""
         self.cpu = CpuTally()
         """The load generator's and the mesh's CPU over every load of the run."""
+        self.generator = LoadGenerator()
+        """One load generator process for the whole run (close() ends it)."""
+
+    async def close(self) -> None:
+        await self.generator.close()
 
     async def _load(
         self,
@@ -103,7 +108,7 @@ class Runner:
                 client_retries=spec.client_retries,
             )
             mesh_before = total_cpu_s(pids) if pids else None
-            part = await run_plan(plan, tick, stop)
+            part = await self.generator.run(plan, tick, stop)
             mesh_after = total_cpu_s(pids) if pids else None
             mesh_cpu = (
                 None if mesh_before is None or mesh_after is None else mesh_after - mesh_before

@@ -18,7 +18,6 @@ from chaos.load import LoadResult, Outcome
 from chaos.loadgen.protocol import Plan
 from chaos.report.repeat import spread_text, spreads
 from chaos.results import ExperimentResult, PhaseResult, VariantResult, Verdict
-from chaos.run import runner as runner_module
 from chaos.run.measure import evaluate, exposure, vs_steady
 from chaos.run.runner import Runner
 from chaos.run.target import Target
@@ -26,43 +25,54 @@ from chaos.run.target import Target
 GOODPUT = 200.0
 
 
-@pytest.fixture
-def plans(monkeypatch: pytest.MonkeyPatch) -> list[Plan]:
-    sent: list[Plan] = []
+class FakeGenerator:
+    """Answers every planned request OK at GOODPUT requests per second."""
 
-    async def fake_run_plan(
+    def __init__(self) -> None:
+        self.plans: list[Plan] = []
+
+    async def run(
+        self,
         plan: Plan,
         on_outcome: Callable[[Outcome], None] | None = None,
         stop: asyncio.Event | None = None,
     ) -> LoadResult:
-        sent.append(plan)
+        self.plans.append(plan)
         outcomes = [Outcome(r.rpc, "OK", 0.01) for r in plan.requests]
         return LoadResult(outcomes, elapsed_s=len(outcomes) / GOODPUT, generator_cpu_s=0.01)
 
-    monkeypatch.setattr(runner_module, "run_plan", fake_run_plan)
-    return sent
+    async def close(self) -> None:
+        pass
 
 
-def _runner() -> Runner:
-    return Runner(Target(gateway="127.0.0.1:1", toxiproxy=None, admin={}, metrics={}))
+@pytest.fixture
+def runner() -> Runner:
+    made = Runner(Target(gateway="127.0.0.1:1", toxiproxy=None, admin={}, metrics={}))
+    made.generator = FakeGenerator()  # type: ignore[assignment]
+    return made
 
 
-def test_capacity_is_measured_once_per_run(plans: list[Plan]) -> None:
-    runner = _runner()
+def _plans(runner: Runner) -> list[Plan]:
+    assert isinstance(runner.generator, FakeGenerator)
+    return runner.generator.plans
+
+
+def test_capacity_is_measured_once_per_run(runner: Runner) -> None:
 
     async def twice() -> tuple[dict[str, float], dict[str, float]]:
         return await runner.calibrate(LoadSpec()), await runner.calibrate(LoadSpec(requests=5))
 
     first, second = asyncio.run(twice())
+    plans = _plans(runner)
     assert len(plans) == 1  # the second experiment (or repeat) reuses the first measure
     assert plans[0].rate_per_s is None and plans[0].concurrency == 16  # closed loop
     assert first == second and first["capacity_per_s"] == pytest.approx(GOODPUT)
 
 
-def test_rate_x_capacity_offers_that_fraction_of_the_measured_capacity(plans: list[Plan]) -> None:
-    runner = _runner()
+def test_rate_x_capacity_offers_that_fraction_of_the_measured_capacity(runner: Runner) -> None:
     spec = LoadSpec(requests=30, concurrency=8, rate_x_capacity=0.3)
     result = asyncio.run(runner._load("under fault", spec))
+    plans = _plans(runner)
     calibration, load = plans
     assert calibration.rate_per_s is None
     assert load.rate_per_s == pytest.approx(0.3 * GOODPUT)
@@ -70,15 +80,13 @@ def test_rate_x_capacity_offers_that_fraction_of_the_measured_capacity(plans: li
     assert len(load.requests) == 30
 
 
-def test_a_closed_loop_stays_closed(plans: list[Plan]) -> None:
-    runner = _runner()
+def test_a_closed_loop_stays_closed(runner: Runner) -> None:
     result = asyncio.run(runner._load("bulkhead", LoadSpec(requests=10, concurrency=10)))
-    assert [p.rate_per_s for p in plans] == [None]  # no calibration needed, no rate
+    assert [p.rate_per_s for p in _plans(runner)] == [None]  # no calibration needed, no rate
     assert result.offered_per_s is None
 
 
-def test_a_foreign_mesh_has_no_cpu_share(plans: list[Plan]) -> None:
-    runner = _runner()
+def test_a_foreign_mesh_has_no_cpu_share(runner: Runner) -> None:
     result = asyncio.run(runner._load("x", LoadSpec(requests=10)))
     assert runner.cpu.share is None and "n/a" in runner.cpu.line()
     assert "generator_cpu_share" not in result.cpu_metrics()
