@@ -46,6 +46,26 @@ class JobTimes:
     failed_reason: str
 
 
+async def job_events(redis_addr: str, queue: str) -> list[JobEvent]:
+    """Every event BullMQ recorded on the queue's stream, oldest first (the stream keeps the
+    last 10000: enough for a queue of an experiment's or a test's own)."""
+    client = Redis.from_url(f"redis://{redis_addr}", decode_responses=True)
+    try:
+        entries = cast(
+            list[tuple[str, dict[str, str]]], await client.xrange(f"bull:{queue}:events")
+        )
+    finally:
+        await client.aclose()
+    return [
+        JobEvent(int(entry_id.split("-")[0]) / 1000, f.get("event", ""), f.get("jobId", ""))
+        for entry_id, f in entries or []
+    ]
+
+
+def count_events(events: list[JobEvent], kind: str, job_id: str) -> int:
+    return sum(1 for e in events if e.event == kind and e.job_id == job_id)
+
+
 class JobsHarness:
     """Handles on a running mesh's queue and mailbox."""
 
@@ -76,19 +96,7 @@ class JobsHarness:
         return job_id
 
     async def events(self, queue: str) -> list[JobEvent]:
-        """Every event BullMQ recorded on the queue's stream, oldest first (the stream keeps
-        the last 10000: enough for a queue of the experiment's own)."""
-        client = Redis.from_url(f"redis://{self.redis}", decode_responses=True)
-        try:
-            entries = cast(
-                list[tuple[str, dict[str, str]]], await client.xrange(f"bull:{queue}:events")
-            )
-        finally:
-            await client.aclose()
-        return [
-            JobEvent(int(entry_id.split("-")[0]) / 1000, f.get("event", ""), f.get("jobId", ""))
-            for entry_id, f in entries or []
-        ]
+        return await job_events(self.redis, queue)
 
     async def wait_finished(
         self, queue: str, job_ids: list[str], timeout_s: float

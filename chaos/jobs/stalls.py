@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaos.jobs.harness import JobEvent, JobsHarness, as_row, receipt
+from chaos.jobs.harness import JobEvent, JobsHarness, as_row, count_events, receipt
 from chaos.jobs.queue_admin import QueueAdmin
 from chaos.launch.processes import LaunchError
 from chaos.registry import ScenarioContext, ScenarioResult, scenario
@@ -84,10 +84,6 @@ def _worker_env(queue: str, p: dict[str, Any]) -> dict[str, str]:
         "NOTIFY_STALLED_INTERVAL_MS": str(int(p.get("stalled_interval_ms", 250))),
         "NOTIFY_MAX_STALLED": str(int(p.get("max_stalled", 1))),
     }
-
-
-def _count(events: list[JobEvent], kind: str, job_id: str) -> int:
-    return sum(1 for e in events if e.event == kind and e.job_id == job_id)
 
 
 def _times(events: list[JobEvent], kind: str, job_id: str) -> list[float]:
@@ -159,7 +155,7 @@ async def poison_job(ctx: ScenarioContext) -> ScenarioResult:
         "max_stalled": k,
         "poison_runs": pool.deaths,
         "poison_pickups": len(picked),
-        "poison_stalls": _count(events, "stalled", poison),
+        "poison_stalls": count_events(events, "stalled", poison),
         "poison_failed": float(failed),
         "reason_readable": float(
             failed and view is not None and view.failed_reason == STALLED_REASON
@@ -168,7 +164,7 @@ async def poison_job(ctx: ScenarioContext) -> ScenarioResult:
         "failed_after_s": round(finished - picked[0], 3) if failed and picked else -1.0,
         "others": n,
         "others_completed": sum(j.state == "completed" for j in done),
-        "others_pickups": sum(_count(events, "active", j) for j in others),
+        "others_pickups": sum(count_events(events, "active", j) for j in others),
         "others_receipts": sum(mails[c] for c in other_charges),
         "others_duplicates": sum(max(mails[c] - 1, 0) for c in other_charges),
     }
@@ -240,7 +236,7 @@ async def false_stall(ctx: ScenarioContext) -> ScenarioResult:
         "block_ms": round(block_s * 1000),
         "lock_ms": lock_ms,
         "pickups": len(picked),
-        "stalls": _count(events, "stalled", job_id),
+        "stalls": count_events(events, "stalled", job_id),
         "rerun_after_s": round(picked[1] - picked[0], 3) if len(picked) > 1 else -1.0,
         "completed": float(state == "completed"),
         "failed_stalled": float(state == "failed" and reason == STALLED_REASON),
