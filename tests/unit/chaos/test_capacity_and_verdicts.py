@@ -6,7 +6,6 @@ goodput (no process, no network, no clock)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -31,12 +30,7 @@ class FakeGenerator:
     def __init__(self) -> None:
         self.plans: list[Plan] = []
 
-    async def run(
-        self,
-        plan: Plan,
-        on_outcome: Callable[[Outcome], None] | None = None,
-        stop: asyncio.Event | None = None,
-    ) -> LoadResult:
+    async def run(self, plan: Plan, *_: object) -> LoadResult:
         self.plans.append(plan)
         outcomes = [Outcome(r.rpc, "OK", 0.01) for r in plan.requests]
         return LoadResult(outcomes, elapsed_s=len(outcomes) / GOODPUT, generator_cpu_s=0.01)
