@@ -4,7 +4,8 @@ The rules (each a pydantic validator, and a plain function for names known only 
 - `Address`: HOST:PORT, the port 0..65535 in ASCII digits;
 - `Int(lo, hi)`: an integer in ASCII digits (a sign only when `lo` < 0) within lo..hi;
 - `Float(lo, hi, above=, unit=)`: a finite number >= lo (or > lo when `above`), <= hi;
-- `Flag`: 1/true/yes/on or 0/false/no/off, any case.
+- `Flag`: 1/true/yes/on or 0/false/no/off, any case;
+- `Choice(*words)`: one of `words`, exactly (an enum).
 A variable that is unset, empty or blank takes its default. A bad value is a `ConfigError`
 whose message starts with `NAME='value'` (quoted short, on one line) and says the rule.
 
@@ -25,7 +26,18 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDic
 
 from mesh.config_error import ConfigError
 
-__all__ = ["Address", "EnvSettings", "Flag", "Float", "Int", "env_or_os", "load", "read", "shown"]
+__all__ = [
+    "Address",
+    "Choice",
+    "EnvSettings",
+    "Flag",
+    "Float",
+    "Int",
+    "env_or_os",
+    "load",
+    "read",
+    "shown",
+]
 
 QUOTE_CHARS = 40
 _MAX_DIGITS = 40
@@ -101,6 +113,13 @@ def flag(raw: str) -> bool:
     return word in _ON
 
 
+def choice(raw: str, choices: tuple[str, ...]) -> str:
+    word = raw.strip()
+    if word not in choices:
+        raise RuleError(f"is not one of {', '.join(choices)}")
+    return word
+
+
 def _rule(parse: Callable[[str], T]) -> BeforeValidator:
     """A pydantic validator applying `parse` to the raw string (defaults pass through)."""
 
@@ -122,6 +141,10 @@ def Float(
     lo: float | None = None, hi: float | None = None, *, above: bool = False, unit: str = ""
 ) -> BeforeValidator:
     return _rule(lambda raw: number(raw, lo, hi, above, unit))
+
+
+def Choice(*choices: str) -> BeforeValidator:
+    return _rule(lambda raw: choice(raw, choices))
 
 
 class EnvSettings(BaseSettings):

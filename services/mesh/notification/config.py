@@ -6,41 +6,38 @@ Toxiproxy's do; everything else is in seconds.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Annotated
 
+from pydantic import Field
+
+from mesh import settings
 from mesh.contracts.receipt_job import QUEUE
-from mesh.runtime.config import ConfigError, ServiceConfig
+from mesh.runtime.config import ServiceConfig
+from mesh.settings import Choice, EnvSettings, Float, Int
 
 
-def _positive_int(env: Mapping[str, str], var: str, default: int, minimum: int = 1) -> int:
-    raw = env.get(var)
-    if raw is None or raw == "":
-        return default
-    if not (raw.strip().isascii() and raw.strip().isdigit()) or int(raw) < minimum:
-        raise ConfigError(f"{var}={raw!r} is not an integer >= {minimum}")
-    return int(raw)
-
-
-def _seconds(env: Mapping[str, str], var: str, default: float) -> float:
-    raw = env.get(var)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{var}={raw!r} is not a number") from None
-    if value <= 0:
-        raise ConfigError(f"{var}={raw!r} must be > 0")
-    return value
-
-
-def _flag(env: Mapping[str, str], var: str) -> bool:
-    raw = env.get(var) or "0"
-    if raw not in ("0", "1"):
-        raise ConfigError(f"{var}={raw!r} is not 0 or 1")
-    return raw == "1"
+class _Env(EnvSettings):
+    queue: str = Field(QUEUE, validation_alias="NOTIFY_QUEUE")
+    concurrency: Annotated[int, Int(1)] = Field(4, validation_alias="NOTIFY_CONCURRENCY")
+    rate_max: Annotated[int, Int(0)] = Field(0, validation_alias="NOTIFY_RATE_MAX")
+    rate_duration_ms: Annotated[int, Int(1)] = Field(
+        1000, validation_alias="NOTIFY_RATE_DURATION_MS"
+    )
+    lock_ms: Annotated[int, Int(100)] = Field(30_000, validation_alias="NOTIFY_LOCK_MS")
+    stalled_interval_ms: Annotated[int | None, Int(50)] = Field(
+        None, validation_alias="NOTIFY_STALLED_INTERVAL_MS"
+    )
+    max_stalled: Annotated[int, Int(0)] = Field(1, validation_alias="NOTIFY_MAX_STALLED")
+    smtp_timeout_s: Annotated[float, Float(0, above=True)] = Field(
+        10.0, validation_alias="NOTIFY_SMTP_TIMEOUT_S"
+    )
+    sender: str = Field("receipts@mesh.local", validation_alias="NOTIFY_FROM")
+    sent_ttl_s: Annotated[float, Float(0, above=True)] = Field(
+        7 * 24 * 3600.0, validation_alias="NOTIFY_SENT_TTL_S"
+    )
+    drills: Annotated[str, Choice("0", "1")] = Field("0", validation_alias="NOTIFY_DRILLS")
 
 
 @dataclass(frozen=True)
@@ -82,22 +79,19 @@ class NotificationConfig:
     def from_env(
         cls, service: ServiceConfig, environ: Mapping[str, str] | None = None
     ) -> NotificationConfig:
-        env = os.environ if environ is None else environ
-        lock_ms = _positive_int(env, "NOTIFY_LOCK_MS", 30_000, minimum=100)
+        env = settings.load(_Env, environ)
         return cls(
             redis_addr=service.dependencies["redis"],
             smtp_addr=service.dependencies["smtp"],
-            queue=env.get("NOTIFY_QUEUE") or QUEUE,
-            concurrency=_positive_int(env, "NOTIFY_CONCURRENCY", 4),
-            rate_max=_positive_int(env, "NOTIFY_RATE_MAX", 0, minimum=0),
-            rate_duration_ms=_positive_int(env, "NOTIFY_RATE_DURATION_MS", 1000),
-            lock_ms=lock_ms,
-            stalled_interval_ms=_positive_int(
-                env, "NOTIFY_STALLED_INTERVAL_MS", lock_ms // 2, minimum=50
-            ),
-            max_stalled=_positive_int(env, "NOTIFY_MAX_STALLED", 1, minimum=0),
-            smtp_timeout_s=_seconds(env, "NOTIFY_SMTP_TIMEOUT_S", 10.0),
-            sender=env.get("NOTIFY_FROM") or "receipts@mesh.local",
-            sent_ttl_s=_seconds(env, "NOTIFY_SENT_TTL_S", 7 * 24 * 3600.0),
-            drills=_flag(env, "NOTIFY_DRILLS"),
+            queue=env.queue,
+            concurrency=env.concurrency,
+            rate_max=env.rate_max,
+            rate_duration_ms=env.rate_duration_ms,
+            lock_ms=env.lock_ms,
+            stalled_interval_ms=env.stalled_interval_ms or env.lock_ms // 2,
+            max_stalled=env.max_stalled,
+            smtp_timeout_s=env.smtp_timeout_s,
+            sender=env.sender,
+            sent_ttl_s=env.sent_ttl_s,
+            drills=env.drills == "1",
         )

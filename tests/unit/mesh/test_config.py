@@ -8,6 +8,8 @@ from typing import Any
 import grpc
 import pytest
 
+from mesh.contracts.receipt_job import QUEUE
+from mesh.notification.config import NotificationConfig
 from mesh.resilience.faults import FaultSpec, FaultTable, FaultValidationError
 from mesh.runtime.config import ConfigError, ServiceConfig
 from mesh.runtime.ratelimit import RateLimitPolicy
@@ -103,6 +105,37 @@ def test_good_values_are_read() -> None:
     assert RateLimitPolicy.from_env({"MESH_RATE_LIMIT_RPS": "0"}).rate_per_s == 0.0
     assert FaultTable.from_env({"MESH_FAULT_SEED": "-3"}).rng.random() == random.Random(-3).random()
     assert setup_tracing("profile", {"MESH_TRACING": "Off"}) is None
+
+
+@pytest.mark.parametrize(
+    ("var", "value", "words"),
+    [
+        ("NOTIFY_SENT_TTL_S", "nan", "is not a number > 0"),
+        ("NOTIFY_SMTP_TIMEOUT_S", "inf", "is not a number > 0"),
+        ("NOTIFY_SMTP_TIMEOUT_S", "0", "is not a number > 0"),
+        ("NOTIFY_LOCK_MS", "99", "is not an integer >= 100"),
+        ("NOTIFY_CONCURRENCY", "1" * 5000, "is not an integer >= 1"),
+        ("NOTIFY_DRILLS", "yes", "is not one of 0, 1"),
+    ],
+)
+def test_the_worker_settings_follow_the_same_rules(var: str, value: str, words: str) -> None:
+    service = ServiceConfig.from_env("notification", {})
+    with pytest.raises(ConfigError) as caught:
+        NotificationConfig.from_env(service, {var: value})
+    message = str(caught.value)
+    assert message.startswith(f"{var}=") and message.endswith(words), message
+    assert len(message) < 120
+
+
+def test_the_worker_defaults_and_the_half_lock() -> None:
+    service = ServiceConfig.from_env("notification", {})
+    cfg = NotificationConfig.from_env(service, {"NOTIFY_LOCK_MS": "1000", "NOTIFY_QUEUE": " "})
+    assert (cfg.lock_ms, cfg.stalled_interval_ms, cfg.queue, cfg.drills) == (
+        1000,
+        500,
+        QUEUE,
+        False,
+    )
 
 
 # MESH_FAULTS: JSON with the limits safe_yaml puts on YAML; a ConfigError names the variable.
