@@ -101,11 +101,12 @@ def test_the_verdict_leads_with_what_each_experiment_showed(width: int) -> None:
 
 def test_showed_is_derived_from_the_results() -> None:
     result = demo_result("provider-outage")
-    for v, calls in zip(result.variants, (100, 300, 150, 8), strict=True):
+    for v, calls in zip(result.variants, (100, 300, 150, 8, 14), strict=True):
         v.phases["fault"].metrics["dependency_calls"] = float(calls)
         v.phases["fault"].metrics["breaker_opened"] = 1.0 if v.variant.name == "full" else 0.0
     assert showed(result) == (
-        "dependency_calls: unprotected 100, retry-only 300, grpc-native 150, full 8; "
+        "dependency_calls: unprotected 100, retry-only 300, grpc-native 150, full 8, "
+        "seed-order 14; "
         "breaker opened: full"
     )
     skipped = ExperimentResult("x", Path("x.yaml"), result.experiment, aborted="no mesh")
