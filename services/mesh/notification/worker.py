@@ -20,7 +20,13 @@ import redis.asyncio as aioredis
 from bullmq import UnrecoverableError
 from opentelemetry import trace
 
-from mesh.contracts.receipt_job import BACKOFF_TYPE, BadPayload, Receipt, backoff_delay_ms
+from mesh.contracts.receipt_job import (
+    BACKOFF_TYPE,
+    STALLED_REASON,
+    BadPayload,
+    Receipt,
+    backoff_delay_ms,
+)
 from mesh.customers import customers
 from mesh.notification import job_span
 from mesh.notification.bullmq_worker import QueueWorker, connection_url
@@ -150,7 +156,9 @@ class ReceiptWorker:
         self.metrics.completed()
 
     def _on_failed(self, job: Any, err: BaseException) -> None:
-        if isinstance(err, UnrecoverableError):
+        if str(err) == STALLED_REASON:  # BullMQ failed it past maxStalledCount: a poison job?
+            self.metrics.failed("stalled")
+        elif isinstance(err, UnrecoverableError):
             self.metrics.failed("permanent")
         elif job.attemptsMade >= int(job.opts.get("attempts") or 1):
             self.metrics.failed("exhausted")

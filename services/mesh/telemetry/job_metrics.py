@@ -11,7 +11,8 @@
 | mesh_jobs_duplicates_prevented_total | counter   | queue           | worker          |
 | mesh_jobs_duration_seconds           | histogram | queue, outcome  | worker          |
 
-`reason` is permanent (a 5xx, an unknown user, a bad payload) or exhausted (attempts spent);
+`reason` is permanent (a 5xx, an unknown user, a bad payload), exhausted (attempts spent) or
+stalled (stalled more than maxStalledCount times: a job that kills its worker);
 `outcome` is ok, transient or permanent. `enqueued` counts jobs Redis accepted, duplicates
 included (BullMQ keeps the first job of an id, so a re-enqueue after a lost reply is harmless).
 """

@@ -57,6 +57,10 @@ async def test_a_poison_job_is_failed_after_max_stalled_plus_one_stalls(
             assert await wait_state(queue, job_id, timeout_s=20) == "completed"
         failed = await job(queue, poison)
         events = await job_events(redis_server.addr, queue_name)
+        # the worker that failed it counts it as stalled, not as a permanent error
+        sample = f'mesh_jobs_failed_total{{queue="{queue_name}",reason="stalled"}}'
+        await await_until(lambda: workers.metric(sample), what="the stalled failure counted")
+        assert await workers.metric(sample) == 1
     finally:
         await workers.stop()
     assert workers.deaths == [POISON_EXIT_CODE] * (max_stalled + 1)
