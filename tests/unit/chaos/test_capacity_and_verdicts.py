@@ -6,9 +6,11 @@ goodput (no process, no network, no clock)."""
 from __future__ import annotations
 
 import asyncio
+import io
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from chaos.counters import Snapshot
 from chaos.experiment.loading import load_experiment
@@ -16,6 +18,7 @@ from chaos.experiment.model import AppFault, Expectation, LoadSpec
 from chaos.load import LoadResult, Outcome
 from chaos.loadgen.protocol import Plan
 from chaos.report.repeat import spread_text, spreads
+from chaos.report.tables import print_result, run_line, to_json
 from chaos.results import ExperimentResult, PhaseResult, VariantResult, Verdict
 from chaos.run.measure import evaluate, exposure, vs_steady
 from chaos.run.runner import Runner
@@ -159,3 +162,17 @@ def test_held_means_held_in_every_run() -> None:
     assert runs[-1].held
     runs[0].verdicts = [Verdict("x", "fault", "retries", 11.0, "<= 10", False)]
     assert not runs[-1].held
+
+
+def test_every_result_shows_the_runs_capacity_and_generator_share() -> None:
+    result = _result([4.0])
+    result.capacity = {"capacity_per_s": 432.6, "capacity_p99_ms": 100.4}
+    result.generator_share = 0.098
+    console = Console(width=200, record=True, file=io.StringIO())
+    print_result(console, result)
+    text = console.export_text()
+    assert text.startswith("capacity 433 req/s (measured once per run")
+    assert "load generator CPU: 9.8% of the mesh's" in text and "budget" not in text
+    result.generator_share = 0.15
+    assert "over the 10% budget" in run_line(result)
+    assert to_json(result, samples=False)["capacity"]["capacity_per_s"] == 432.6

@@ -130,6 +130,9 @@ async def test_writing_reports_lets_no_library_warning_through(
         async def run(self, name: str, path: Path, exp: Experiment) -> ExperimentResult:
             return demo_result(name)
 
+        async def close(self) -> None:
+            """No load generator to end."""
+
     names = ["provider-outage", "worker-crash"]
     resolved = [(n, *next((p, e) for p, e in catalogue() if p.stem == n)) for n in names]
     console = Console(width=120, record=True, file=io.StringIO())
