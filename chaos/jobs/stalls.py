@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -115,7 +116,7 @@ async def poison_job(ctx: ScenarioContext) -> ScenarioResult:
     p = ctx.params
     n, k = int(p.get("jobs", 10)), int(p.get("max_stalled", 1))
     h = _harness(ctx)
-    queue = f"poison-{ctx.variant.name}-{int(time.time())}"
+    queue = f"poison-{ctx.variant.name}-{uuid.uuid4().hex[:8]}"
     pool = WorkerPool(h, f"w-{queue}", _worker_env(queue, p), int(p.get("workers", 2)))
     admin = QueueAdmin(h.redis, queue)
     timeout_s = float(p.get("timeout_s", 60))
@@ -208,7 +209,7 @@ async def false_stall(ctx: ScenarioContext) -> ScenarioResult:
     p = ctx.params
     lock_ms, block_s = int(p.get("lock_ms", 1000)), float(p["block_s"])
     h = _harness(ctx)
-    queue = f"falsestall-{ctx.variant.name}-{int(time.time())}"
+    queue = f"falsestall-{ctx.variant.name}-{uuid.uuid4().hex[:8]}"
     pool = WorkerPool(h, f"w-{queue}", _worker_env(queue, p), int(p.get("workers", 2)))
     admin = QueueAdmin(h.redis, queue)
     drill = {"block_s": block_s, "offload": bool(p.get("offload", False))}
