@@ -51,10 +51,23 @@ def value_json(value: Any) -> str:
     return str(_str(str(value)))
 
 
+_KEYS: dict[str, str] = {}
+"""Attribute keys as JSON with their colon: a span carries a small, fixed set of them."""
+
+
+def _key(key: str) -> str:
+    found = _KEYS.get(key)
+    if found is None:
+        found = _str(key) + ":"
+        if len(_KEYS) < 1024:
+            _KEYS[key] = found
+    return found
+
+
 def attributes_json(attributes: Any) -> str:
     if not attributes:
         return "{}"
-    return "{" + ",".join([_str(k) + ":" + value_json(v) for k, v in attributes.items()]) + "}"
+    return "{" + ",".join([_key(k) + value_json(v) for k, v in attributes.items()]) + "}"
 
 
 def _optional(value: str | None) -> str:

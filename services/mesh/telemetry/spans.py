@@ -120,14 +120,22 @@ def _end_client_span(span: trace.Span, exc: BaseException | None, extra: dict[st
     span.set_attributes(extra)
 
 
+_current_call: contextvars.ContextVar[CallSpan | None] = contextvars.ContextVar(
+    "mesh_call_span", default=None
+)
+"""The logical call whose pipeline is running (its first attempt notes the call's budget)."""
+
+
 class CallSpan:
     """The logical call: current while the pipeline runs, so strategy events land on it."""
 
-    __slots__ = ("_ctx", "_factory", "_span", "_token")
+    __slots__ = ("_call_token", "_ctx", "_factory", "_span", "_token", "budget_s")
 
     def __init__(self, factory: SpanFactory, ctx: CallContext) -> None:
         self._factory = factory
         self._ctx = ctx
+        self.budget_s: float | None = None
+        """Set by the first attempt; written with the span's other end attributes."""
 
     def __enter__(self) -> trace.Span:
         ctx = self._ctx
@@ -137,6 +145,7 @@ class CallSpan:
         )
         self._span = span
         self._token = otel_context.attach(trace.set_span_in_context(span))
+        self._call_token = _current_call.set(self)
         return span
 
     def __exit__(
@@ -145,10 +154,14 @@ class CallSpan:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        _current_call.reset(self._call_token)
         otel_context.detach(self._token)
         span = self._span
         if span.is_recording():
-            _end_client_span(span, exc, {n.ATTEMPTS_SENT: self._ctx.sent})
+            extra: dict[str, Any] = {n.ATTEMPTS_SENT: self._ctx.sent}
+            if self.budget_s is not None:
+                extra[n.CALL_BUDGET_S] = self.budget_s
+            _end_client_span(span, exc, extra)
         span.end()
 
 
@@ -208,18 +221,19 @@ class AttemptSpan:
 
 
 def _note_call_deadline(ctx: CallContext) -> None:
-    """On the call span: the budget the call got, and whether the inbound deadline cut it."""
-    span = trace.get_current_span()
-    if not span.is_recording() or ctx.deadline_s == float("inf"):
+    """On the call span: the budget the call got (written at its end, with its other late
+    attributes: one locked update instead of two), and whether the inbound deadline cut it."""
+    call = _current_call.get()
+    if call is None or ctx.deadline_s == float("inf") or not call._span.is_recording():
         return
     left_s = ctx.deadline_s - time.monotonic()
-    span.set_attribute(n.CALL_BUDGET_S, left_s)
+    call.budget_s = left_s
     inbound = inbound_deadline()
     if inbound is not None and inbound == ctx.deadline_s:
         attrs: dict[str, AttributeValue] = {n.DEADLINE_LEFT_S: left_s}
         if ctx.details.timeout is not None:
             attrs[n.CALLER_TIMEOUT_S] = ctx.details.timeout
-        span.add_event(n.EV_DEADLINE_CLAMPED, attrs)
+        call._span.add_event(n.EV_DEADLINE_CLAMPED, attrs)
 
 
 class _MetadataSetter(Setter[grpc.aio.Metadata]):

@@ -80,6 +80,7 @@ async def test_retried_call_is_one_trace_with_attempts_and_backoffs(
     call = _one(spans, SENT_RECOMMEND)
     assert call.parent_span_id == root.span_id and call.status == "STATUS_CODE_UNSET"
     assert call.attributes["mesh.attempts_sent"] == 3
+    assert call.attributes["mesh.call_budget_s"] > 0  # noted by attempt 1, written at the end
     attempts = rec.children(call)
     assert [a.attributes["mesh.attempt"] for a in attempts] == [1, 2, 3]
     assert [a.attributes["mesh.previous_attempts"] for a in attempts] == [0, 1, 2]
