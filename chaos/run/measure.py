@@ -35,8 +35,11 @@ def exposure(exp: Experiment, variant: Variant, counters: Snapshot) -> float | N
     """How many requests met the variant's faults, from the services' counters; None when it
     has none (or a scenario drives it). Per fault type:
 
-    - app_fault: the calls its service's fault interceptor injected into
-      (mesh_faults_injected_total on that service: errors and delays alike);
+    - app_fault with an error_rate only: the calls its service's fault interceptor failed
+      (mesh_faults_injected_total on that service);
+    - app_fault with a delay_s: the calls its service received on the faulted method
+      (mesh_server_calls_total): every one is held, and one cancelled while held is never
+      counted as injected (the interceptor counts a delay when it ends);
     - toxic and proxy_down: the attempts the edge's caller sent to its dependency
       (mesh_client_attempts_total{dependency}) during the fault phase, each of which crossed
       the faulted proxy (a toxic at toxicity 1 or a disabled proxy meets every one). A fault
@@ -47,7 +50,9 @@ def exposure(exp: Experiment, variant: Variant, counters: Snapshot) -> float | N
         return None
     met = 0.0
     for fault in faults:
-        if isinstance(fault, AppFault):
+        if isinstance(fault, AppFault) and fault.delay_s > 0:
+            met += _received(counters, fault.service, fault.full_method)
+        elif isinstance(fault, AppFault):
             met += counters.total("mesh_faults_injected_total", fault.service)
         else:
             edge = next(e for e in topology.EDGES if e.name == fault.edge)
@@ -55,6 +60,13 @@ def exposure(exp: Experiment, variant: Variant, counters: Snapshot) -> float | N
                 "mesh_client_attempts_total", edge.caller, dependency=edge.dependency
             )
     return met
+
+
+def _received(counters: Snapshot, service: str, method: str) -> float:
+    """Calls `service` received on `method` (a full /pkg.Service/Method name, or *)."""
+    if method == "*":
+        return counters.total("mesh_server_calls_total", service)
+    return counters.total("mesh_server_calls_total", service, method=method)
 
 
 def fault_exposure(exp: Experiment, variant: Variant, phase: PhaseResult) -> dict[str, float]:

@@ -113,7 +113,8 @@ class Runner:
             mesh_cpu = (
                 None if mesh_before is None or mesh_after is None else mesh_after - mesh_before
             )
-            self.cpu.add(part.generator_cpu_s, mesh_cpu, len(part.outcomes))
+            if pids is None or mesh_cpu is not None:  # a restarted service: skip this load
+                self.cpu.add(part.generator_cpu_s, mesh_cpu, len(part.outcomes))
             merged.add_cpu(part.generator_cpu_s, mesh_cpu)
             merged.outcomes.extend(part.outcomes)
             merged.elapsed_s += part.elapsed_s

@@ -119,6 +119,21 @@ def test_exposure_counts_requests_that_met_each_kind_of_fault() -> None:
     snap = Snapshot({_key("payment", "mesh_faults_injected_total", method="x", code="OK"): 3.0})
     assert exposure(with_app, variant, snap) == 3.0
     assert exposure(exp.model_copy(update={"faults": []}), variant, snap) is None
+    # A delay counts every call received on the method: a held call cancelled by its
+    # deadline never reaches the injected counter, yet it met the fault.
+    held = AppFault(
+        type="app_fault", service="profile", method="GetProfile", error_rate=0.0, delay_s=30
+    )
+    with_delay = exp.model_copy(update={"faults": [held]})
+    snap = Snapshot(
+        {
+            _key(
+                "profile", "mesh_server_calls_total", method="/mesh.v1.ProfileService/GetProfile"
+            ): 8.0,
+            _key("profile", "mesh_server_calls_total", method="/mesh.v1.ProfileService/Other"): 5.0,
+        }
+    )
+    assert exposure(with_delay, variant, snap) == 8.0
 
 
 def _result(exposures: list[float], value: float = 5.0) -> ExperimentResult:
