@@ -38,10 +38,12 @@ BREAKER_OUTSIDE_RETRY_ORDER: tuple[str, ...] = (
     # sees one outcome per logical call (all its attempts count once), an open breaker rejects
     # before any attempt, and a call already admitted keeps retrying if the breaker opens
     # meanwhile; a half-open probe is a whole logical call, retries included.
-    *PIPELINE_ORDER[:2],
-    "breaker",
+    "bulkhead",
+    "total_deadline",
+    "breaker",  # outside retry: a logical call, all its attempts, is one outcome
     "retry",
-    *PIPELINE_ORDER[4:],
+    "attempt_timeout",
+    "attempt_hook",
 )
 
 ORDERS: dict[PipelineOrder, tuple[str, ...]] = {
