@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -20,6 +20,7 @@ from mesh.notification.config import NotificationConfig
 from mesh.notification.worker import ReceiptWorker
 from mesh.telemetry.job_metrics import JobMetrics
 from tests.e2e.jobs.jobs_helpers import RedisProc, start_redis
+from tests.support.polling import wait_until
 
 
 @pytest.fixture(scope="session")
@@ -43,16 +44,16 @@ def smtp_sink(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sink]:
         [sys.executable, "-m", "chaos.jobs.smtp_sink", "--listen", addr, "--dir", str(root)],
         stdout=subprocess.DEVNULL,
     )
-    import socket
 
-    deadline = time.monotonic() + 15
-    while True:
+    def accepting() -> bool:
+        host, port = addr.rsplit(":", 1)
         try:
-            with socket.create_connection(addr.rsplit(":", 1), timeout=0.5):  # type: ignore[arg-type]
-                break
+            with socket.create_connection((host, int(port)), timeout=0.5):
+                return True
         except OSError:
-            assert time.monotonic() < deadline, "smtp sink did not start"
-            time.sleep(0.05)
+            return False
+
+    wait_until(accepting, 15, "the smtp sink accepting connections", 0.05)
     yield Sink(addr, Mailbox(root))
     popen.terminate()
     popen.wait(10)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import time
@@ -17,6 +16,7 @@ from chaos.launch.ports import free_port
 from chaos.launch.redis_server import redis_args, wait_ping
 from mesh.contracts.receipt_job import JOB_NAME, Receipt, ReceiptRetry, job_id_for
 from mesh.notification.config import NotificationConfig
+from tests.support.polling import await_until
 
 
 def receipt(user_id: str = "u-0001") -> Receipt:
@@ -35,13 +35,12 @@ async def wait_state(
     states: tuple[str, ...] = ("completed", "failed"),
     timeout_s: float = 15.0,
 ) -> str:
-    deadline = time.monotonic() + timeout_s
-    while True:
+
+    async def reached() -> str:
         state = str(await queue.getJobState(job_id))
-        if state in states:
-            return state
-        assert time.monotonic() < deadline, f"{job_id} still {state} after {timeout_s} s"
-        await asyncio.sleep(0.02)
+        return state if state in states else ""
+
+    return await await_until(reached, timeout_s, f"{job_id} in {'/'.join(states)}", 0.02)
 
 
 async def job(queue: Queue, job_id: str) -> Any:

@@ -4,7 +4,6 @@ blocking read for the next job, and even when that read's reply is lost on the w
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +13,7 @@ from chaos.toxiproxy.client import ToxiproxyClient
 from chaos.toxiproxy.server import ToxiproxyServer
 from mesh.contracts.receipt_job import JOB_NAME, ReceiptRetry, job_id_for
 from tests.e2e.jobs.jobs_helpers import job, receipt, wait_state, worker_config
+from tests.support.polling import await_until
 
 DELAY_MS = 1000
 
@@ -21,14 +21,13 @@ DELAY_MS = 1000
 async def _blocked_in_bzpopmin(redis_addr: str, queue_name: str, timeout_s: float = 10) -> None:
     """Until the worker's blocking connection waits in BZPOPMIN on the queue's marker."""
     client = Redis.from_url(f"redis://{redis_addr}", decode_responses=True)
-    deadline = time.monotonic() + timeout_s
+
+    async def blocked() -> bool:
+        clients = await client.client_list()
+        return any(c.get("cmd") == "bzpopmin" and "b" in c.get("flags", "") for c in clients)
+
     try:
-        while True:
-            clients = await client.client_list()
-            if any(c.get("cmd") == "bzpopmin" and "b" in c.get("flags", "") for c in clients):
-                return
-            assert time.monotonic() < deadline, "the worker never blocked waiting for a job"
-            await asyncio.sleep(0.05)
+        await await_until(blocked, timeout_s, "the worker blocked waiting for a job", 0.05)
     finally:
         await client.aclose()
 
