@@ -4,12 +4,17 @@ the queue's Redis stays bounded however many receipts go through it."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from prometheus_client import CollectorRegistry
 from redis.asyncio import Redis
 
-from mesh.contracts.receipt_job import JOB_NAME, ReceiptRetention, ReceiptRetry, job_id_for
-from tests.e2e.jobs.jobs_helpers import receipt, wait_state, worker_config
+from mesh.contracts.receipt_job import JOB_NAME, QUEUE, ReceiptRetention, ReceiptRetry, job_id_for
+from mesh.payment.ledger import Ledger
+from mesh.payment.outbox import relay_from_env
+from mesh.telemetry.job_metrics import JobMetrics
+from tests.e2e.jobs.jobs_helpers import job, receipt, wait_state, worker_config
 
 KEEP = ReceiptRetention(completed_count=5, failed_count=3)
 
@@ -53,3 +58,24 @@ async def test_finished_jobs_are_kept_up_to_their_counts_and_redis_stays_bounded
     assert max(keys_after) <= KEEP.completed_count + KEEP.failed_count + 10, keys_after
     newest = await queue.getJobs(["completed"], 0, -1)
     assert {j.id for j in newest} <= set(ids), "the newest completed jobs are the ones kept"
+
+
+async def test_payments_relay_enqueues_with_the_retention_its_environment_sets(
+    tmp_path: Path, redis_server: Any, queue_name: str, queue: Any
+) -> None:
+    ledger = Ledger(tmp_path / "ledger.sqlite3")
+    env = {
+        "RECEIPT_QUEUE": queue_name,
+        "RECEIPT_KEEP_COMPLETED": "7",
+        "RECEIPT_KEEP_FAILED_S": "60",
+    }
+    relay = relay_from_env(ledger, redis_server.addr, JobMetrics(CollectorRegistry(), QUEUE), env)
+    try:
+        record, _ = await ledger.charge("keep-key-1", "u-0002", 4200, "USD", "")
+        assert await relay.relay_once() == 1
+        opts = (await job(queue, job_id_for(record.charge_id))).opts
+    finally:
+        await relay.close()
+        await ledger.close()
+    assert opts["removeOnComplete"] == {"age": ReceiptRetention.completed_age_s, "count": 7}
+    assert opts["removeOnFail"] == {"age": 60, "count": ReceiptRetention.failed_count}
