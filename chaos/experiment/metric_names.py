@@ -4,14 +4,15 @@ An expectation naming a metric nothing measures used to be reported as `n/a` and
 the whole run; chaos/experiment/loading.py refuses it at load instead, with the closest name.
 Where each metric comes from (the runner measures them; a unit test pins the runner to these lists):
 
-- every gateway-load phase (fault and recovery): LOAD; `<rpc>_ok_rate` and `<rpc>_p99_ms` for
-  each RPC in that phase's load; `code.<STATUS>`; COUNTERS; `calls.<Method>` for each method of
-  the experiment's `dependency`;
+- every gateway-load phase (fault and recovery): LOAD; `<rpc>_ok_rate`, `<rpc>_p95_ms` and
+  `<rpc>_p99_ms` for each RPC in that phase's load; `code.<STATUS>`; COUNTERS;
+  `calls.<Method>` for each method of the experiment's `dependency`;
 - the fault phase also: FAULT_ONLY (capacity is measured once per run; `*_vs_steady` divide
   by the same variant's steady state; `fault_exposure` only when the variant has faults; the
-  CPU figures only on a mesh this process started); `<rpc>_p99_vs_steady` for an RPC in both
-  the steady-state and the fault load; CAPACITY when the load is open loop (`rate_x_capacity`
-  or `rate_per_s`); what each named check declares (chaos/builtin/checks.py);
+  CPU figures only on a mesh this process started); `<rpc>_p95_vs_steady` and
+  `<rpc>_p99_vs_steady` for an RPC in both the steady-state and the fault load; CAPACITY
+  when the load is open loop (`rate_x_capacity` or `rate_per_s`); what each named check
+  declares (chaos/builtin/checks.py);
 - the recovery phase also: RECOVERY_ONLY;
 - a scenario experiment: only what its scenario declares for the variant's params
   (chaos/registry.py), in the fault phase.
@@ -90,7 +91,11 @@ def counted(metric: str) -> bool:
 
 
 def _rpc_metrics(rpcs: Iterable[str]) -> set[str]:
-    return {f"{rpc}_{m}" for rpc in rpcs for m in ("ok_rate", "p99_ms")}
+    return {f"{rpc}_{m}" for rpc in rpcs for m in ("ok_rate", "p95_ms", "p99_ms")}
+
+
+def _rpc_vs_steady(rpcs: Iterable[str]) -> set[str]:
+    return {f"{rpc}_{p}_vs_steady" for rpc in rpcs for p in ("p95", "p99")}
 
 
 def available(exp: Experiment, variant: Variant, phase: str) -> set[str]:
@@ -111,7 +116,7 @@ def available(exp: Experiment, variant: Variant, phase: str) -> set[str]:
     if phase == "recovery":
         return names | set(RECOVERY_ONLY)
     names |= set(FAULT_ONLY)
-    names |= {f"{r}_p99_vs_steady" for r in set(spec.rpc) & set(exp.steady_state.load.rpc)}
+    names |= _rpc_vs_steady(set(spec.rpc) & set(exp.steady_state.load.rpc))
     if spec.rate_x_capacity is not None or spec.rate_per_s is not None:
         names |= set(CAPACITY)
     for check in exp.checks:
@@ -123,7 +128,7 @@ def _everything() -> set[str]:
     """Every metric some experiment could measure (scenario metrics aside)."""
     names = {*LOAD, *COUNTERS, *FAULT_ONLY, *CAPACITY, *RECOVERY_ONLY}
     names |= {f"code.{s}" for s in STATUS_NAMES} | _rpc_metrics(RPCS)
-    names |= {f"{r}_p99_vs_steady" for r in RPCS}
+    names |= _rpc_vs_steady(RPCS)
     names |= {f"calls.{m}" for s in topology.SERVICES for m in methods(s.name)}
     for check in CHECKS.values():
         names |= check.metrics
@@ -161,10 +166,11 @@ def _reason(metric: str, exp: Experiment, phase: str) -> str:
         return "measured only when the load is open loop (rate_x_capacity or rate_per_s)"
     if metric in RECOVERY_ONLY:
         return "measured in the recovery phase only"
-    if metric in FAULT_ONLY or (metric.endswith("_p99_vs_steady") and phase != "fault"):
+    rpc_vs_steady = metric.endswith(("_p95_vs_steady", "_p99_vs_steady"))
+    if metric in FAULT_ONLY or (rpc_vs_steady and phase != "fault"):
         return "measured in the fault phase only"
     if metric.startswith("calls."):
         return f"{exp.dependency} serves {', '.join(methods(exp.dependency))}"
-    if metric.endswith("_p99_vs_steady"):
+    if rpc_vs_steady:
         return "that RPC is not in both the steady-state and the fault load"
     return "that RPC is not in this phase's load"

@@ -20,6 +20,9 @@ def load_s(spec: LoadSpec) -> float:
     """A load's expected wall time: open loop paces itself, closed loop by its concurrency."""
     if spec.rate_per_s:
         each = spec.requests / spec.rate_per_s
+    elif spec.rate_x_capacity is not None:  # open loop at a guessed capacity
+        guessed_per_s = spec.capacity_concurrency / REQUEST_S
+        each = spec.requests / (guessed_per_s * spec.rate_x_capacity)
     else:
         each = math.ceil(spec.requests / spec.concurrency) * (spec.think_s + REQUEST_S)
     if spec.rate_x_capacity is not None:

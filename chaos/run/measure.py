@@ -15,7 +15,16 @@ from chaos.load import LoadResult, percentile
 from chaos.results import ExperimentResult, PhaseResult, Verdict
 from mesh import topology
 
-VS_STEADY = ("p50_ms", "p95_ms", "p99_ms", "ok_p99_ms", "home_p99_ms", "checkout_p99_ms")
+VS_STEADY = (
+    "p50_ms",
+    "p95_ms",
+    "p99_ms",
+    "ok_p99_ms",
+    "home_p95_ms",
+    "checkout_p95_ms",
+    "home_p99_ms",
+    "checkout_p99_ms",
+)
 """Latencies compared with the same variant's steady state of the same run: `<name>_vs_steady`
 (e.g. p50_vs_steady = fault p50 / steady p50)."""
 
@@ -144,7 +153,9 @@ def load_metrics(result: LoadResult) -> dict[str, float]:
         if mine:
             good = [o for o in mine if o.code == "OK"]
             metrics[f"{rpc}_ok_rate"] = len(good) / len(mine)
-            metrics[f"{rpc}_p99_ms"] = percentile([o.latency_s * 1000 for o in mine], 99)
+            latencies = [o.latency_s * 1000 for o in mine]
+            metrics[f"{rpc}_p95_ms"] = percentile(latencies, 95)
+            metrics[f"{rpc}_p99_ms"] = percentile(latencies, 99)
     for code, count in result.codes().items():
         metrics[f"code.{code}"] = float(count)
     return metrics

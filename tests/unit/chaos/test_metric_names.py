@@ -70,6 +70,8 @@ def test_every_fault_phase_extra_is_known(exp: Experiment) -> None:
         "ok_p99_vs_capacity",
         "home_p99_vs_steady",
         "checkout_p99_vs_steady",
+        "home_p95_vs_steady",
+        "checkout_p95_vs_steady",
     }
     assert extras <= available(exp, exp.variants[0], "fault")
     assert "breakers_not_closed" in available(exp, exp.variants[0], "recovery")
@@ -125,3 +127,13 @@ def test_a_count_that_never_happened_is_zero_not_n_a(tmp_path: Path) -> None:
         ("aborted", 0.0, True),
         ("p99_ms", None, False),
     ]
+
+
+def test_per_rpc_p95_is_measured_and_compared_with_the_steady_state() -> None:
+    from chaos.run.measure import vs_steady
+
+    steady = load_metrics(outcomes())
+    fault = {**steady, "checkout_p95_ms": steady["checkout_p95_ms"] * 2}
+    ratios = vs_steady(fault, steady)
+    assert ratios["checkout_p95_vs_steady"] == pytest.approx(2.0)
+    assert ratios["home_p95_vs_steady"] == pytest.approx(1.0)
