@@ -25,6 +25,7 @@ BAD = {
     "escape.yaml": GOOD.replace("{name: full}", "{name: full, policy: ../../../../etc/x.yaml}"),
     "syntax.yaml": GOOD.replace("title: t", "title: [t"),
     "deep.yaml": "title: " + "[" * 2000 + "]" * 2000 + "\n",
+    "toxicity.yaml": GOOD.replace("toxic: latency,", "toxic: latency, toxicity: 0.5,"),
 }
 
 
@@ -59,6 +60,7 @@ def test_names_and_files_one_line_each_exit_2_if_any_is_bad(tmp_path: Path) -> N
     assert "is outside the experiment's folder" in lines[5]
     assert "not valid YAML: line 3, column 11" in lines[6]
     assert "nesting deeper than" in lines[7]
+    assert "toxicity 0.5 on gateway_to_profile: Toxiproxy rolls toxicity once per" in lines[8]
 
 
 def test_an_unknown_name_is_one_line_and_exit_2() -> None:
