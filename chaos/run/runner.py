@@ -47,6 +47,9 @@ from mesh.v1 import admin_pb2, admin_pb2_grpc
 
 log = logging.getLogger("chaos.runner")
 
+CALIBRATION_S = 3.0
+"""The capacity probe stops after `capacity_requests` calls or this long, whichever first: a
+closed loop's goodput is steady within a second or two, and `make demo` has 5 minutes."""
 Progress = Callable[[str, int, int], None]
 """progress(label, done, total): called as requests complete."""
 
@@ -124,8 +127,9 @@ class Runner:
 
     async def calibrate(self, spec: LoadSpec | None = None) -> dict[str, float]:
         """The mesh's capacity for `spec`'s RPC mix: closed-loop goodput at
-        `capacity_concurrency` with no think time, measured the first time this run needs it
-        and kept for every later experiment, variant and repeat."""
+        `capacity_concurrency` with no think time (for at most CALIBRATION_S), measured the
+        first time this run needs that mix and kept for every later experiment, variant and
+        repeat."""
         spec = spec or LoadSpec()
         key = tuple(spec.rpc)
         if key not in self.capacity:
@@ -134,6 +138,7 @@ class Runner:
                 requests=spec.capacity_requests,
                 concurrency=spec.capacity_concurrency,
                 deadline_s=spec.deadline_s,
+                max_duration_s=CALIBRATION_S,
             )
             metrics = load_metrics(await self._load("measuring capacity (once per run)", probe))
             self.capacity[key] = {

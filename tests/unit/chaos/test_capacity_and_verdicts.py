@@ -21,7 +21,7 @@ from chaos.report.repeat import spread_text, spreads
 from chaos.report.tables import print_result, run_line, to_json
 from chaos.results import ExperimentResult, PhaseResult, VariantResult, Verdict
 from chaos.run.measure import evaluate, exposure, vs_steady
-from chaos.run.runner import Runner
+from chaos.run.runner import CALIBRATION_S, Runner
 from chaos.run.target import Target
 
 GOODPUT = 200.0
@@ -63,6 +63,7 @@ def test_capacity_is_measured_once_per_run(runner: Runner) -> None:
     plans = _plans(runner)
     assert len(plans) == 1  # the second experiment (or repeat) reuses the first measure
     assert plans[0].rate_per_s is None and plans[0].concurrency == 16  # closed loop
+    assert plans[0].max_duration_s == CALIBRATION_S
     assert first == second and first["capacity_per_s"] == pytest.approx(GOODPUT)
 
 
