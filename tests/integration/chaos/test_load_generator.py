@@ -44,7 +44,7 @@ async def test_it_offers_the_declared_rate_and_reports_its_cpu(
     gateway: tuple[str, list[str]],
 ) -> None:
     address, seen = gateway
-    plan = plan_for(address, 100, concurrency=10, rate_per_s=100.0)
+    plan = plan_for(address, 100, concurrency=100, rate_per_s=100.0)  # room: none dropped
     generator = LoadGenerator()
     try:
         result = await generator.run(plan)
