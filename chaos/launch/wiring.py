@@ -1,0 +1,175 @@
+"""How the mesh's processes find each other: each one's environment and command line, the
+Toxiproxy configuration, the API key and certificates, and the state mesh.json records."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from chaos.launch.ports import Ports
+from chaos.launch.state import MeshState
+from mesh.runtime.tls import CA_CERT, tls_enabled
+from mesh.topology import EDGES, SERVICES, Edge, ServiceSpec, service
+
+
+@dataclass(frozen=True)
+class Security:
+    """The API key the load sends (and the one generated for the gateway, if none was
+    configured) and the certificates' directory with MESH_TLS=1."""
+
+    api_key: str | None
+    generated_key: str | None
+    tls_dir: Path | None
+
+
+def _first_key(path: Path) -> str | None:
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return None
+    return next((ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")), None)
+
+
+def prepare_security(env_overrides: Mapping[str, str], state_dir: Path) -> Security:
+    """The configured API key, else a fresh one; with MESH_TLS=1, certificates (made once)."""
+    env = {**os.environ, **env_overrides}
+    generated = None
+    if env.get("MESH_API_KEYS"):
+        api_key: str | None = env["MESH_API_KEYS"].split(",")[0].strip()
+    elif env.get("MESH_API_KEYS_FILE"):
+        api_key = _first_key(Path(env["MESH_API_KEYS_FILE"]))
+    else:
+        api_key = generated = secrets.token_urlsafe(24)
+    tls_dir = None
+    if tls_enabled(env):
+        tls_dir = Path(env.get("MESH_TLS_DIR") or state_dir / "certs").resolve()
+        if not (tls_dir / CA_CERT).exists():
+            from chaos.launch.certs import write_certs
+
+            write_certs(tls_dir)
+    return Security(api_key, generated, tls_dir)
+
+
+@dataclass
+class Wiring:
+    """The addresses and settings every process of one mesh is started with."""
+
+    ports: Ports
+    state_dir: Path
+    direct: bool
+    env: dict[str, str]
+    """Set in every service's environment."""
+    per_service: dict[str, dict[str, str]]
+    """Set in one service's environment, last."""
+
+    @property
+    def toxiproxy_url(self) -> str | None:
+        return None if self.direct else f"http://127.0.0.1:{self.ports.toxiproxy_api}"
+
+    @property
+    def gateway(self) -> str:
+        return f"127.0.0.1:{self.ports.listen['gateway']}"
+
+    def listen(self, name: str) -> str:
+        return f"127.0.0.1:{self.ports.listen.get(name, 0)}"
+
+    def proxy_config(self) -> list[dict[str, object]]:
+        return [
+            {
+                "name": e.name,
+                "listen": f"127.0.0.1:{self.ports.proxies[e.name]}",
+                "upstream": f"127.0.0.1:{self.ports.listen[e.dependency]}",
+                "enabled": True,
+            }
+            for e in EDGES
+        ]
+
+    def dependency_addr(self, edge: Edge) -> str:
+        ports = self.ports
+        port = ports.listen[edge.dependency] if self.direct else ports.proxies[edge.name]
+        return f"127.0.0.1:{port}"
+
+    def service_env(self, spec: ServiceSpec, policy: str, security: Security) -> dict[str, str]:
+        env = {
+            "LISTEN_ADDR": f"127.0.0.1:{self.ports.listen[spec.name]}",
+            "ADMIN_ADDR": f"127.0.0.1:{self.ports.admin[spec.name]}",
+            "METRICS_ADDR": f"127.0.0.1:{self.ports.metrics[spec.name]}",
+            "MESH_POLICY": policy,
+            "PAYMENT_DB_PATH": str(self.state_dir / "payment" / "ledger.sqlite3"),
+            "MESH_TRACES_DIR": str(self.state_dir / "traces"),
+            # Spans reach the files within half a second (the SDK's default is 5 s), so a
+            # report written right after an experiment finds its breaker moves there.
+            "OTEL_BSP_SCHEDULE_DELAY": "500",
+            "OTEL_SERVICE_NAME": spec.name,
+            **self.env,
+        }
+        for e in EDGES:
+            if e.caller == spec.name:
+                env[e.addr_env] = self.dependency_addr(e)
+        if spec.name == "gateway" and security.generated_key:
+            env["MESH_API_KEYS"] = security.generated_key
+        if security.tls_dir is not None:
+            env.update(MESH_TLS="1", MESH_TLS_DIR=str(security.tls_dir))
+        env.update(self.per_service.get(spec.name, {}))
+        return env
+
+    def command(
+        self, name: str, policy: str, security: Security
+    ) -> tuple[list[str], dict[str, str], bool]:
+        """(arguments, environment, run under Python?) for one of the mesh's own processes."""
+        if name == "redis":
+            from chaos.launch.redis_server import redis_args
+
+            return redis_args(self.ports.listen["redis"], self.state_dir / "redis"), {}, False
+        if name == "smtp":
+            mailbox = str(self.state_dir / "mailbox")
+            listen = self.listen(name)
+            return ["-m", "chaos.jobs.smtp_sink", "--listen", listen, "--dir", mailbox], {}, True
+        if name == "toxiproxy":
+            api = ["--host", "127.0.0.1", "--port", str(self.ports.toxiproxy_api)]
+            config = ["--config", str(self.state_dir / "toxiproxy.json")]
+            return ["-m", "chaos.cli", "toxiproxy", *api, *config], {}, True
+        spec = service(name)
+        return ["-m", spec.module], self.service_env(spec, policy, security), True
+
+    def describe(
+        self,
+        pids: dict[str, int],
+        policy: str,
+        api_key: str | None,
+        control: str | None,
+    ) -> MeshState:
+        """What mesh.json records about this mesh."""
+        return MeshState(
+            gateway=self.gateway,
+            toxiproxy=self.toxiproxy_url,
+            services={
+                s.name: {
+                    "listen": f"127.0.0.1:{self.ports.listen[s.name]}",
+                    "admin": f"127.0.0.1:{self.ports.admin[s.name]}",
+                    "metrics": f"http://127.0.0.1:{self.ports.metrics[s.name]}/metrics",
+                }
+                for s in SERVICES
+            },
+            proxies={
+                e.name: {
+                    "listen": self.dependency_addr(e),
+                    "upstream": f"127.0.0.1:{self.ports.listen[e.dependency]}",
+                }
+                for e in EDGES
+            },
+            pids=pids,
+            policy=policy,
+            state_dir=str(self.state_dir),
+            api_key=api_key,
+            extra={
+                "redis": f"127.0.0.1:{self.ports.listen['redis']}",
+                "smtp": f"127.0.0.1:{self.ports.listen['smtp']}",
+                "mailbox": str(self.state_dir / "mailbox"),
+            },
+            owner_pid=os.getpid(),
+            control=control,
+        )
