@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.mesh_up_process import MESH, MeshUp
+from tests.support.polling import wait_until
 
 
 @pytest.fixture
@@ -23,13 +23,14 @@ def mesh_up(tmp_path: Path) -> Iterator[MeshUp]:
         stderr=subprocess.STDOUT,
     )
     try:
-        deadline = time.monotonic() + 90
         path = state_dir / "mesh.json"
-        while not path.exists():
+
+        def up() -> bool:
             if proc.poll() is not None:
-                raise AssertionError(f"mesh up exited early: {proc.stdout.read().decode()}")  # type: ignore[union-attr]
-            assert time.monotonic() < deadline, "mesh up did not come up in 90 s"
-            time.sleep(0.1)
+                raise AssertionError(f"mesh up exited early: {proc.communicate()[0].decode()}")
+            return path.exists()
+
+        wait_until(up, 90, "mesh up writing its state file", 0.1)
         running = MeshUp(proc, state_dir, json.loads(path.read_text()))
         yield running
     finally:

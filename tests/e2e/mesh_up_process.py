@@ -7,17 +7,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 MESH = [sys.executable, "-m", "chaos.cli"]
-T = TypeVar("T")
 
 
 @dataclass
@@ -70,14 +67,3 @@ def serving(addr: str) -> bool:
         except grpc.RpcError:
             return False
     return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
-
-
-def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float) -> T:
-    """Poll `probe` until it returns something truthy (that value); fail after `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = probe()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"{what}: not within {timeout_s:.0f} s"
-        time.sleep(0.1)

@@ -24,6 +24,7 @@ from chaos.launch.ports import Ports
 from chaos.load import Outcome, metadata_for, run_load
 from mesh.contracts.charge_ids import charge_id_for
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
+from tests.support.polling import await_until
 
 pytestmark = pytest.mark.e2e
 
@@ -66,11 +67,12 @@ async def test_kill_9_payment_mid_checkout_loses_and_doubles_nothing(crash_mesh:
     async def until_acked(n: int, since_s: float, limit_s: float) -> None:
         # Progress, not a fixed sleep: after the restart the gateway's payment breaker may
         # still be open for its 2 s, and a busy machine makes everything slower.
-        deadline = time.perf_counter() + limit_s
-        while time.perf_counter() < deadline:
-            if sum(started > since_s for started in acked_started_s) >= n:
-                return
-            await asyncio.sleep(0.05)
+        await await_until(
+            lambda: sum(started > since_s for started in acked_started_s) >= n,
+            limit_s,
+            f"{n} acknowledged checkouts",
+            0.05,
+        )
 
     async def crash() -> None:
         await until_acked(40, since_s=0.0, limit_s=15.0)

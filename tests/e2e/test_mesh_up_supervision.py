@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from chaos.launch.redis_server import ping
-from tests.e2e.mesh_up_process import MeshUp, pid_alive, serving, wait_for
+from tests.e2e.mesh_up_process import MeshUp, pid_alive, serving
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -45,11 +46,12 @@ def test_kill_9_payment_brings_it_back_and_the_mesh_keeps_running(mesh_up: MeshU
 
     os.kill(old_pid, signal.SIGKILL)
 
-    def restarted() -> int | None:
+    def restarted() -> int:
+        """The new pid once payment serves again under one, else 0."""
         pid = int(mesh_up.saved_state()["pids"]["payment"])
-        return pid if pid != old_pid and serving(payment_addr) else None
+        return pid if pid != old_pid and serving(payment_addr) else 0
 
-    new_pid = wait_for("payment serving again under a new pid", restarted, timeout_s=30)
+    new_pid = wait_until(restarted, 30, "payment serving again under a new pid", 0.1)
     saved = mesh_up.saved_state()
     assert (mesh_up.state_dir / "mesh.json").stat().st_mode & 0o777 == 0o600
     assert saved["api_key"] == state["api_key"]
