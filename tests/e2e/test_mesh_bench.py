@@ -10,7 +10,7 @@ import pytest
 
 from chaos.bench.mesh import FLOOR, run_mesh_bench
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
 
 def test_the_floor_and_a_traced_mesh_are_measured_per_process() -> None:
