@@ -14,6 +14,7 @@ stall the event loop: the queue is bounded and a full queue drops (and counts) n
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections import deque
@@ -26,6 +27,8 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from mesh.telemetry.span_json import service_json, span_line
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_DELAY_S = 1.0
@@ -185,3 +188,10 @@ class JsonLinesSpanProcessor(SpanProcessor):
         self._writer.join(30.0)
         if not self._writer.is_alive():
             self.exporter.shutdown()
+        if self.dropped or self.failed_writes:
+            log.warning(
+                "spans not written to %s: %d dropped (queue full), %d failed writes",
+                self.exporter.path,
+                self.dropped,
+                self.failed_writes,
+            )
