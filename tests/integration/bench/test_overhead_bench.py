@@ -30,7 +30,14 @@ async def test_tracing_variants_export_one_span_per_hop_and_attempt() -> None:
     calls, rounds = 30, 1
     result = await run_overhead_bench(calls=calls, concurrency=3, rounds=rounds, tracing=True)
     variants = result["variants"]
-    assert list(variants) == ["raw", "floor", "full", "full+tracing", "raw+stock-otel"]
+    assert list(variants) == [
+        "raw",
+        "floor",
+        "full",
+        "full+tracing",
+        "full+tracing-file",
+        "raw+stock-otel",
+    ]
     # Warm-up calls are traced too; every measured call makes its spans.
     warm_up = min(calls, 500)
     total = warm_up + calls * rounds
