@@ -36,7 +36,9 @@ class MeshHooks(MeshProcesses):
         It stays listed, so restart_service() can bring a mesh service back, and it is
         marked stopped on purpose, so a supervisor does not."""
         with self._lock:
-            proc = next(p for p in self.procs if p.name == name)
+            # The newest of that name: an experiment repeated on one mesh starts its workers
+            # again under the same names, and the dead ones of the run before stay listed.
+            proc = next(p for p in reversed(self.procs) if p.name == name)
             proc.stopped = True
             if proc.popen.poll() is None:
                 proc.popen.send_signal(sig)

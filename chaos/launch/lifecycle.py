@@ -20,6 +20,7 @@ from chaos.launch.ports import Ports, free_port
 from chaos.launch.processes import (
     GRACE_S,
     ChildProcess,
+    LaunchError,
     http_answers,
     smtp_greets,
     wait_ready,
@@ -189,6 +190,10 @@ class MeshProcesses:
             **env,
         }
         with self._lock:
+            if any(p.name == name and p.popen.poll() is None for p in self.procs):
+                raise LaunchError(f"a worker named {name} is already running")
+            # A dead worker of that name (an earlier run of the same experiment) gives way.
+            self.procs = [p for p in self.procs if p.name != name]
             proc = self._spawn(name, ["-m", spec.module], worker_env, supervised=False)
             self.procs.append(proc)
             self._wait_serving(spec, worker_env, proc)

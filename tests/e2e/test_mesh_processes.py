@@ -102,6 +102,19 @@ def test_a_supervisor_brings_back_a_crash_but_not_a_deliberate_kill_or_a_worker(
     assert next(p for p in mesh.procs if p.name == "payment").popen.pid != payment.popen.pid
 
 
+def test_kill_reaches_the_newest_process_of_a_name(mesh: Mesh) -> None:
+    """An experiment repeated on one mesh starts its worker again under the same name; the
+    kill of run 2 must reach run 2's worker, not the dead one of run 1."""
+    first = mesh._spawn("victim", ["-c", IGNORES_SIGTERM], {}, supervised=False)
+    mesh.procs.append(first)
+    mesh.kill("victim", signal.SIGKILL)
+    second = mesh._spawn("victim", ["-c", IGNORES_SIGTERM], {}, supervised=False)
+    mesh.procs.append(second)
+    mesh.kill("victim", signal.SIGKILL)
+    assert second.popen.returncode == -signal.SIGKILL
+    assert "victim" not in mesh.alive()
+
+
 def test_a_second_mesh_on_a_state_dir_in_use_is_refused_and_touches_nothing(
     tmp_path: Path,
 ) -> None:
