@@ -18,18 +18,9 @@ from chaos.launch.mesh import Mesh
 from mesh.contracts.charge_ids import charge_id_for
 from mesh.v1 import gateway_pb2, payment_pb2
 from tests.e2e.hardening_helpers import assert_every_service_serving
+from tests.support.front_door import MAX_BYTES, SIZE_OPTIONS, bearer
 
 SC = grpc.StatusCode
-PING = "/test.Echo/Ping"
-MAX_BYTES = 1024 * 1024
-SIZE_OPTIONS = [
-    ("grpc.max_send_message_length", 4 * MAX_BYTES),
-    ("grpc.max_receive_message_length", 4 * MAX_BYTES),
-]
-
-
-def bearer(key: str) -> tuple[tuple[str, str], ...]:
-    return (("authorization", f"Bearer {key}"),)
 
 
 def test_gateway_without_keys_refuses_to_start() -> None:

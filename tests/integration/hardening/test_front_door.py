@@ -15,18 +15,10 @@ from mesh.config_error import ConfigError
 from mesh.resilience.clock import FakeClock
 from mesh.runtime.auth import UNAUTHENTICATED_DETAILS, ApiKeys, AuthInterceptor
 from mesh.runtime.ratelimit import RateLimitInterceptor, RateLimitPolicy, TokenBucket
+from tests.support.front_door import bearer
 
 SC = grpc.StatusCode
 PING = "/test.Echo/Ping"
-MAX_BYTES = 1024 * 1024
-SIZE_OPTIONS = [
-    ("grpc.max_send_message_length", 4 * MAX_BYTES),
-    ("grpc.max_receive_message_length", 4 * MAX_BYTES),
-]
-
-
-def bearer(key: str) -> tuple[tuple[str, str], ...]:
-    return (("authorization", f"Bearer {key}"),)
 
 
 async def _echo(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
