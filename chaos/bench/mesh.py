@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from chaos.bench.mesh_client import KEY_ENV
 from chaos.launch.mesh import Mesh
 from chaos.launch.ports import Ports, free_ports
 from chaos.launch.processes import wait_serving
@@ -102,6 +103,22 @@ def _read_line(proc: subprocess.Popen[str], deadline: float) -> str:
             return line.strip()
 
 
+def client_command(
+    target: str, *, requests: int, concurrency: int, warmup: int, api_key: str | None
+) -> tuple[list[str], dict[str, str]]:
+    """The load client's argv and environment: the key travels in the environment, never in
+    argv (a generated key may start with '-', which argparse reads as an option)."""
+    args = [sys.executable, "-m", "chaos.bench.mesh_client", "--target", target]
+    args += ["--requests", str(requests), "--concurrency", str(concurrency)]
+    args += ["--warmup", str(warmup)]
+    env = {**os.environ}
+    env.pop("MESH_API_KEYS", None)
+    env.pop(KEY_ENV, None)
+    if api_key:
+        env[KEY_ENV] = api_key
+    return args, env
+
+
 def measure(
     target: str,
     pids: dict[str, int],
@@ -113,11 +130,9 @@ def measure(
 ) -> Window:
     """One window: a fresh client warms up, then CPU of `pids` and the client is read around
     its `requests` calls."""
-    args = [sys.executable, "-m", "chaos.bench.mesh_client", "--target", target]
-    args += ["--requests", str(requests), "--concurrency", str(concurrency)]
-    args += ["--warmup", str(warmup), *(["--key", api_key] if api_key else [])]
-    env = {**os.environ}
-    env.pop("MESH_API_KEYS", None)
+    args, env = client_command(
+        target, requests=requests, concurrency=concurrency, warmup=warmup, api_key=api_key
+    )
     client = subprocess.Popen(
         args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
     )

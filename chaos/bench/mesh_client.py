@@ -1,6 +1,8 @@
 """The load client of `mesh bench mesh`, in a process of its own so its CPU is counted apart.
 
-`python -m chaos.bench.mesh_client --target ADDR --requests N --concurrency C [--key K]
+`python -m chaos.bench.mesh_client --target ADDR --requests N --concurrency C`
+(the API key, if the mesh wants one, comes in the environment as MESH_BENCH_API_KEY: never
+in argv, where `ps` shows it and a key starting with '-' reads as an option)
 [--warmup W]`: sends W GetHome calls, prints `ready`, waits for a line on stdin, sends N
 calls with C in flight (one pre-serialised request, no stub-side encoding), then prints one
 JSON line: latencies (p50, p99 ms), elapsed seconds, how many calls failed and how many
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import time
@@ -23,6 +26,9 @@ from mesh.v1 import gateway_pb2
 
 METHOD = "/mesh.v1.Gateway/GetHome"
 USER_ID = "u-0001"
+
+
+KEY_ENV = "MESH_BENCH_API_KEY"
 
 
 async def _run(target: str, requests: int, concurrency: int, key: str | None, warmup: int) -> None:
@@ -76,15 +82,19 @@ async def _run(target: str, requests: int, concurrency: int, key: str | None, wa
     print(json.dumps(result), flush=True)
 
 
-def main(argv: list[str] | None = None) -> None:
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--target", required=True)
     parser.add_argument("--requests", type=int, required=True)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--warmup", type=int, default=200)
-    parser.add_argument("--key")
-    args = parser.parse_args(argv)
-    asyncio.run(_run(args.target, args.requests, args.concurrency, args.key, args.warmup))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    key = os.environ.get(KEY_ENV) or None
+    asyncio.run(_run(args.target, args.requests, args.concurrency, key, args.warmup))
 
 
 if __name__ == "__main__":
