@@ -31,8 +31,14 @@ verify: $(STAMP) ## The catalogue 3 times on one mesh: fails unless every hypoth
 	$(BIN)/mesh chaos run --all --repeat 3
 
 # pytest exits 5 when no test ran: a failure here too, never passed over.
+# With `go` on the PATH the suite first builds the Go peers (once; tests needing one skip without).
 test: $(STAMP) ## Create .venv if needed and run the whole suite
+	@if command -v go >/dev/null 2>&1; then $(MAKE) --no-print-directory peers; fi
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+.PHONY: peers
+peers: $(STAMP) ## Build real Toxiproxy, Jaeger v2, Mailpit into .peers/bin (once; needs go)
+	$(BIN)/python -m tools.peers
 
 up: ## docker compose stack if a Docker engine answers, else the embedded mesh
 	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory compose-up; \

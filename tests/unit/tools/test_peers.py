@@ -1,0 +1,66 @@
+"""tools.peers: a stamped binary is skipped; a refused version falls back to the nearest served."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from tools import peers
+
+PEER = peers.Peer("toxiproxy-server", "github.com/Shopify/toxiproxy/v2", "cmd/server", "v2.12.0")
+SERVED = "github.com/Shopify/toxiproxy/v2 v2.9.0 v2.11.0 v2.12.1 v2.13.0-rc1 v3.0.0"
+
+
+class FakeGo:
+    """Stands in for the go command: refuses the pinned version, lists SERVED, builds the rest."""
+
+    def __init__(self, refuse: str) -> None:
+        self.refuse = refuse
+        self.calls: list[list[str]] = []
+
+    def __call__(
+        self, args: Sequence[str], cwd: Path, env: dict[str, str]
+    ) -> subprocess.CompletedProcess[str]:
+        self.calls.append(list(args))
+        if args[:3] == ["list", "-m", "-versions"]:
+            return subprocess.CompletedProcess(list(args), 0, SERVED + "\n", "")
+        if args[-1].endswith("@" + self.refuse):
+            error = f"go: {args[-1]}: invalid version: unknown revision {self.refuse}"
+            return subprocess.CompletedProcess(list(args), 1, "", error)
+        (Path(env["GOBIN"]) / "server").write_text("binary")
+        return subprocess.CompletedProcess(list(args), 0, "", "")
+
+
+def test_refused_version_builds_the_nearest_served_and_records_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = FakeGo(refuse="v2.12.0")
+    monkeypatch.setattr(peers, "_go", fake)
+    assert peers.ensure(PEER, tmp_path, {})
+    assert (tmp_path / "toxiproxy-server").read_text() == "binary"
+    stamp = (tmp_path / "toxiproxy-server.version").read_text().splitlines()
+    assert stamp == ["v2.12.1", "refused v2.12.0, used v2.12.1"]
+    assert "refused" in capsys.readouterr().out
+
+
+def test_a_stamped_binary_is_not_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeGo(refuse="none")
+    monkeypatch.setattr(peers, "_go", fake)
+    assert peers.ensure(PEER, tmp_path, {})
+    assert len(fake.calls) == 1
+    assert peers.ensure(PEER, tmp_path, {})
+    assert len(fake.calls) == 1
+
+
+def test_a_stamp_for_another_version_rebuilds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = FakeGo(refuse="none")
+    monkeypatch.setattr(peers, "_go", fake)
+    (tmp_path / "toxiproxy-server").write_text("old")
+    (tmp_path / "toxiproxy-server.version").write_text("v2.11.0\n")
+    assert peers.ensure(PEER, tmp_path, {})
+    assert (tmp_path / "toxiproxy-server.version").read_text() == "v2.12.0\n"

@@ -1,0 +1,178 @@
+"""Build the Go-built peers (real Toxiproxy, Jaeger v2, Mailpit) once into .peers/bin/.
+
+    python -m tools.peers [--only NAME ...] [--bin DIR]
+
+Each binary gets a stamp file beside it, `NAME.version`, whose first line is the version built;
+a binary whose stamp names the wanted version is skipped, so a second run costs nothing. When the
+Go module proxy refuses the pinned version, the nearest version it serves (`go list -m -versions`)
+is built instead, and the stamp's second line records what was refused. Jaeger's module carries
+replace directives that `go install module@version` refuses, so it is built the way the module is
+meant to be consumed: `go get -tool` in a throwaway Go module under .peers/src/jaeger.
+Exit status 0 when every peer is there, 1 when one failed to build, 2 when `go` is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_BIN = ROOT / ".peers" / "bin"
+# The proxy's ways of saying "no such version" (as opposed to a build or network failure).
+_REFUSED = re.compile(r"unknown revision|invalid version|not found|404|410|no matching versions")
+
+
+@dataclass(frozen=True)
+class Peer:
+    """One binary: the module that serves it, the package path and the version pinned."""
+
+    name: str
+    module: str
+    package: str
+    version: str
+    tool_module: bool = False  # built via `go get -tool` in a module of our own
+
+
+# deploy/README.md maps these to the image tags .env pins; tests/unit/deploy checks they agree.
+PEERS = (
+    Peer("toxiproxy-server", "github.com/Shopify/toxiproxy/v2", "cmd/server", "v2.12.0"),
+    Peer("toxiproxy-cli", "github.com/Shopify/toxiproxy/v2", "cmd/cli", "v2.12.0"),
+    Peer("mailpit", "github.com/axllent/mailpit", "", "v1.33.1"),
+    Peer("jaeger", "github.com/jaegertracing/jaeger", "cmd/jaeger", "v1.76.0", tool_module=True),
+)
+
+
+def import_path(peer: Peer) -> str:
+    return f"{peer.module}/{peer.package}" if peer.package else peer.module
+
+
+def stamp_path(bin_dir: Path, peer: Peer) -> Path:
+    return bin_dir / f"{peer.name}.version"
+
+
+def built_version(bin_dir: Path, peer: Peer) -> str | None:
+    """The version the stamp records, or None when the binary or its stamp is missing."""
+    stamp = stamp_path(bin_dir, peer)
+    if not (bin_dir / peer.name).is_file() or not stamp.is_file():
+        return None
+    lines = stamp.read_text().splitlines()
+    return lines[0].strip() if lines else None
+
+
+def is_current(bin_dir: Path, peer: Peer) -> bool:
+    """True when the binary is there and its stamp names the pinned version (or a stand-in
+    recorded as used because the pinned one was refused)."""
+    stamp = stamp_path(bin_dir, peer)
+    version = built_version(bin_dir, peer)
+    if version is None:
+        return False
+    return version == peer.version or f"refused {peer.version}" in stamp.read_text()
+
+
+def _go(args: Sequence[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["go", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
+
+
+def _build(peer: Peer, version: str, bin_dir: Path, env: dict[str, str]) -> tuple[bool, str]:
+    """Build one version; (ok, stderr)."""
+    target = f"{import_path(peer)}@{version}"
+    if not peer.tool_module:
+        done = _go(["install", target], ROOT, {**env, "GOBIN": str(bin_dir)})
+        if done.returncode == 0 and peer.name != Path(import_path(peer)).name:
+            (bin_dir / Path(import_path(peer)).name).replace(bin_dir / peer.name)
+        return done.returncode == 0, done.stderr
+    src = bin_dir.parent / "src" / peer.name
+    shutil.rmtree(src, ignore_errors=True)
+    src.mkdir(parents=True)
+    steps = (
+        ["mod", "init", f"meshpeers/{peer.name}"],
+        ["get", "-tool", target],
+        ["build", "-o", str(bin_dir / peer.name), import_path(peer)],
+    )
+    for step in steps:
+        done = _go(step, src, env)
+        if done.returncode != 0:
+            return False, done.stderr
+    return True, ""
+
+
+def nearest_served(peer: Peer, env: dict[str, str]) -> str | None:
+    """The served version closest to the pinned one (same major), older preferred on a tie."""
+    done = _go(["list", "-m", "-versions", peer.module], ROOT, env)
+    served = done.stdout.split()[1:] if done.returncode == 0 else []
+
+    def key(version: str) -> tuple[int, ...]:
+        return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+
+    pinned = key(peer.version)
+    same_major = [v for v in served if "-" not in v and key(v)[:1] == pinned[:1]]
+    if not same_major:
+        return None
+    distance = [
+        (abs(key(v)[1] - pinned[1]) * 1000 + abs(key(v)[2] - pinned[2]), v) for v in same_major
+    ]
+    return min(distance, key=lambda pair: (pair[0], key(pair[1]) > pinned))[1]
+
+
+def ensure(peer: Peer, bin_dir: Path, env: dict[str, str]) -> bool:
+    """Build one peer unless current; print what happened and how long it took."""
+    if is_current(bin_dir, peer):
+        print(f"peers: {peer.name} {built_version(bin_dir, peer)} already built (skip)")
+        return True
+    started = time.monotonic()
+    ok, stderr = _build(peer, peer.version, bin_dir, env)
+    note = ""
+    if not ok and _REFUSED.search(stderr):
+        stand_in = nearest_served(peer, env)
+        print(f"peers: the Go module proxy refused {peer.module}@{peer.version}; trying {stand_in}")
+        if stand_in is not None:
+            ok, stderr = _build(peer, stand_in, bin_dir, env)
+            note = f"refused {peer.version}, used {stand_in}"
+    elapsed = time.monotonic() - started
+    if not ok:
+        print(
+            f"peers: {peer.name} FAILED after {elapsed:.0f} s:\n{stderr.strip()}", file=sys.stderr
+        )
+        return False
+    used = note.rsplit(" ", 1)[-1] if note else peer.version
+    stamp_path(bin_dir, peer).write_text(f"{used}\n{note}\n" if note else f"{used}\n")
+    print(
+        f"peers: built {peer.name} {used} ({import_path(peer)}) in {elapsed:.0f} s {note}".rstrip()
+    )
+    return True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.peers", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--only", action="append", choices=[p.name for p in PEERS])
+    parser.add_argument("--bin", type=Path, default=DEFAULT_BIN, help="where binaries go")
+    args = parser.parse_args(argv)
+    if shutil.which("go") is None:
+        print("peers: no `go` on PATH; tests that need a peer will skip", file=sys.stderr)
+        return 2
+    bin_dir: Path = args.bin.resolve()
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    wanted = [p for p in PEERS if not args.only or p.name in args.only]
+    # Two `make test` runs at once share one build: the second waits, then finds the stamps.
+    with (bin_dir.parent / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        results = [ensure(peer, bin_dir, env) for peer in wanted]
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
