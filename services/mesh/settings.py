@@ -79,6 +79,17 @@ def address(raw: str) -> str:
     return value
 
 
+def addresses(raw: str) -> str:
+    """HOST:PORT, or several separated by commas (a dependency's replicas), at most 16."""
+    parts = [p.strip() for p in raw.split(",")]
+    if len(parts) > 16:
+        raise RuleError("lists more than 16 addresses")
+    try:
+        return ",".join(address(p) for p in parts)
+    except RuleError:
+        raise RuleError("is not HOST:PORT[,HOST:PORT...] (e.g. 127.0.0.1:50052)") from None
+
+
 def _digits(text: str) -> bool:
     """0-9 only: str.isdigit() also passes '²' (int() then raises) and other scripts' digits."""
     return text.isascii() and text.isdigit() and len(text) <= _MAX_DIGITS

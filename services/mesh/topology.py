@@ -3,6 +3,12 @@
 Everything that names a port or an edge (the launcher, the embedded Toxiproxy wiring,
 deploy/toxiproxy.json, .env, docker-compose.yml, the k8s manifests) agrees with this module;
 tests/unit/deploy/test_deploy_agreement.py proves it.
+
+Replicas: profile and recommendation run as REPLICAS[name] copies, active-active. Replica 1
+keeps the service's name, ports and proxy names (so `mesh restart profile`, the edge
+`gateway_to_profile` and its proxy mean what they always did); replica k > 1 is `<name>-k`,
+every port shifted by REPLICA_PORT_STEP * (k - 1), and each edge to it has its own proxy
+`<edge>-k`. A fault on an edge applies to every replica's proxy; a proxy name breaks one.
 """
 
 from __future__ import annotations
@@ -74,12 +80,74 @@ EDGES: tuple[Edge, ...] = (
 
 TOXIPROXY_API_PORT = 8474
 
+REPLICAS: dict[str, int] = {"profile": 2, "recommendation": 2}
+"""How many copies of a service run (absent: one). Payment stays one: its ledger is one
+SQLite file, a single writer; its failover is a restart (README, Replicas and failover)."""
+REPLICA_PORT_STEP = 10
+"""Replica k listens on the service's ports + 10 * (k - 1) (profile-2: 50062, 50162, 9475)."""
+
+
+@dataclass(frozen=True)
+class ReplicaProxy:
+    """One Toxiproxy proxy of an edge: the edge's calls to one replica of its dependency."""
+
+    name: str
+    """The edge's name for replica 1, `<edge>-k` for replica k."""
+    port: int
+    upstream: ServiceSpec
+    """The replica it forwards to."""
+
+
+def replicas(name: str) -> tuple[ServiceSpec, ...]:
+    """Every copy of service `name`, replica 1 (the service itself) first."""
+    base = service(name)
+    count = REPLICAS.get(base.name, 1)
+    step = REPLICA_PORT_STEP
+    return (
+        base,
+        *(
+            ServiceSpec(
+                f"{base.name}-{k}",
+                base.port + step * (k - 1),
+                base.admin_port + step * (k - 1),
+                base.metrics_port + step * (k - 1),
+                base.module,
+                base.grpc_service,
+            )
+            for k in range(2, count + 1)
+        ),
+    )
+
+
+def replica_of(name: str) -> str:
+    """The service a process name belongs to: `profile-2` -> `profile`; other names as given."""
+    base, _, k = name.rpartition("-")
+    return base if base in REPLICAS and k.isdigit() else name
+
+
+def edge_proxies(e: Edge) -> tuple[ReplicaProxy, ...]:
+    """The proxies of edge `e`, one per replica of its dependency (one for most edges)."""
+    specs = replicas(e.dependency) if e.dependency in REPLICAS else (service(e.dependency),)
+    return tuple(
+        ReplicaProxy(
+            e.name if k == 0 else f"{e.name}-{k + 1}",
+            e.proxy_port + REPLICA_PORT_STEP * k,
+            spec,
+        )
+        for k, spec in enumerate(specs)
+    )
+
 
 def service(name: str) -> ServiceSpec:
-    """A service or a peer by name."""
+    """A service, a replica (`profile-2`) or a peer by name."""
     for spec in (*SERVICES, *PEERS):
         if spec.name == name:
             return spec
+    base = replica_of(name)
+    if base != name:
+        for spec in replicas(base):
+            if spec.name == name:
+                return spec
     known = ", ".join(s.name for s in (*SERVICES, *PEERS))
     raise KeyError(f"unknown service {name!r}; known: {known}")
 
@@ -93,3 +161,10 @@ def edge(name: str) -> Edge:
         if e.name == name:
             return e
     raise KeyError(f"unknown edge {name!r}; known: {', '.join(e.name for e in EDGES)}")
+
+
+INSTANCES: tuple[ServiceSpec, ...] = tuple(r for s in SERVICES for r in replicas(s.name))
+"""Every process of a service (each replica), in start-up order."""
+
+PROXIES: tuple[ReplicaProxy, ...] = tuple(p for e in EDGES for p in edge_proxies(e))
+"""Every Toxiproxy proxy: one per edge and replica of its dependency."""

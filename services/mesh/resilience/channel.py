@@ -1,21 +1,68 @@
 """A dependency's channel: gRPC's own retries off, one ResilienceInterceptor on (the caller
-builds it around the edge's pipeline; this module builds no pipeline)."""
+builds it around the edge's pipeline; this module builds no pipeline).
+
+A target may list several replicas (`host:port,host:port`). Then either gRPC balances, with
+its `round_robin` policy over an `ipv4:` target (or, for one DNS name, over its A records, as a
+Kubernetes headless Service gives), or, when the edge's outlier ejection is on (or the hosts
+are names `ipv4:` cannot take), mesh.resilience.outlier_router does: round robin over one
+channel per replica, skipping the ejected ones, with the ejections as events.
+"""
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
 import grpc.aio
 
+from mesh.resilience.clock import Clock, SystemClock
+from mesh.resilience.events import EventBus
 from mesh.resilience.interceptor import ResilienceInterceptor
+from mesh.resilience.outlier_policy import OutlierPolicy
+from mesh.resilience.outlier_router import ReplicaRouter
 from mesh.resilience.policy import NativeRetryPolicy
 
 NO_BUILTIN_RETRIES: tuple[str, Any] = ("grpc.enable_retries", 0)
 """The interceptor is the one retry owner; with both, attempts multiply unseen."""
 
-__all__ = ["NO_BUILTIN_RETRIES", "native_retry_options", "resilient_channel"]
+ROUND_ROBIN: dict[str, Any] = {"loadBalancingConfig": [{"round_robin": {}}]}
+"""gRPC's own client-side balancing: each call to the next READY address of the target."""
+
+__all__ = [
+    "NO_BUILTIN_RETRIES",
+    "balanced_target",
+    "native_retry_options",
+    "replica_router",
+    "resilient_channel",
+]
+
+_ROUTERS: weakref.WeakKeyDictionary[grpc.aio.Channel, ReplicaRouter] = weakref.WeakKeyDictionary()
+
+
+def _is_ipv4(host: str) -> bool:
+    try:
+        ipaddress.IPv4Address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def balanced_target(addresses: Sequence[str]) -> str | None:
+    """The one gRPC target for `addresses` (`ipv4:a:1,b:2` for several IPv4 literals), or None
+    when gRPC's resolvers cannot name them all at once (several host names)."""
+    if len(addresses) == 1:
+        return addresses[0]
+    if all(_is_ipv4(a.rpartition(":")[0]) for a in addresses):
+        return "ipv4:" + ",".join(addresses)
+    return None
+
+
+def replica_router(channel: grpc.aio.Channel) -> ReplicaRouter | None:
+    """The router behind a channel resilient_channel() built over replicas, if any."""
+    return _ROUTERS.get(channel)
 
 
 def resilient_channel(
@@ -26,20 +73,50 @@ def resilient_channel(
     services: Sequence[str] = (),
     options: Sequence[tuple[str, Any]] = (),
     credentials: grpc.ChannelCredentials | None = None,
+    outlier: OutlierPolicy | None = None,
+    bus: EventBus | None = None,
+    clock: Clock | None = None,
+    dependency: str = "",
 ) -> grpc.aio.Channel:
     """A channel to `target` whose calls all go through `interceptor` (an edge's pipeline, built
     by `mesh.resilience.pipeline.build_pipeline`); TLS when `credentials` are given, else
-    insecure. gRPC's own retries are off unless `native_retry` enables them (for comparison)."""
+    insecure. gRPC's own retries are off unless `native_retry` enables them (for comparison).
+    `target` may list replicas separated by commas; `outlier` (with `bus` for its events)
+    ejects misbehaving ones."""
     channel_options = [o for o in options if o[0] != NO_BUILTIN_RETRIES[0]]
     if native_retry is not None and native_retry.enabled:
         channel_options += native_retry_options(native_retry, services)
     else:
-        channel_options.append(NO_BUILTIN_RETRIES)
-    if credentials is not None:
-        return grpc.aio.secure_channel(
-            target, credentials, options=channel_options, interceptors=[interceptor]
-        )
-    return grpc.aio.insecure_channel(target, options=channel_options, interceptors=[interceptor])
+        channel_options += [
+            NO_BUILTIN_RETRIES,
+            ("grpc.service_config", json.dumps(ROUND_ROBIN)),
+            ("grpc.service_config_disable_resolution", 1),
+        ]
+
+    def channel(to: str, interceptors: list[Any]) -> grpc.aio.Channel:
+        if credentials is not None:
+            return grpc.aio.secure_channel(
+                to, credentials, options=channel_options, interceptors=interceptors
+            )
+        return grpc.aio.insecure_channel(to, options=channel_options, interceptors=interceptors)
+
+    addresses = [a.strip() for a in target.split(",")]
+    single = balanced_target(addresses)
+    ejecting = outlier is not None and outlier.enabled and len(addresses) > 1
+    if single is not None and not ejecting:
+        return channel(single, [interceptor])
+    router = ReplicaRouter(
+        dependency or (services[0] if services else target),
+        addresses,
+        lambda address: channel(address, []),
+        outlier or OutlierPolicy(),
+        bus or EventBus(),
+        clock or SystemClock(),
+    )
+    # The host channel never sends: the router sends every attempt on a replica's channel.
+    host = channel(addresses[0], [interceptor, router])
+    _ROUTERS[host] = router
+    return host
 
 
 def native_retry_options(
@@ -62,6 +139,7 @@ def native_retry_options(
                 },
             }
         ],
+        **ROUND_ROBIN,
         "retryThrottling": {"maxTokens": int(policy.max_tokens), "tokenRatio": policy.token_ratio},
     }
     return [

@@ -164,6 +164,25 @@ class FaultInjected(NamedTuple):
     delay_s: float
 
 
+class ReplicaEjected(NamedTuple):
+    """A replica of `dependency` left rotation for `ejection_s` (its `ejections`th time);
+    `reason` is consecutive_failures or failure_percentage (mesh.resilience.outlier)."""
+
+    dependency: str
+    replica: str
+    reason: str
+    ejection_s: float
+    ejections: int
+
+
+class ReplicaReturned(NamedTuple):
+    """An ejected replica of `dependency` is back in rotation after `ejected_s`."""
+
+    dependency: str
+    replica: str
+    ejected_s: float
+
+
 Event = (
     AttemptStarted
     | AttemptFinished
@@ -179,6 +198,8 @@ Event = (
     | ServerCallFinished
     | CallShed
     | FaultInjected
+    | ReplicaEjected
+    | ReplicaReturned
 )
 Listener = Callable[[Event], None]
 

@@ -33,6 +33,7 @@ from pydantic import (
 )
 
 from mesh import safe_yaml, topology
+from mesh.resilience.outlier_policy import OutlierPolicy
 
 PRESETS: tuple[str, ...] = ("unprotected", "retry-only", "full")
 ENV_PREFIX = "MESH_POLICY__"
@@ -246,6 +247,7 @@ class EdgePolicy(_Model):
     breaker: BreakerPolicy = Field(default_factory=BreakerPolicy)
     bulkhead: BulkheadPolicy = Field(default_factory=BulkheadPolicy)
     native_retry: NativeRetryPolicy = Field(default_factory=NativeRetryPolicy)
+    outlier: OutlierPolicy = Field(default_factory=OutlierPolicy)
 
     @model_validator(mode="after")
     def _one_retry_owner(self) -> EdgePolicy:

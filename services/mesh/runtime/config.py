@@ -57,7 +57,8 @@ class ServiceConfig:
     """MAX_MESSAGE_BYTES: largest request or response accepted, 4 KiB..256 MiB. Default 1 MiB:
     this API is small."""
     dependencies: Mapping[str, str]
-    """<CALLEE>_ADDR for each edge leaving this service, e.g. PROFILE_ADDR."""
+    """<CALLEE>_ADDR for each edge leaving this service, e.g. PROFILE_ADDR: HOST:PORT, or the
+    replicas' addresses separated by commas (mesh.resilience.channel balances over them)."""
 
     @classmethod
     def from_env(cls, name: str, environ: Mapping[str, str] | None = None) -> ServiceConfig:
@@ -67,7 +68,7 @@ class ServiceConfig:
             e.dependency: settings.read(
                 settings.env_or_os(environ),
                 e.addr_env,
-                settings.address,
+                settings.addresses,
                 f"127.0.0.1:{service(e.dependency).port}",
             )
             for e in edges_from(name)

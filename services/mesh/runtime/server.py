@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 
 from mesh.config_error import ConfigError
 from mesh.resilience.bulkhead import Bulkhead
-from mesh.resilience.channel import resilient_channel
+from mesh.resilience.channel import replica_router, resilient_channel
 from mesh.resilience.clock import SystemClock
 from mesh.resilience.events import EventBus
 from mesh.resilience.fault_admin import FaultAdminServicer
@@ -125,9 +125,13 @@ class Runtime:
             ],
             credentials=self.tls.channel_credentials() if self.tls else None,
             services=(service(dependency).grpc_service,),
+            outlier=policy.outlier,
+            bus=self.bus,
+            dependency=dependency,
         )
         self.interceptors[dependency] = interceptor
-        self.channels.append(channel)
+        router = replica_router(channel)
+        self.channels += [*(router.channels.values() if router else ()), channel]
         return channel
 
 

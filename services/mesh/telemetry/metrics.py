@@ -164,6 +164,16 @@ class MeshMetrics:
             "Injected faults (code OK: delay only).",
             ("method", "code"),
         )
+        self.ejections = counter(
+            "mesh_replica_ejections_total",
+            "Replicas taken out of rotation by outlier ejection.",
+            ("dependency", "replica", "reason"),
+        )
+        self.returns = counter(
+            "mesh_replica_returns_total",
+            "Ejected replicas back in rotation.",
+            ("dependency", "replica"),
+        )
         self._handlers: dict[type, Callable[[Any], None]] = {
             ev.AttemptFinished: self._attempt,
             ev.CallFinished: self._call,
@@ -178,6 +188,10 @@ class MeshMetrics:
             ev.ServerCallFinished: self._server_call,
             ev.CallShed: self._shed,
             ev.FaultInjected: self._fault,
+            ev.ReplicaEjected: lambda e: self.ejections.child(
+                e.dependency, e.replica, e.reason
+            ).inc(),
+            ev.ReplicaReturned: lambda e: self.returns.child(e.dependency, e.replica).inc(),
         }
 
     def listener(self, event: ev.Event) -> None:

@@ -97,6 +97,26 @@ def _fault(span: trace.Span, e: ev.FaultInjected) -> None:
     span.add_event(n.EV_FAULT, {n.CODE: e.code, n.DELAY_S: e.delay_s})
 
 
+def _ejected(span: trace.Span, e: ev.ReplicaEjected) -> None:
+    span.add_event(
+        n.EV_REPLICA_EJECTED,
+        {
+            n.DEPENDENCY: e.dependency,
+            "mesh.replica": e.replica,
+            n.REASON: e.reason,
+            "mesh.ejection_s": e.ejection_s,
+            "mesh.ejections": e.ejections,
+        },
+    )
+
+
+def _returned(span: trace.Span, e: ev.ReplicaReturned) -> None:
+    span.add_event(
+        n.EV_REPLICA_RETURNED,
+        {n.DEPENDENCY: e.dependency, "mesh.replica": e.replica, "mesh.ejected_s": e.ejected_s},
+    )
+
+
 _HANDLERS: dict[type, Callable[[trace.Span, Any], None]] = {
     ev.RetryScheduled: _retry,
     ev.RetrySkipped: _retry_skipped,
@@ -107,6 +127,8 @@ _HANDLERS: dict[type, Callable[[trace.Span, Any], None]] = {
     ev.FallbackServed: _fallback,
     ev.CallShed: _shed,
     ev.FaultInjected: _fault,
+    ev.ReplicaEjected: _ejected,
+    ev.ReplicaReturned: _returned,
 }
 
 

@@ -1,0 +1,116 @@
+"""Round robin over a dependency's replicas, skipping the ejected: the innermost interceptor.
+
+It sits inside the ResilienceInterceptor, so every attempt (each retry included) is picked
+anew: a retry after a failure on one replica goes to the next one in rotation. Each replica
+has its own channel; the outcome of each attempt feeds the OutlierDetector. Used when an edge
+has several replica addresses and outlier ejection on (or addresses gRPC's `ipv4:` resolver
+cannot take); otherwise gRPC's own round_robin balances (mesh.resilience.channel).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import grpc
+import grpc.aio
+from google.protobuf import descriptor_pool, message_factory
+
+from mesh.resilience.clock import Clock
+from mesh.resilience.context import Continuation
+from mesh.resilience.events import EventBus
+from mesh.resilience.outlier import OutlierDetector
+from mesh.resilience.outlier_policy import OutlierPolicy
+
+REPLICA_FAILURES = frozenset(
+    {
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.INTERNAL,
+        grpc.StatusCode.UNKNOWN,
+        grpc.StatusCode.DATA_LOSS,
+    }
+)
+"""Outcomes that say something about the replica (Envoy's 5xx / gateway failures); an answer
+such as NOT_FOUND or a shed RESOURCE_EXHAUSTED does not, nor a call its caller cancelled."""
+
+Multicallable = Any
+
+
+def _response_type(method: str) -> Callable[[bytes], Any]:
+    """The deserializer of `/pkg.Service/Method`'s response, from the registered descriptors."""
+    service, _, name = method.lstrip("/").partition("/")
+    found = descriptor_pool.Default().FindMethodByName(f"{service}.{name}")
+    return message_factory.GetMessageClass(found.output_type).FromString  # type: ignore[no-any-return]
+
+
+class ReplicaRouter(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+    """Sends each attempt to the next replica in rotation, on that replica's channel."""
+
+    def __init__(
+        self,
+        dependency: str,
+        addresses: Sequence[str],
+        make_channel: Callable[[str], grpc.aio.Channel],
+        policy: OutlierPolicy,
+        bus: EventBus,
+        clock: Clock,
+    ) -> None:
+        self.addresses = tuple(addresses)
+        self.channels = {a: make_channel(a) for a in self.addresses}
+        self.detector = OutlierDetector(dependency, self.addresses, policy, clock, bus.emit)
+        self._ejecting = policy.enabled
+        self._turn = 0
+        self._callables: dict[tuple[str, str], Multicallable] = {}
+
+    def pick(self) -> str:
+        """The next replica in rotation; if every one is out, the next one anyway."""
+        ring = self.detector.available() if self._ejecting else self.addresses
+        if not ring:
+            ring = self.addresses
+        self._turn += 1
+        return ring[self._turn % len(ring)]
+
+    def _callable(self, address: str, method: str, request: Any) -> Multicallable:
+        found = self._callables.get((address, method))
+        if found is None:
+            found = self._callables[(address, method)] = self.channels[address].unary_unary(
+                method,
+                request_serializer=type(request).SerializeToString,
+                response_deserializer=_response_type(method),
+            )
+        return found
+
+    async def intercept_unary_unary(
+        self,
+        continuation: Continuation,
+        client_call_details: grpc.aio.ClientCallDetails,
+        request: Any,
+    ) -> Any:
+        details = client_call_details
+        method = details.method.decode() if isinstance(details.method, bytes) else details.method
+        address = self.pick()
+        call = self._callable(address, method, request)(
+            request,
+            timeout=details.timeout,
+            metadata=details.metadata,
+            credentials=details.credentials,
+            wait_for_ready=details.wait_for_ready,
+        )
+        try:
+            await call
+        except asyncio.CancelledError:
+            call.cancel()
+            raise
+        except grpc.aio.AioRpcError as err:
+            if self._ejecting:
+                self.detector.record(address, err.code() in REPLICA_FAILURES)
+            return call
+        if self._ejecting:
+            self.detector.record(address, False)
+        return call
+
+    async def close(self) -> None:
+        for channel in self.channels.values():
+            await channel.close()
