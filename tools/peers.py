@@ -40,13 +40,30 @@ class Peer:
     package: str
     version: str
     tool_module: bool = False  # built via `go get -tool` in a module of our own
+    version_var: str = ""  # the Go variable the release build stamps (-ldflags -X), if any
 
+
+# As the release builds stamp them: `toxiproxy-server -version` and GET /version say 2.12.0.
+_TOXI_VERSION = "github.com/Shopify/toxiproxy/v2.Version"
+_MAILPIT_VERSION = "github.com/axllent/mailpit/config.Version"
 
 # deploy/README.md maps these to the image tags .env pins; tests/unit/deploy checks they agree.
 PEERS = (
-    Peer("toxiproxy-server", "github.com/Shopify/toxiproxy/v2", "cmd/server", "v2.12.0"),
-    Peer("toxiproxy-cli", "github.com/Shopify/toxiproxy/v2", "cmd/cli", "v2.12.0"),
-    Peer("mailpit", "github.com/axllent/mailpit", "", "v1.33.1"),
+    Peer(
+        "toxiproxy-server",
+        "github.com/Shopify/toxiproxy/v2",
+        "cmd/server",
+        "v2.12.0",
+        version_var=_TOXI_VERSION,
+    ),
+    Peer(
+        "toxiproxy-cli",
+        "github.com/Shopify/toxiproxy/v2",
+        "cmd/cli",
+        "v2.12.0",
+        version_var=_TOXI_VERSION,
+    ),
+    Peer("mailpit", "github.com/axllent/mailpit", "", "v1.33.1", version_var=_MAILPIT_VERSION),
     Peer("jaeger", "github.com/jaegertracing/jaeger", "cmd/jaeger", "v1.76.0", tool_module=True),
 )
 
@@ -88,7 +105,10 @@ def _build(peer: Peer, version: str, bin_dir: Path, env: dict[str, str]) -> tupl
     """Build one version; (ok, stderr)."""
     target = f"{import_path(peer)}@{version}"
     if not peer.tool_module:
-        done = _go(["install", target], ROOT, {**env, "GOBIN": str(bin_dir)})
+        # Toxiproxy's tags are v-prefixed; its Version variable is not (2.12.0); Mailpit keeps it.
+        stamped = version.removeprefix("v") if "toxiproxy" in peer.module else version
+        flags = [f"-ldflags=-X {peer.version_var}={stamped}"] if peer.version_var else []
+        done = _go(["install", *flags, target], ROOT, {**env, "GOBIN": str(bin_dir)})
         if done.returncode == 0 and peer.name != Path(import_path(peer)).name:
             (bin_dir / Path(import_path(peer)).name).replace(bin_dir / peer.name)
         return done.returncode == 0, done.stderr

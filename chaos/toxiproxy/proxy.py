@@ -61,6 +61,8 @@ class Proxy:
             "listen": self.listen,
             "upstream": self.upstream,
             "enabled": self.enabled,
+            # Toxiproxy 2.12 marshals its exported zerolog field too: clients see `"Logger":{}`.
+            "Logger": {},
             "toxics": [toxic.to_json() for toxic in self.toxics.all()],
         }
 

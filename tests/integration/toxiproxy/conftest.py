@@ -1,7 +1,9 @@
-"""Fixtures: our Toxiproxy server and a TCP echo server, each on its own thread and loop.
+"""Fixtures: a Toxiproxy server and a TCP echo server, each on its own thread and loop.
 
-The server runs on a background thread so that blocking clients (urllib, toxiproxy-python,
-plain sockets) can drive it from the test thread without stalling its event loop.
+The embedded server runs on a background thread so that blocking clients (urllib,
+toxiproxy-python, plain sockets) can drive it from the test thread without stalling its event
+loop. A module marked with `BOTH_SERVERS` runs each test twice: against the embedded server and
+against real Toxiproxy 2.12 (`make peers` builds it; the real half skips, saying so, without it).
 """
 
 from __future__ import annotations
@@ -13,8 +15,16 @@ from collections.abc import Iterator
 import pytest
 
 from chaos.toxiproxy.client import ToxiproxyClient
+from chaos.toxiproxy.real import RealToxiproxy
 from chaos.toxiproxy.server import ToxiproxyServer
-from tests.integration.toxiproxy.toxiproxy_helpers import EchoServer, RunningServer, listen_port
+from tests.integration.toxiproxy.toxiproxy_helpers import (
+    ApiServer,
+    EchoServer,
+    RealServer,
+    RunningServer,
+    listen_port,
+)
+from tests.support.peers import peer_binary
 
 
 def _running(server: ToxiproxyServer) -> Iterator[RunningServer]:
@@ -33,7 +43,12 @@ def _running(server: ToxiproxyServer) -> Iterator[RunningServer]:
 
 
 @pytest.fixture
-def toxiproxy() -> Iterator[RunningServer]:
+def toxiproxy(request: pytest.FixtureRequest) -> Iterator[ApiServer]:
+    """The embedded server, or real Toxiproxy where a test is parametrised with "real"."""
+    if getattr(request, "param", "embedded") == "real":
+        with RealToxiproxy(binary=peer_binary("toxiproxy-server")) as real:
+            yield RealServer(real.base_url)
+        return
     yield from _running(ToxiproxyServer("127.0.0.1", 0))
 
 
@@ -44,7 +59,7 @@ def toxiproxy_any_interface() -> Iterator[RunningServer]:
 
 
 @pytest.fixture
-def client(toxiproxy: RunningServer) -> ToxiproxyClient:
+def client(toxiproxy: ApiServer) -> ToxiproxyClient:
     return ToxiproxyClient(toxiproxy.base_url, timeout_s=5.0)
 
 

@@ -11,9 +11,9 @@ import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from chaos.toxiproxy.client import ToxiproxyClient
-from tests.integration.toxiproxy.toxiproxy_helpers import RunningServer
+from tests.integration.toxiproxy.toxiproxy_helpers import BOTH_SERVERS, ApiServer
 
-pytestmark = pytest.mark.timeout(30)
+pytestmark = [pytest.mark.timeout(30), BOTH_SERVERS]
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ async def call_ms(stub: health_pb2_grpc.HealthStub, calls: int = 5) -> list[floa
 
 
 async def test_grpc_channel_follows_toxics_and_proxy_state(
-    toxiproxy: RunningServer, client: ToxiproxyClient, health_port: int
+    toxiproxy: ApiServer, client: ToxiproxyClient, health_port: int
 ) -> None:
     call = asyncio.to_thread
     proxy = await call(client.create_proxy, "grpc", "127.0.0.1:0", f"127.0.0.1:{health_port}")

@@ -14,6 +14,8 @@ import pytest
 
 from chaos.toxiproxy.client import ToxiproxyClient
 from tests.integration.toxiproxy.toxiproxy_helpers import (
+    BOTH_SERVERS,
+    ApiServer,
     EchoServer,
     connect,
     listen_port,
@@ -21,7 +23,7 @@ from tests.integration.toxiproxy.toxiproxy_helpers import (
 )
 from tests.support.polling import wait_until
 
-pytestmark = pytest.mark.timeout(30)
+pytestmark = [pytest.mark.timeout(30), BOTH_SERVERS]
 EARLY_MS = 5  # clock granularity: how much sooner than asked a timer may appear to fire
 LATE_MS = 40  # how much later than asked the fastest sample may be
 
@@ -221,3 +223,93 @@ def test_disable_refuses_and_enable_restores_same_port(
     assert listen_port(client.enable("echo")) == echo_proxy
     with connect(echo_proxy) as sock:
         round_trip_ms(sock)
+
+
+def test_jitter_spreads_latency_within_its_bounds(client: ToxiproxyClient, echo_proxy: int) -> None:
+    client.add_toxic("echo", "latency", attributes={"latency": 60, "jitter": 40})
+    with connect(echo_proxy) as sock:
+        samples = [round_trip_ms(sock) for _ in range(10)]
+    # 60 +/- 40 ms: never below 20; ten uniform draws spanning under 10 ms is a one-in-a-million.
+    assert min(samples) >= 20 - EARLY_MS, samples
+    assert min(samples) <= 60 + LATE_MS, samples
+    assert max(samples) - min(samples) >= 10, samples
+
+
+def test_toxicity_is_a_share_of_connections(client: ToxiproxyClient, echo_proxy: int) -> None:
+    client.add_toxic("echo", "latency", toxicity=0.5, attributes={"latency": 150})
+    delayed = 0
+    for _ in range(30):
+        with connect(echo_proxy) as sock:
+            delayed += round_trip_ms(sock) >= 150 - EARLY_MS
+    # Binomial(30, 0.5) falls outside 5..25 about once in 30,000 runs.
+    assert 5 <= delayed <= 25, delayed
+
+
+def slices(sizes: list[int], expected: list[int]) -> bool:
+    """True when each read is one or more consecutive expected slices (a slow reader merges)."""
+    pending = list(expected)
+    for size in sizes:
+        total = 0
+        while total < size and pending:
+            total += pending.pop(0)
+        if total != size:
+            return False
+    return not pending
+
+
+def test_slicer_chunk_sizes(client: ToxiproxyClient) -> None:
+    # One send of 100 bytes from the upstream; both servers halve it down to 6- and 7-byte slices.
+    listener = socket.create_server(("127.0.0.1", 0))
+    upstream = f"127.0.0.1:{listener.getsockname()[1]}"
+    port = listen_port(client.create_proxy("sliced", "127.0.0.1:0", upstream))
+    client.add_toxic("sliced", "slicer", attributes={"average_size": 10, "delay": 30_000})
+    try:
+        with connect(port) as sock:
+            accepted, _ = listener.accept()
+            with accepted:
+                accepted.sendall(bytes(100))
+                sizes: list[int] = []
+                while sum(sizes) < 100:
+                    sizes.append(len(sock.recv(1000)))
+    finally:
+        listener.close()
+    assert slices(sizes, [6, 6, 6, 7] * 4), sizes
+    assert len(sizes) >= 8, sizes  # most slices arrived one by one, 30 ms apart
+
+
+def test_bandwidth_added_to_an_open_connection_and_removed(
+    client: ToxiproxyClient, echo_proxy: int
+) -> None:
+    payload = b"x" * 20_000
+
+    def transfer_s(sock: socket.socket) -> float:
+        start = time.perf_counter()
+        sock.sendall(payload)
+        received = 0
+        while received < len(payload):
+            received += len(sock.recv(65536))
+        return time.perf_counter() - start
+
+    with connect(echo_proxy) as sock:
+        transfer_s(sock)
+        client.add_toxic("echo", "bandwidth", attributes={"rate": 100})
+        # 20 KB at 100 KB/s: 200 ms at least (the rate is what the toxic is for).
+        assert transfer_s(sock) >= 0.18
+        client.remove_toxic("echo", "bandwidth_downstream")
+        assert transfer_s(sock) < 0.15
+
+
+def test_reset_peer_added_to_an_open_connection(
+    toxiproxy: ApiServer, client: ToxiproxyClient, echo_proxy: int
+) -> None:
+    with connect(echo_proxy) as sock:
+        round_trip_ms(sock)
+        client.add_toxic("echo", "reset_peer", attributes={"timeout": 0})
+        sock.sendall(b"hello")
+        if toxiproxy.real:
+            # Listed difference: Toxiproxy sets SO_LINGER 0 only on connections opened while the
+            # toxic exists, so this one ends with a FIN; ours always resets.
+            sock.settimeout(3)
+            assert sock.recv(100) in (b"", b"hello")
+        else:
+            wait_until(lambda: reset_by_peer(sock), timeout_s=3, what="connection reset by peer")

@@ -11,9 +11,14 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Protocol, cast
+
+import pytest
 
 from chaos.toxiproxy.server import ToxiproxyServer
+
+# Runs every test of a module against the embedded server and against real Toxiproxy.
+BOTH_SERVERS = pytest.mark.parametrize("toxiproxy", ["embedded", "real"], indirect=True)
 
 
 def listen_port(proxy: dict[str, Any]) -> int:
@@ -40,10 +45,27 @@ def round_trip_ms(sock: socket.socket, payload: bytes = b"ping") -> float:
     return (time.perf_counter() - start) * 1000
 
 
+class ApiServer(Protocol):
+    """What a test needs of either server: where its HTTP API answers, and which one it is."""
+
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def real(self) -> bool: ...
+
+
+@dataclass
+class RealServer:
+    base_url: str
+    real: bool = True
+
+
 @dataclass
 class RunningServer:
     server: ToxiproxyServer
     loop: asyncio.AbstractEventLoop
+    real: bool = False
 
     @property
     def base_url(self) -> str:
@@ -54,7 +76,7 @@ class RunningServer:
 
 
 def http(
-    server: RunningServer,
+    server: ApiServer,
     method: str,
     path: str,
     body: Any = None,

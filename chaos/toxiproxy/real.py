@@ -1,0 +1,122 @@
+"""The real Toxiproxy server (a Go binary built by `make peers`) as a child process on loopback.
+
+It is driven over the same HTTP API as the embedded server, so callers only need its base URL.
+The binary is `$MESH_TOXIPROXY_BIN`, else `.peers/bin/toxiproxy-server` in the checkout.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+READY_TIMEOUT_S = 10.0
+
+
+class RealToxiproxyError(RuntimeError):
+    """The binary is missing, or the server did not answer GET /version in time."""
+
+
+def binary_path(environ: dict[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    configured = env.get("MESH_TOXIPROXY_BIN")
+    return Path(configured) if configured else CHECKOUT / ".peers" / "bin" / "toxiproxy-server"
+
+
+def _free_port(host: str) -> int:
+    # Toxiproxy logs the port it was given, not the one bound, so port 0 would be unknowable.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/version", timeout=1) as response:
+            return int(response.status) == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+class RealToxiproxy:
+    """`toxiproxy-server -host H -port P [-config FILE]`, started and stopped as a context."""
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        config: Path | None = None,
+        binary: Path | None = None,
+        log_path: Path | None = None,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.config = config
+        self.binary = binary or binary_path()
+        self.log_path = log_path
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> RealToxiproxy:
+        if not os.access(self.binary, os.X_OK):
+            raise RealToxiproxyError(
+                f"no real Toxiproxy at {self.binary}: run `make peers` (needs go)"
+            )
+        for _ in range(3):  # a chosen free port can be taken before the server binds it
+            self.port = self.port or _free_port(self.host)
+            if self._launch():
+                return self
+            self.port = 0
+        raise RealToxiproxyError(f"{self.binary} did not answer on {self.host}: see its log")
+
+    def _launch(self) -> bool:
+        args = [str(self.binary), "-host", self.host, "-port", str(self.port)]
+        if self.config is not None:
+            args += ["-config", str(self.config)]
+        log = self.log_path.open("ab") if self.log_path else subprocess.DEVNULL
+        try:
+            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        finally:
+            if self.log_path and not isinstance(log, int):
+                log.close()
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                return False
+            if _answers(self.base_url):
+                return True
+            time.sleep(0.02)
+        self.stop()
+        return False
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+        self.process = None
+
+    def __enter__(self) -> RealToxiproxy:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
