@@ -1,4 +1,5 @@
-"""Unary gRPC latency and throughput, direct versus through the embedded Toxiproxy."""
+"""Unary gRPC latency and throughput: direct, through the embedded Toxiproxy, and through real
+Toxiproxy 2.12 (`.peers/bin/toxiproxy-server`, from `make peers`) when it is built, in one run."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ import statistics
 import sys
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from chaos.toxiproxy.client import ToxiproxyClient, ToxiproxyError
+from chaos.toxiproxy.real import RealToxiproxy, binary_path
 
 
 def _free_port() -> int:
@@ -67,6 +69,16 @@ async def _toxiproxy_process() -> AsyncIterator[ToxiproxyClient]:
         await process.wait()
 
 
+@asynccontextmanager
+async def _real_toxiproxy() -> AsyncIterator[ToxiproxyClient]:
+    real = RealToxiproxy()
+    await asyncio.to_thread(real.start)
+    try:
+        yield ToxiproxyClient(real.base_url, timeout_s=2.0)
+    finally:
+        await asyncio.to_thread(real.stop)
+
+
 async def _round(stub: Any, calls: int, concurrency: int) -> tuple[list[float], float]:
     """Run `calls` Check RPCs with `concurrency` in flight; latencies in ms and elapsed s."""
     latencies_ms: list[float] = []
@@ -95,15 +107,37 @@ def _summary(latencies_ms: list[float], elapsed_s: float) -> dict[str, float]:
     }
 
 
+async def _proxy(client: ToxiproxyClient, target_port: int) -> str:
+    proxy = await asyncio.to_thread(
+        client.create_proxy, "bench", "127.0.0.1:0", f"127.0.0.1:{target_port}"
+    )
+    return str(proxy["listen"])
+
+
+def _variant(row: dict[str, float], direct: dict[str, float]) -> dict[str, float]:
+    return {
+        "p50_ms": row["p50_ms"],
+        "p99_ms": row["p99_ms"],
+        "throughput": row["throughput_rps"],
+        "p50_ratio": row["p50_ms"] / direct["p50_ms"],
+        "throughput_ratio": row["throughput_rps"] / direct["throughput_rps"],
+    }
+
+
 async def run_proxy_bench(
-    calls: int = 3000, concurrency: int = 64, rounds: int = 3
+    calls: int = 3000, concurrency: int = 64, rounds: int = 3, real: bool | None = None
 ) -> dict[str, Any]:
-    """Interleave direct and proxied rounds against one health server; return both plus ratios."""
-    async with _health_server() as target_port, _toxiproxy_process() as toxiproxy:
-        proxy = await asyncio.to_thread(
-            toxiproxy.create_proxy, "bench", "127.0.0.1:0", f"127.0.0.1:{target_port}"
-        )
-        targets = {"direct": f"127.0.0.1:{target_port}", "proxied": proxy["listen"]}
+    """Interleave direct, embedded-proxied and (when built, or real=True) real-proxied rounds
+    against one health server; return each with its ratios to direct."""
+    with_real = binary_path().exists() if real is None else real
+    async with AsyncExitStack() as stack:
+        target_port = await stack.enter_async_context(_health_server())
+        targets = {"direct": f"127.0.0.1:{target_port}"}
+        embedded = await stack.enter_async_context(_toxiproxy_process())
+        targets["proxied"] = await _proxy(embedded, target_port)
+        if with_real:
+            real_client = await stack.enter_async_context(_real_toxiproxy())
+            targets["real"] = await _proxy(real_client, target_port)
         channels = {mode: grpc.aio.insecure_channel(target) for mode, target in targets.items()}
         try:
             stubs = {mode: health_pb2_grpc.HealthStub(ch) for mode, ch in channels.items()}
@@ -119,35 +153,33 @@ async def run_proxy_bench(
         finally:
             for channel in channels.values():
                 await channel.close()
-    direct = _summary(samples["direct"], elapsed["direct"])
-    proxied = _summary(samples["proxied"], elapsed["proxied"])
-    p50_ratio = proxied["p50_ms"] / direct["p50_ms"]
-    throughput_ratio = proxied["throughput_rps"] / direct["throughput_rps"]
-    return {
-        "variants": {
-            "direct": {
-                "p50_ms": direct["p50_ms"],
-                "p99_ms": direct["p99_ms"],
-                "throughput": direct["throughput_rps"],
-            },
-            "proxied": {
-                "p50_ms": proxied["p50_ms"],
-                "p99_ms": proxied["p99_ms"],
-                "throughput": proxied["throughput_rps"],
-                "p50_ratio": p50_ratio,
-                "throughput_ratio": throughput_ratio,
-            },
+    rows = {mode: _summary(samples[mode], elapsed[mode]) for mode in samples}
+    direct = rows["direct"]
+    variants: dict[str, Any] = {
+        "direct": {
+            "p50_ms": direct["p50_ms"],
+            "p99_ms": direct["p99_ms"],
+            "throughput": direct["throughput_rps"],
         },
+        "proxied": _variant(rows["proxied"], direct),
+    }
+    result: dict[str, Any] = {
+        "variants": variants,
         "calls": calls,
         "concurrency": concurrency,
         "rounds": rounds,
         "cpus": os.cpu_count(),
         "direct": direct,
-        "proxied": proxied,
-        "p50_ratio": p50_ratio,
-        "p99_ratio": proxied["p99_ms"] / direct["p99_ms"],
-        "throughput_ratio": throughput_ratio,
+        "proxied": rows["proxied"],
+        "p50_ratio": variants["proxied"]["p50_ratio"],
+        "p99_ratio": rows["proxied"]["p99_ms"] / direct["p99_ms"],
+        "throughput_ratio": variants["proxied"]["throughput_ratio"],
     }
+    if "real" in rows:
+        variants["real toxiproxy 2.12"] = _variant(rows["real"], direct)
+        result["real"] = rows["real"]
+        result["real_p99_ratio"] = rows["real"]["p99_ms"] / direct["p99_ms"]
+    return result
 
 
 def format_proxy_bench(result: dict[str, Any]) -> str:
@@ -156,15 +188,20 @@ def format_proxy_bench(result: dict[str, Any]) -> str:
         f"{result['concurrency']} in flight, {result['cpus']} CPUs",
         f"{'':10}{'p50 ms':>10}{'p99 ms':>10}{'calls/s':>12}",
     ]
-    for mode in ("direct", "proxied"):
+    for mode in ("direct", "proxied", "real"):
+        if mode not in result:
+            continue
         row = result[mode]
         lines.append(
             f"{mode:10}{row['p50_ms']:10.2f}{row['p99_ms']:10.2f}{row['throughput_rps']:12.0f}"
         )
-    lines.append(
-        f"{'ratio':10}{result['p50_ratio']:10.2f}{result['p99_ratio']:10.2f}"
-        f"{result['throughput_ratio']:12.2f}"
-    )
+        if mode != "direct":
+            base = result["direct"]
+            lines.append(
+                f"{'  ratio':10}{row['p50_ms'] / base['p50_ms']:10.2f}"
+                f"{row['p99_ms'] / base['p99_ms']:10.2f}"
+                f"{row['throughput_rps'] / base['throughput_rps']:12.2f}"
+            )
     return "\n".join(lines)
 
 

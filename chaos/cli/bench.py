@@ -86,11 +86,12 @@ def proxy(
     rounds: RoundsOpt = 3,
     json_path: JsonOpt = None,
 ) -> None:
-    """A unary gRPC call direct vs through an embedded Toxiproxy proxy with no toxics."""
+    """A unary gRPC call direct vs through the embedded Toxiproxy (and real 2.12, once built by
+    `make peers`), no toxics."""
     from chaos.bench.proxy import run_proxy_bench
 
     result = asyncio.run(run_proxy_bench(calls=calls, concurrency=concurrency, rounds=rounds))
-    _finish("embedded Toxiproxy overhead", result, json_path)
+    _finish("Toxiproxy overhead: embedded and real", result, json_path)
 
 
 def print_mesh_result(result: dict[str, Any]) -> None:
