@@ -176,7 +176,7 @@ async def run_proxy_bench(
         "throughput_ratio": variants["proxied"]["throughput_ratio"],
     }
     if "real" in rows:
-        variants["real toxiproxy 2.12"] = _variant(rows["real"], direct)
+        variants["real"] = _variant(rows["real"], direct)
         result["real"] = rows["real"]
         result["real_p99_ratio"] = rows["real"]["p99_ms"] / direct["p99_ms"]
     return result

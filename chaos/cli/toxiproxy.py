@@ -25,13 +25,30 @@ def toxiproxy(
             "Toxiproxy).",
         ),
     ] = False,
+    server: Annotated[
+        str,
+        typer.Option(
+            envvar="MESH_TOXIPROXY",
+            help="embedded, or real: exec real Toxiproxy 2.12 from .peers/bin (`make peers`).",
+        ),
+    ] = "embedded",
 ) -> None:
     """Run the embedded Toxiproxy server (same HTTP API as Toxiproxy 2.12) until Ctrl-C."""
+    from chaos.toxiproxy.real import SERVERS, RealToxiproxyError, exec_real
     from chaos.toxiproxy.server import serve_forever
 
     if config is not None and not config.is_file():
         typer.echo(f"error: --config {config}: no such file", err=True)
         raise typer.Exit(2)
+    if server not in SERVERS:
+        typer.echo(f"error: --server {server}: expected embedded or real", err=True)
+        raise typer.Exit(2)
+    if server == "real":
+        try:
+            exec_real(host, port, config)
+        except RealToxiproxyError as err:
+            typer.echo(f"error: {err}", err=True)
+            raise typer.Exit(2) from None
     asyncio.run(
         serve_forever(
             host, port, str(config) if config else None, allow_non_loopback=allow_non_loopback

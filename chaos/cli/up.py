@@ -20,6 +20,7 @@ from chaos.launch.ports import Ports
 from chaos.launch.processes import LaunchError
 from chaos.launch.state import MeshState, StateDirInUse
 from chaos.launch.supervisor import Supervisor, SupervisorEvent
+from chaos.toxiproxy.real import RealToxiproxyError, use_server
 from mesh.runtime.logging import JsonFormatter
 
 console = Console()
@@ -63,6 +64,13 @@ def up(
     state_dir: Annotated[Path, typer.Option(help="Ledger, logs, traces and mesh.json.")] = Path(
         "var"
     ),
+    toxiproxy: Annotated[
+        str,
+        typer.Option(
+            envvar="MESH_TOXIPROXY",
+            help="embedded (the default), or real: Toxiproxy 2.12 from .peers/bin (`make peers`).",
+        ),
+    ] = "embedded",
 ) -> None:
     """Start the mesh on 127.0.0.1, wait until all of it is SERVING, stay in the foreground.
 
@@ -70,6 +78,11 @@ def up(
     while it keeps failing; `mesh restart SERVICE` restarts one on purpose. Ctrl-C or SIGTERM
     stops every process cleanly. One mesh per --state-dir: a second one exits 2.
     """
+    try:
+        use_server(toxiproxy)
+    except RealToxiproxyError as err:
+        console.print(f"[red]mesh up:[/red] {err}", soft_wrap=True)
+        raise typer.Exit(2) from None
     ports = Ports.auto() if auto_ports else Ports.default(gateway_port)
     mesh = Mesh(state_dir=state_dir, ports=ports, direct=direct, policy=policy)
     try:

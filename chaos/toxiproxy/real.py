@@ -2,6 +2,8 @@
 
 It is driven over the same HTTP API as the embedded server, so callers only need its base URL.
 The binary is `$MESH_TOXIPROXY_BIN`, else `.peers/bin/toxiproxy-server` in the checkout.
+`MESH_TOXIPROXY=real` makes `mesh toxiproxy` (and so `mesh up`, the runner and `make demo`,
+which start it) replace itself with that binary: same process, same port, same HTTP API.
 """
 
 from __future__ import annotations
@@ -29,7 +31,31 @@ def binary_path(environ: dict[str, str] | None = None) -> Path:
     return Path(configured) if configured else CHECKOUT / ".peers" / "bin" / "toxiproxy-server"
 
 
-def _free_port(host: str) -> int:
+SERVERS = ("embedded", "real")
+
+
+def use_server(server: str) -> None:
+    """Choose the Toxiproxy every mesh this process starts will run: its `mesh toxiproxy` child
+    reads MESH_TOXIPROXY. Raises RealToxiproxyError for an unknown name or a missing binary."""
+    if server not in SERVERS:
+        raise RealToxiproxyError(f"--toxiproxy {server}: expected embedded or real")
+    if server == "real" and not os.access(binary_path(), os.X_OK):
+        raise RealToxiproxyError(f"no real Toxiproxy at {binary_path()}: run `make peers`")
+    os.environ["MESH_TOXIPROXY"] = server
+
+
+def exec_real(host: str, port: int, config: Path | None, binary: Path | None = None) -> None:
+    """Become `toxiproxy-server -host H -port P [-config FILE]` (never returns)."""
+    path = binary or binary_path()
+    if not os.access(path, os.X_OK):
+        raise RealToxiproxyError(f"no real Toxiproxy at {path}: run `make peers` (needs go)")
+    args = [str(path), "-host", host, "-port", str(port)]
+    if config is not None:
+        args += ["-config", str(config)]
+    os.execv(path, args)
+
+
+def free_port(host: str) -> int:
     # Toxiproxy logs the port it was given, not the one bound, so port 0 would be unknowable.
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((host, 0))
@@ -72,7 +98,7 @@ class RealToxiproxy:
                 f"no real Toxiproxy at {self.binary}: run `make peers` (needs go)"
             )
         for _ in range(3):  # a chosen free port can be taken before the server binds it
-            self.port = self.port or _free_port(self.host)
+            self.port = self.port or free_port(self.host)
             if self._launch():
                 return self
             self.port = 0
