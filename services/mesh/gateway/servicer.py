@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Sequence
 from typing import NoReturn
 
 import grpc
 
 from mesh.contracts.charge_ids import charge_id_for, check_charge_lookup
 from mesh.gateway.fallback import RecommendationsWithFallback
+from mesh.gateway.streams import relay_stream
 from mesh.resilience.errors import ResilienceError
 from mesh.runtime.auth import ApiKeys, AuthInterceptor
 from mesh.runtime.ratelimit import RateLimitInterceptor, RateLimitPolicy
@@ -29,8 +31,12 @@ from mesh.v1 import (
     payment_pb2_grpc,
     profile_pb2,
     profile_pb2_grpc,
+    recommendation_pb2,
     recommendation_pb2_grpc,
 )
+
+RELAYED = ("profile", "payment", "recommendation")
+"""Dependencies whose failures a call may relay to the caller (GetHome degrades instead)."""
 
 CALLER_ERRORS = frozenset(
     {
@@ -58,26 +64,46 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
     def __init__(self, runtime: Runtime) -> None:
         self._profiles = profile_pb2_grpc.ProfileServiceStub(runtime.channel_to("profile"))
         self._payments = payment_pb2_grpc.PaymentServiceStub(runtime.channel_to("payment"))
-        self._retried = {dep: runtime.retries_on(dep) for dep in ("profile", "payment")}
+        self._retried = {dep: runtime.retries_on(dep) for dep in RELAYED}
         self._busy_pushback_ms = runtime.policy.server(runtime.config.name).shed_pushback_ms
+        self._recommender = recommendation_pb2_grpc.RecommendationServiceStub(
+            runtime.channel_to("recommendation")
+        )
         self.recommendations = RecommendationsWithFallback(
-            recommendation_pb2_grpc.RecommendationServiceStub(runtime.channel_to("recommendation")),
+            self._recommender,
             runtime.bus,
             popular_ttl_s=runtime.policy.fallbacks.popular_ttl_s,
         )
         runtime.on_policy(lambda _: self._policy_changed(runtime))
 
     def _policy_changed(self, runtime: Runtime) -> None:
-        self._retried = {dep: runtime.retries_on(dep) for dep in ("profile", "payment")}
+        self._retried = {dep: runtime.retries_on(dep) for dep in RELAYED}
         self._busy_pushback_ms = runtime.policy.server(runtime.config.name).shed_pushback_ms
         self.recommendations.popular.ttl_s = runtime.policy.fallbacks.popular_ttl_s
 
     async def _relay(
-        self, context: grpc.aio.ServicerContext, err: grpc.aio.AioRpcError, dependency: str
+        self,
+        context: grpc.aio.ServicerContext,
+        err: grpc.aio.AioRpcError,
+        dependency: str,
+        trailers: Sequence[tuple[str, str]] = (),
     ) -> NoReturn:
         await relay_failure(
-            context, err, dependency, self._retried[dependency], self._busy_pushback_ms
+            context, err, dependency, self._retried[dependency], self._busy_pushback_ms, trailers
         )
+
+    async def StreamRecommendations(
+        self, request: gateway_pb2.GetHomeRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[recommendation_pb2.RankedProduct]:
+        async with checked_fields(context):
+            user_id = check_user_id(request.user_id)
+            limit = check_limit(request.limit)
+
+        async def relay(err: grpc.aio.AioRpcError, trailers: Sequence[tuple[str, str]]) -> None:
+            await self._relay(context, err, "recommendation", trailers)
+
+        async for item in relay_stream(self._recommender, user_id, limit, relay):
+            yield item
 
     async def GetHome(
         self, request: gateway_pb2.GetHomeRequest, context: grpc.aio.ServicerContext

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import grpc
 
 from mesh.customers import Product, customers
@@ -43,9 +45,10 @@ class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServic
         self.retried = retried
         """Whether this hop retries profile calls itself (then callers are told not to)."""
 
-    async def Recommend(
+    async def _ranked(
         self, request: recommendation_pb2.RecommendRequest, context: grpc.aio.ServicerContext
-    ) -> recommendation_pb2.RecommendResponse:
+    ) -> list[recommendation_pb2.Product]:
+        """The user's personalised ranking (validated request, profile read through its edge)."""
         async with checked_fields(context):
             user_id = check_user_id(request.user_id)
             limit = check_limit(request.limit)
@@ -53,8 +56,21 @@ class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServic
             reply = await self._profiles.GetProfile(profile_pb2.GetProfileRequest(user_id=user_id))
         except grpc.aio.AioRpcError as err:
             await relay_failure(context, err, "profile", self.retried)
-        products = personalised(list(reply.profile.interests), limit)
+        return personalised(list(reply.profile.interests), limit)
+
+    async def Recommend(
+        self, request: recommendation_pb2.RecommendRequest, context: grpc.aio.ServicerContext
+    ) -> recommendation_pb2.RecommendResponse:
+        products = await self._ranked(request, context)
         return recommendation_pb2.RecommendResponse(products=products, source="personalised")
+
+    async def StreamRecommend(
+        self, request: recommendation_pb2.RecommendRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[recommendation_pb2.RankedProduct]:
+        """Recommend's answer one product at a time, best first: the caller can show each as it
+        comes, and a stream cut after some has those."""
+        for rank, product in enumerate(await self._ranked(request, context), 1):
+            yield recommendation_pb2.RankedProduct(product=product, rank=rank)
 
     async def Popular(
         self, request: recommendation_pb2.PopularRequest, context: grpc.aio.ServicerContext

@@ -104,7 +104,7 @@ def resilient_channel(
     single = balanced_target(addresses)
     ejecting = outlier is not None and outlier.enabled and len(addresses) > 1
     if single is not None and not ejecting:
-        return channel(single, [interceptor])
+        return channel(single, [interceptor, interceptor.streams()])
     router = ReplicaRouter(
         dependency or (services[0] if services else target),
         addresses,
@@ -114,7 +114,7 @@ def resilient_channel(
         clock or SystemClock(),
     )
     # The host channel never sends: the router sends every attempt on a replica's channel.
-    host = channel(addresses[0], [interceptor, router])
+    host = channel(addresses[0], [interceptor, interceptor.streams(), router])
     _ROUTERS[host] = router
     return host
 

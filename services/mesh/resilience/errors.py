@@ -10,6 +10,8 @@ them to statuses (pushback trailers included) without special cases::
         ├── BulkheadFullError              RESOURCE_EXHAUSTED (reject mode, or queue wait spent)
         ├── DeadlineBudgetExhaustedError   DEADLINE_EXCEEDED: no time left to start an attempt
         │                                  or a backoff sleep
+        ├── StreamBrokenError              the wire's code: a committed stream failed after
+        │                                  part of its answer (never retried, gRFC A6)
         ├── ShedError                      server side: RESOURCE_EXHAUSTED + pushback
         └── InjectedFaultError             server side: the code a configured fault chose
 """
@@ -80,6 +82,19 @@ class DeadlineBudgetExhaustedError(ResilienceError):
             f"deadline budget exhausted for {dependency} {method} before {stage}{after}",
         )
         self.stage = stage
+
+
+class StreamBrokenError(ResilienceError):
+    """A stream whose first message had arrived failed after `messages` messages: it is not
+    retried (the caller already holds part of the answer). Its cause is the wire's error, so a
+    breaker counts it as the health failure it was."""
+
+    def __init__(self, err: grpc.aio.AioRpcError, messages: int) -> None:
+        super().__init__(
+            err.code(),
+            f"stream failed after {messages} messages: {err.details() or err.code().name}",
+        )
+        self.messages = messages
 
 
 class ShedError(ResilienceError):

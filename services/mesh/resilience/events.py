@@ -183,6 +183,28 @@ class ReplicaReturned(NamedTuple):
     ejected_s: float
 
 
+class StreamCommitted(NamedTuple):
+    """The first message of a stream arrived on `attempt`: from here on it is never retried
+    (gRFC A6's commit); attempt > 1 means it was retried before its first message."""
+
+    dependency: str
+    method: str
+    attempt: int
+
+
+class StreamEnded(NamedTuple):
+    """A committed stream ended after `messages` messages with `code`. `outcome`: "committed"
+    (complete on its first attempt), "retried-before-first-message" (complete, after
+    attempt - 1 retries) or "partial" (failed after part of its answer: not retried)."""
+
+    dependency: str
+    method: str
+    attempt: int
+    outcome: str
+    messages: int
+    code: str
+
+
 Event = (
     AttemptStarted
     | AttemptFinished
@@ -200,6 +222,8 @@ Event = (
     | FaultInjected
     | ReplicaEjected
     | ReplicaReturned
+    | StreamCommitted
+    | StreamEnded
 )
 Listener = Callable[[Event], None]
 

@@ -16,6 +16,8 @@ def _to_proto(spec: FaultSpec) -> admin_pb2.Fault:
         code=spec.code.name,
         delay_s=spec.delay_s,
         pushback_ms=spec.pushback_ms,
+        after_messages=spec.after_messages,
+        first_attempt_only=spec.first_attempt_only,
     )
 
 
@@ -34,7 +36,13 @@ class FaultAdminServicer(admin_pb2_grpc.FaultAdminServicer):
         fault = request.fault
         try:
             spec = FaultSpec.parse(
-                fault.method, fault.error_rate, fault.code, fault.delay_s, fault.pushback_ms
+                fault.method,
+                fault.error_rate,
+                fault.code,
+                fault.delay_s,
+                fault.pushback_ms,
+                fault.after_messages,
+                fault.first_attempt_only,
             )
         except FaultValidationError as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"fault.{exc}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,13 +26,25 @@ from mesh.resilience.clock import Clock, SystemClock
 from mesh.resilience.errors import InjectedFaultError
 from mesh.resilience.events import EventBus, FaultInjected
 from mesh.resilience.handlers import Behaviour, HandlerLookup, abort_with, is_exempt
+from mesh.resilience.streaming_server import StreamBehaviour, responses
 
 MAX_DELAY_S = 600.0
 """Longest injected delay: ten minutes, far past any deadline the mesh sets."""
 MAX_PUSHBACK_MS = 600_000
 """Largest injected grpc-retry-pushback-ms (ten minutes)."""
 MAX_FAULTS_BYTES = safe_yaml.MAX_BYTES
-_FIELDS = ("method", "error_rate", "code", "delay_s", "pushback_ms")
+_FIELDS = (
+    "method",
+    "error_rate",
+    "code",
+    "delay_s",
+    "pushback_ms",
+    "after_messages",
+    "first_attempt_only",
+)
+MAX_AFTER_MESSAGES = 1_000_000
+PREVIOUS_ATTEMPTS_KEY = "grpc-previous-rpc-attempts"
+"""gRFC A6: a retry carries the number of attempts before it (the stream interceptor sends it)."""
 
 
 class FaultValidationError(ValueError):
@@ -53,10 +65,21 @@ class FaultSpec:
     delay_s: float = 0.0
     pushback_ms: int = -1
     """Sent as grpc-retry-pushback-ms on injected failures when >= 0."""
+    after_messages: int = 0
+    """Server-streaming methods: messages sent before the injected failure (unary: ignored)."""
+    first_attempt_only: bool = False
+    """Fault only attempts that are not retries (no grpc-previous-rpc-attempts above 0)."""
 
     @classmethod
     def parse(
-        cls, method: str, error_rate: float, code: str, delay_s: float, pushback_ms: int
+        cls,
+        method: str,
+        error_rate: float,
+        code: str,
+        delay_s: float,
+        pushback_ms: int,
+        after_messages: int = 0,
+        first_attempt_only: bool = False,
     ) -> FaultSpec:
         """Validates raw values (from env or FaultAdmin), naming the field that is wrong."""
         if not method or not (method == "*" or method.startswith("/")) or len(method) > 256:
@@ -79,7 +102,20 @@ class FaultSpec:
                 "pushback_ms",
                 f"must be within -1..{MAX_PUSHBACK_MS} (-1 = none), got {pushback_ms}",
             )
-        return cls(method, float(error_rate), status, float(delay_s), int(pushback_ms))
+        if not 0 <= after_messages <= MAX_AFTER_MESSAGES:
+            raise FaultValidationError(
+                "after_messages",
+                f"must be within 0..{MAX_AFTER_MESSAGES}, got {after_messages}",
+            )
+        return cls(
+            method,
+            float(error_rate),
+            status,
+            float(delay_s),
+            int(pushback_ms),
+            int(after_messages),
+            bool(first_attempt_only),
+        )
 
 
 class FaultTable:
@@ -169,6 +205,8 @@ def _spec_from_json(item: Any) -> FaultSpec:
         _string(item, "code", "UNAVAILABLE"),
         _number(item, "delay_s", 0.0),
         _integer(item, "pushback_ms", -1),
+        _integer(item, "after_messages", 0),
+        _flag(item, "first_attempt_only"),
     )
 
 
@@ -184,6 +222,13 @@ def _number(item: dict[str, Any], field: str, default: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise FaultValidationError(field, f"must be a number, got {type(value).__name__}")
     return float(value)
+
+
+def _flag(item: dict[str, Any], field: str) -> bool:
+    value = item.get(field, False)
+    if not isinstance(value, bool):
+        raise FaultValidationError(field, f"must be true or false, got {type(value).__name__}")
+    return value
 
 
 def _integer(item: dict[str, Any], field: str, default: int) -> int:
@@ -212,7 +257,15 @@ class FaultInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         handler = await continuation(handler_call_details)
         method = handler_call_details.method
         spec = self._faults.lookup(method)
-        if spec is None or handler is None or handler.unary_unary is None or is_exempt(method):
+        if spec is None or handler is None or is_exempt(method):
+            return handler
+        if spec.first_attempt_only and _is_retry(handler_call_details.invocation_metadata):
+            return handler
+        if handler.unary_stream is not None:
+            return handler._replace(
+                unary_stream=self._wrap_stream(handler.unary_stream, method, spec)
+            )
+        if handler.unary_unary is None:
             return handler
         return handler._replace(unary_unary=self._wrap(handler.unary_unary, method, spec))
 
@@ -229,3 +282,35 @@ class FaultInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             return await inner(request, context)
 
         return behaviour
+
+    def _wrap_stream(self, inner: StreamBehaviour, method: str, spec: FaultSpec) -> StreamBehaviour:
+        """A failing stream sends `after_messages` messages (fewer if that is all it has), then
+        fails as a failing unary call would."""
+
+        async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            if spec.delay_s > 0.0:
+                await self._clock.sleep(spec.delay_s)
+            fails = spec.error_rate > 0.0 and self._faults.rng.random() < spec.error_rate
+            sent = 0
+            async for message in responses(inner, request, context):
+                if fails and sent >= spec.after_messages:
+                    break
+                yield message
+                sent += 1
+            if fails:
+                self._bus.emit(FaultInjected(self._service, method, spec.code.name, spec.delay_s))
+                pushback_s = spec.pushback_ms / 1000.0 if spec.pushback_ms >= 0 else None
+                await abort_with(context, InjectedFaultError(method, spec.code, pushback_s))
+            elif spec.delay_s > 0.0:
+                self._bus.emit(FaultInjected(self._service, method, "OK", spec.delay_s))
+
+        return behaviour
+
+
+def _is_retry(metadata: Iterable[tuple[str, Any]] | None) -> bool:
+    for key, value in metadata or ():
+        if key == PREVIOUS_ATTEMPTS_KEY:
+            text = value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+            digits = text.strip()
+            return digits.isascii() and digits.isdigit() and digits.strip("0") != ""
+    return False

@@ -12,6 +12,7 @@ import grpc.aio
 from mesh.resilience.deadline import reset_inbound_deadline, set_inbound_deadline
 from mesh.resilience.events import EventBus, ServerCallFinished, ServerCallStarted
 from mesh.resilience.handlers import Behaviour, HandlerLookup, WrappedHandlers
+from mesh.resilience.streaming_server import inbound_stream
 
 
 def _code_after(context: grpc.aio.ServicerContext, default: str) -> str:
@@ -34,9 +35,18 @@ class InboundInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         self, continuation: HandlerLookup, handler_call_details: grpc.HandlerCallDetails
     ) -> grpc.RpcMethodHandler | None:
         handler = await continuation(handler_call_details)
+        method = handler_call_details.method
+        if handler is not None and handler.unary_stream is not None:
+            stream = handler.unary_stream
+            return self._wrapped.wrap(
+                method,
+                handler,
+                lambda: handler._replace(
+                    unary_stream=inbound_stream(stream, self._service, method, self._bus)
+                ),
+            )
         if handler is None or handler.unary_unary is None:
             return handler
-        method = handler_call_details.method
         return self._wrapped.wrap(
             method,
             handler,

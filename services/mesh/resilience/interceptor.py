@@ -11,6 +11,7 @@ from mesh.resilience.clock import Clock
 from mesh.resilience.context import CallContext, Continuation
 from mesh.resilience.deadline import inbound_deadline
 from mesh.resilience.pipeline import Pipeline
+from mesh.resilience.streaming import StreamResilienceInterceptor
 
 
 class ResilienceInterceptor(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
@@ -22,6 +23,11 @@ class ResilienceInterceptor(grpc.aio.UnaryUnaryClientInterceptor):  # type: igno
         self._dependency = dependency
         self._clock = clock
         self._method_names: dict[bytes | str, str] = {}
+
+    def streams(self) -> StreamResilienceInterceptor:
+        """The interceptor that runs the channel's server-streaming calls through this same
+        (swappable) pipeline, under the commit rule (mesh.resilience.streaming)."""
+        return StreamResilienceInterceptor(self, dependency=self._dependency, clock=self._clock)
 
     async def intercept_unary_unary(
         self,

@@ -67,15 +67,25 @@ class Pipeline:
         bus: EventBus,
         clock: Clock,
         call_observer: CallObserver | None = None,
+        wire: Next = send_on_wire,
     ) -> None:
         self.strategies = tuple(strategies)
         self._call_observer = call_observer
         self._bus = bus
         self._clock = clock
-        handler: Next = send_on_wire
+        handler: Next = wire
         for strategy in reversed(self.strategies):
             handler = partial(strategy.execute, inner=handler)
         self._handler = handler
+
+    def with_wire(self, wire: Next) -> Pipeline:
+        """The same strategy objects (the same breakers, budget and bulkhead) over another
+        innermost step: how a stream runs through its edge's pipeline."""
+        return Pipeline(list(self.strategies), self._bus, self._clock, self._call_observer, wire)
+
+    @property
+    def bus(self) -> EventBus:
+        return self._bus
 
     @property
     def names(self) -> tuple[str, ...]:

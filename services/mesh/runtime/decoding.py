@@ -9,16 +9,19 @@ a corrupt payload with INVALID_ARGUMENT naming the expected message type.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 import grpc.aio
 
 from mesh.resilience.handlers import Behaviour, HandlerLookup, WrappedHandlers
+from mesh.resilience.streaming_server import StreamBehaviour, responses
 
 
 class RequestDecodingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Decodes unary requests in the handler so a corrupt payload gets a deliberate status."""
+    """Decodes unary and server-streaming requests in the handler, so a corrupt payload gets a
+    deliberate status."""
 
     def __init__(self) -> None:
         self._wrapped = WrappedHandlers()
@@ -27,9 +30,22 @@ class RequestDecodingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mi
         self, continuation: HandlerLookup, handler_call_details: grpc.HandlerCallDetails
     ) -> grpc.RpcMethodHandler | None:
         handler = await continuation(handler_call_details)
-        if handler is None or handler.unary_unary is None or handler.request_deserializer is None:
+        if handler is None or handler.request_deserializer is None:
             return handler
         method = handler_call_details.method
+        if handler.unary_stream is not None:
+            return self._wrapped.wrap(
+                method,
+                handler,
+                lambda: handler._replace(
+                    request_deserializer=None,
+                    unary_stream=_decoding_stream(
+                        handler.unary_stream, handler.request_deserializer, method
+                    ),
+                ),
+            )
+        if handler.unary_unary is None:
+            return handler
         return self._wrapped.wrap(
             method,
             handler,
@@ -40,15 +56,29 @@ class RequestDecodingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mi
         )
 
 
+async def _decode(
+    request: bytes, decode: Any, method: str, context: grpc.aio.ServicerContext
+) -> Any:
+    try:
+        return decode(request)
+    except Exception:  # DecodeError, invalid UTF-8, ...: all mean a corrupt payload
+        await context.abort(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            f"request: not a valid encoding of the {method.rsplit('/', 1)[-1]} request",
+        )
+
+
 def _decoding(inner: Behaviour, decode: Any, method: str) -> Behaviour:
     async def behaviour(request: bytes, context: grpc.aio.ServicerContext) -> Any:
-        try:
-            message = decode(request)
-        except Exception:  # DecodeError, invalid UTF-8, ...: all mean a corrupt payload
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                f"request: not a valid encoding of the {method.rsplit('/', 1)[-1]} request",
-            )
-        return await inner(message, context)
+        return await inner(await _decode(request, decode, method, context), context)
+
+    return behaviour
+
+
+def _decoding_stream(inner: StreamBehaviour, decode: Any, method: str) -> StreamBehaviour:
+    async def behaviour(request: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        message = await _decode(request, decode, method, context)
+        async for response in responses(inner, message, context):
+            yield response
 
     return behaviour

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NoReturn
 
 import grpc
@@ -46,8 +47,10 @@ async def relay_failure(
     dependency: str,
     retried_here: bool,
     busy_pushback_ms: int | None = None,
+    trailers: Sequence[tuple[str, str]] = (),
 ) -> NoReturn:
-    """Abort the current RPC with the dependency's failure, mapped as the module says."""
+    """Abort the current RPC with the dependency's failure, mapped as the module says, with
+    `trailers` added to the trailing metadata."""
     code = relayed_code(err, context.time_remaining())
     pushback = pushback_of(err)
     refused_here = isinstance(err, ResilienceError) and err.attempts_sent == 0
@@ -57,5 +60,7 @@ async def relay_failure(
     elif pushback is None and retried_here and code in RETRYABLE_CODES:
         pushback = "-1"
     if pushback is not None:
-        context.set_trailing_metadata(((PUSHBACK_KEY, pushback),))
+        trailers = (*trailers, (PUSHBACK_KEY, pushback))
+    if trailers:
+        context.set_trailing_metadata(tuple(trailers))
     await abort(context, code, f"{dependency}: {err.details() or err.code().name}")

@@ -117,6 +117,19 @@ def _returned(span: trace.Span, e: ev.ReplicaReturned) -> None:
     )
 
 
+def _stream_committed(span: trace.Span, e: ev.StreamCommitted) -> None:
+    span.add_event(
+        n.EV_STREAM_COMMITTED, {n.ATTEMPT: e.attempt, n.PREVIOUS_ATTEMPTS: e.attempt - 1}
+    )
+
+
+def _stream_ended(span: trace.Span, e: ev.StreamEnded) -> None:
+    span.add_event(
+        n.EV_STREAM_ENDED,
+        {n.STREAM_OUTCOME: e.outcome, n.MESSAGES: e.messages, n.CODE: e.code, n.ATTEMPT: e.attempt},
+    )
+
+
 _HANDLERS: dict[type, Callable[[trace.Span, Any], None]] = {
     ev.RetryScheduled: _retry,
     ev.RetrySkipped: _retry_skipped,
@@ -129,6 +142,8 @@ _HANDLERS: dict[type, Callable[[trace.Span, Any], None]] = {
     ev.FaultInjected: _fault,
     ev.ReplicaEjected: _ejected,
     ev.ReplicaReturned: _returned,
+    ev.StreamCommitted: _stream_committed,
+    ev.StreamEnded: _stream_ended,
 }
 
 

@@ -264,10 +264,17 @@ class TracingServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc
     ) -> grpc.RpcMethodHandler | None:
         handler = await continuation(handler_call_details)
         method = handler_call_details.method
-        if handler is None or handler.unary_unary is None or is_exempt(method):
+        if handler is None or is_exempt(method):
+            return handler
+        if handler.unary_unary is None and handler.unary_stream is None:
             return handler
         keys = self._factory.carrier_keys
         carrier = {k: v for k, v in handler_call_details.invocation_metadata or () if k in keys}
+        if handler.unary_stream is not None:
+            from mesh.telemetry.stream_spans import traced_stream  # it imports this module
+
+            stream = traced_stream(self._factory, handler.unary_stream, method, carrier)
+            return handler._replace(unary_stream=stream)
         return handler._replace(unary_unary=self._wrap(handler.unary_unary, method, carrier))
 
     def _wrap(self, inner: Behaviour, method: str, carrier: dict[str, str]) -> Behaviour:
@@ -275,12 +282,7 @@ class TracingServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc
         names = factory.names(method)
 
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            parent = extract_parent(carrier, factory.propagator, factory.w3c_only)
-            span = factory.tracer.start_span(
-                names.server, parent, kind=SpanKind.SERVER, attributes=names.server_attributes
-            )
-            token = otel_context.attach(trace.set_span_in_context(span, parent))
-            server_token = current_server_span.set(span)
+            span, token, server_token = start_server_span(factory, names, carrier)
             code = grpc.StatusCode.UNKNOWN
             try:
                 response = await inner(request, context)
@@ -295,11 +297,27 @@ class TracingServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc
             finally:
                 current_server_span.reset(server_token)
                 otel_context.detach(token)
-                if code is not grpc.StatusCode.OK and span.is_recording():
-                    # OK (0) was set at start: only another code costs a late attribute.
-                    span.set_attribute(n.GRPC_STATUS_CODE, code.value[0])
-                    if code in SERVER_ERRORS:
-                        span.set_status(Status(StatusCode.ERROR, code.name))
-                span.end()
+                end_server_span(span, code)
 
         return behaviour
+
+
+def start_server_span(
+    factory: SpanFactory, names: MethodNames, carrier: dict[str, str]
+) -> tuple[trace.Span, object, contextvars.Token[trace.Span | None]]:
+    """A call's SERVER span, made current: (span, context token, current_server_span token)."""
+    parent = extract_parent(carrier, factory.propagator, factory.w3c_only)
+    span = factory.tracer.start_span(
+        names.server, parent, kind=SpanKind.SERVER, attributes=names.server_attributes
+    )
+    token = otel_context.attach(trace.set_span_in_context(span, parent))
+    return span, token, current_server_span.set(span)
+
+
+def end_server_span(span: trace.Span, code: grpc.StatusCode) -> None:
+    if code is not grpc.StatusCode.OK and span.is_recording():
+        # OK (0) was set at start: only another code costs a late attribute.
+        span.set_attribute(n.GRPC_STATUS_CODE, code.value[0])
+        if code in SERVER_ERRORS:
+            span.set_status(Status(StatusCode.ERROR, code.name))
+    span.end()

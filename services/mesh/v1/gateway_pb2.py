@@ -27,7 +27,7 @@ from mesh.v1 import profile_pb2 as mesh_dot_v1_dot_profile__pb2
 from mesh.v1 import recommendation_pb2 as mesh_dot_v1_dot_recommendation__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15mesh/v1/gateway.proto\x12\x07mesh.v1\x1a\x15mesh/v1/payment.proto\x1a\x15mesh/v1/profile.proto\x1a\x1cmesh/v1/recommendation.proto\"0\n\x0eGetHomeRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\"L\n\x0b\x44\x65gradation\x12\x0c\n\x04part\x18\x01 \x01(\t\x12\x11\n\tserved_by\x18\x02 \x01(\t\x12\x0c\n\x04\x63ode\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\"\x87\x01\n\x0fGetHomeResponse\x12!\n\x07profile\x18\x01 \x01(\x0b\x32\x10.mesh.v1.Profile\x12)\n\x0frecommendations\x18\x02 \x03(\x0b\x32\x10.mesh.v1.Product\x12&\n\x08\x64\x65graded\x18\x03 \x03(\x0b\x32\x14.mesh.v1.Degradation\"c\n\x0f\x43heckoutRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\x14\n\x0c\x61mount_cents\x18\x02 \x01(\x03\x12\x10\n\x08\x63urrency\x18\x03 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x04 \x01(\t\"v\n\x10\x43heckoutResponse\x12\x11\n\tcharge_id\x18\x01 \x01(\t\x12%\n\x06status\x18\x02 \x01(\x0e\x32\x15.mesh.v1.ChargeStatus\x12\x16\n\x0e\x64\x65\x63line_reason\x18\x03 \x01(\t\x12\x10\n\x08replayed\x18\x04 \x01(\x08\x32\xda\x01\n\x07Gateway\x12\x41\n\x07GetHome\x12\x17.mesh.v1.GetHomeRequest\x1a\x18.mesh.v1.GetHomeResponse\"\x03\x90\x02\x01\x12\x44\n\x08\x43heckout\x12\x18.mesh.v1.CheckoutRequest\x1a\x19.mesh.v1.CheckoutResponse\"\x03\x90\x02\x02\x12\x46\n\tGetCharge\x12\x19.mesh.v1.GetChargeRequest\x1a\x19.mesh.v1.CheckoutResponse\"\x03\x90\x02\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15mesh/v1/gateway.proto\x12\x07mesh.v1\x1a\x15mesh/v1/payment.proto\x1a\x15mesh/v1/profile.proto\x1a\x1cmesh/v1/recommendation.proto\"0\n\x0eGetHomeRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\"L\n\x0b\x44\x65gradation\x12\x0c\n\x04part\x18\x01 \x01(\t\x12\x11\n\tserved_by\x18\x02 \x01(\t\x12\x0c\n\x04\x63ode\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\"\x87\x01\n\x0fGetHomeResponse\x12!\n\x07profile\x18\x01 \x01(\x0b\x32\x10.mesh.v1.Profile\x12)\n\x0frecommendations\x18\x02 \x03(\x0b\x32\x10.mesh.v1.Product\x12&\n\x08\x64\x65graded\x18\x03 \x03(\x0b\x32\x14.mesh.v1.Degradation\"c\n\x0f\x43heckoutRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\x14\n\x0c\x61mount_cents\x18\x02 \x01(\x03\x12\x10\n\x08\x63urrency\x18\x03 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x04 \x01(\t\"v\n\x10\x43heckoutResponse\x12\x11\n\tcharge_id\x18\x01 \x01(\t\x12%\n\x06status\x18\x02 \x01(\x0e\x32\x15.mesh.v1.ChargeStatus\x12\x16\n\x0e\x64\x65\x63line_reason\x18\x03 \x01(\t\x12\x10\n\x08replayed\x18\x04 \x01(\x08\x32\xab\x02\n\x07Gateway\x12\x41\n\x07GetHome\x12\x17.mesh.v1.GetHomeRequest\x1a\x18.mesh.v1.GetHomeResponse\"\x03\x90\x02\x01\x12\x44\n\x08\x43heckout\x12\x18.mesh.v1.CheckoutRequest\x1a\x19.mesh.v1.CheckoutResponse\"\x03\x90\x02\x02\x12\x46\n\tGetCharge\x12\x19.mesh.v1.GetChargeRequest\x1a\x19.mesh.v1.CheckoutResponse\"\x03\x90\x02\x01\x12O\n\x15StreamRecommendations\x12\x17.mesh.v1.GetHomeRequest\x1a\x16.mesh.v1.RankedProduct\"\x03\x90\x02\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,6 +40,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GATEWAY'].methods_by_name['Checkout']._serialized_options = b'\220\002\002'
   _globals['_GATEWAY'].methods_by_name['GetCharge']._loaded_options = None
   _globals['_GATEWAY'].methods_by_name['GetCharge']._serialized_options = b'\220\002\001'
+  _globals['_GATEWAY'].methods_by_name['StreamRecommendations']._loaded_options = None
+  _globals['_GATEWAY'].methods_by_name['StreamRecommendations']._serialized_options = b'\220\002\001'
   _globals['_GETHOMEREQUEST']._serialized_start=110
   _globals['_GETHOMEREQUEST']._serialized_end=158
   _globals['_DEGRADATION']._serialized_start=160
@@ -51,5 +53,5 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CHECKOUTRESPONSE']._serialized_start=477
   _globals['_CHECKOUTRESPONSE']._serialized_end=595
   _globals['_GATEWAY']._serialized_start=598
-  _globals['_GATEWAY']._serialized_end=816
+  _globals['_GATEWAY']._serialized_end=897
 # @@protoc_insertion_point(module_scope)

@@ -5,6 +5,7 @@ import warnings
 
 from mesh.v1 import gateway_pb2 as mesh_dot_v1_dot_gateway__pb2
 from mesh.v1 import payment_pb2 as mesh_dot_v1_dot_payment__pb2
+from mesh.v1 import recommendation_pb2 as mesh_dot_v1_dot_recommendation__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -51,6 +52,11 @@ class GatewayStub:
                 request_serializer=mesh_dot_v1_dot_payment__pb2.GetChargeRequest.SerializeToString,
                 response_deserializer=mesh_dot_v1_dot_gateway__pb2.CheckoutResponse.FromString,
                 _registered_method=True)
+        self.StreamRecommendations = channel.unary_stream(
+                '/mesh.v1.Gateway/StreamRecommendations',
+                request_serializer=mesh_dot_v1_dot_gateway__pb2.GetHomeRequest.SerializeToString,
+                response_deserializer=mesh_dot_v1_dot_recommendation__pb2.RankedProduct.FromString,
+                _registered_method=True)
 
 
 class GatewayServicer:
@@ -76,6 +82,16 @@ class GatewayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StreamRecommendations(self, request, context):
+        """The user's personalised recommendations streamed as recommendation ranks them (one
+        message per product). A failure after some products arrived ends the stream with the
+        error and the trailers `mesh-stream-partial: true` and `mesh-stream-messages: N`: the N
+        products already sent stand, the rest never came. Never degraded to popular items.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_GatewayServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -93,6 +109,11 @@ def add_GatewayServicer_to_server(servicer, server):
                     servicer.GetCharge,
                     request_deserializer=mesh_dot_v1_dot_payment__pb2.GetChargeRequest.FromString,
                     response_serializer=mesh_dot_v1_dot_gateway__pb2.CheckoutResponse.SerializeToString,
+            ),
+            'StreamRecommendations': grpc.unary_stream_rpc_method_handler(
+                    servicer.StreamRecommendations,
+                    request_deserializer=mesh_dot_v1_dot_gateway__pb2.GetHomeRequest.FromString,
+                    response_serializer=mesh_dot_v1_dot_recommendation__pb2.RankedProduct.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -177,6 +198,33 @@ class Gateway:
             '/mesh.v1.Gateway/GetCharge',
             mesh_dot_v1_dot_payment__pb2.GetChargeRequest.SerializeToString,
             mesh_dot_v1_dot_gateway__pb2.CheckoutResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StreamRecommendations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/mesh.v1.Gateway/StreamRecommendations',
+            mesh_dot_v1_dot_gateway__pb2.GetHomeRequest.SerializeToString,
+            mesh_dot_v1_dot_recommendation__pb2.RankedProduct.FromString,
             options,
             channel_credentials,
             insecure,

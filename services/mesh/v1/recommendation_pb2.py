@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cmesh/v1/recommendation.proto\x12\x07mesh.v1\"b\n\x07Product\x12\x12\n\nproduct_id\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x10\n\x08\x63\x61tegory\x18\x03 \x01(\t\x12\x13\n\x0bprice_cents\x18\x04 \x01(\x03\x12\r\n\x05score\x18\x05 \x01(\x01\"2\n\x10RecommendRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\"\x1f\n\x0ePopularRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\"G\n\x11RecommendResponse\x12\"\n\x08products\x18\x01 \x03(\x0b\x32\x10.mesh.v1.Product\x12\x0e\n\x06source\x18\x02 \x01(\t2\xa5\x01\n\x15RecommendationService\x12G\n\tRecommend\x12\x19.mesh.v1.RecommendRequest\x1a\x1a.mesh.v1.RecommendResponse\"\x03\x90\x02\x01\x12\x43\n\x07Popular\x12\x17.mesh.v1.PopularRequest\x1a\x1a.mesh.v1.RecommendResponse\"\x03\x90\x02\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cmesh/v1/recommendation.proto\x12\x07mesh.v1\"b\n\x07Product\x12\x12\n\nproduct_id\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x10\n\x08\x63\x61tegory\x18\x03 \x01(\t\x12\x13\n\x0bprice_cents\x18\x04 \x01(\x03\x12\r\n\x05score\x18\x05 \x01(\x01\"2\n\x10RecommendRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\"\x1f\n\x0ePopularRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\"G\n\x11RecommendResponse\x12\"\n\x08products\x18\x01 \x03(\x0b\x32\x10.mesh.v1.Product\x12\x0e\n\x06source\x18\x02 \x01(\t\"@\n\rRankedProduct\x12!\n\x07product\x18\x01 \x01(\x0b\x32\x10.mesh.v1.Product\x12\x0c\n\x04rank\x18\x02 \x01(\x05\x32\xf2\x01\n\x15RecommendationService\x12G\n\tRecommend\x12\x19.mesh.v1.RecommendRequest\x1a\x1a.mesh.v1.RecommendResponse\"\x03\x90\x02\x01\x12\x43\n\x07Popular\x12\x17.mesh.v1.PopularRequest\x1a\x1a.mesh.v1.RecommendResponse\"\x03\x90\x02\x01\x12K\n\x0fStreamRecommend\x12\x19.mesh.v1.RecommendRequest\x1a\x16.mesh.v1.RankedProduct\"\x03\x90\x02\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,6 +35,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RECOMMENDATIONSERVICE'].methods_by_name['Recommend']._serialized_options = b'\220\002\001'
   _globals['_RECOMMENDATIONSERVICE'].methods_by_name['Popular']._loaded_options = None
   _globals['_RECOMMENDATIONSERVICE'].methods_by_name['Popular']._serialized_options = b'\220\002\001'
+  _globals['_RECOMMENDATIONSERVICE'].methods_by_name['StreamRecommend']._loaded_options = None
+  _globals['_RECOMMENDATIONSERVICE'].methods_by_name['StreamRecommend']._serialized_options = b'\220\002\001'
   _globals['_PRODUCT']._serialized_start=41
   _globals['_PRODUCT']._serialized_end=139
   _globals['_RECOMMENDREQUEST']._serialized_start=141
@@ -43,6 +45,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_POPULARREQUEST']._serialized_end=224
   _globals['_RECOMMENDRESPONSE']._serialized_start=226
   _globals['_RECOMMENDRESPONSE']._serialized_end=297
-  _globals['_RECOMMENDATIONSERVICE']._serialized_start=300
-  _globals['_RECOMMENDATIONSERVICE']._serialized_end=465
+  _globals['_RANKEDPRODUCT']._serialized_start=299
+  _globals['_RANKEDPRODUCT']._serialized_end=363
+  _globals['_RECOMMENDATIONSERVICE']._serialized_start=366
+  _globals['_RECOMMENDATIONSERVICE']._serialized_end=608
 # @@protoc_insertion_point(module_scope)

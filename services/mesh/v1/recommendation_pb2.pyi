@@ -41,3 +41,11 @@ class RecommendResponse(_message.Message):
     products: _containers.RepeatedCompositeFieldContainer[Product]
     source: str
     def __init__(self, products: _Optional[_Iterable[_Union[Product, _Mapping]]] = ..., source: _Optional[str] = ...) -> None: ...
+
+class RankedProduct(_message.Message):
+    __slots__ = ("product", "rank")
+    PRODUCT_FIELD_NUMBER: _ClassVar[int]
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    product: Product
+    rank: int
+    def __init__(self, product: _Optional[_Union[Product, _Mapping]] = ..., rank: _Optional[int] = ...) -> None: ...

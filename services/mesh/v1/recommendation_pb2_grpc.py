@@ -45,6 +45,11 @@ class RecommendationServiceStub:
                 request_serializer=mesh_dot_v1_dot_recommendation__pb2.PopularRequest.SerializeToString,
                 response_deserializer=mesh_dot_v1_dot_recommendation__pb2.RecommendResponse.FromString,
                 _registered_method=True)
+        self.StreamRecommend = channel.unary_stream(
+                '/mesh.v1.RecommendationService/StreamRecommend',
+                request_serializer=mesh_dot_v1_dot_recommendation__pb2.RecommendRequest.SerializeToString,
+                response_deserializer=mesh_dot_v1_dot_recommendation__pb2.RankedProduct.FromString,
+                _registered_method=True)
 
 
 class RecommendationServiceServicer:
@@ -65,6 +70,14 @@ class RecommendationServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StreamRecommend(self, request, context):
+        """Personalised, streamed: one message per product as it is ranked, best first. Like
+        Recommend it reads the user's profile first; the stream ends after `limit` products.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RecommendationServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -77,6 +90,11 @@ def add_RecommendationServiceServicer_to_server(servicer, server):
                     servicer.Popular,
                     request_deserializer=mesh_dot_v1_dot_recommendation__pb2.PopularRequest.FromString,
                     response_serializer=mesh_dot_v1_dot_recommendation__pb2.RecommendResponse.SerializeToString,
+            ),
+            'StreamRecommend': grpc.unary_stream_rpc_method_handler(
+                    servicer.StreamRecommend,
+                    request_deserializer=mesh_dot_v1_dot_recommendation__pb2.RecommendRequest.FromString,
+                    response_serializer=mesh_dot_v1_dot_recommendation__pb2.RankedProduct.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -134,6 +152,33 @@ class RecommendationService:
             '/mesh.v1.RecommendationService/Popular',
             mesh_dot_v1_dot_recommendation__pb2.PopularRequest.SerializeToString,
             mesh_dot_v1_dot_recommendation__pb2.RecommendResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StreamRecommend(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/mesh.v1.RecommendationService/StreamRecommend',
+            mesh_dot_v1_dot_recommendation__pb2.RecommendRequest.SerializeToString,
+            mesh_dot_v1_dot_recommendation__pb2.RankedProduct.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,101 @@
+"""Server side of server-streaming methods: what the unary server interceptors do, for streams.
+
+grpc.aio hands a server interceptor one handler per method; for a server-streaming method its
+behaviour is `unary_stream`, an async generator (or a coroutine that writes with
+`context.write`). The wrappers are async generators over `responses()`, which accepts either
+style, so the inbound interceptor (deadline capture, call counting), the fault interceptor,
+the tracing interceptor and the decoding guard treat a stream as they treat a unary call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+import grpc.aio
+
+from mesh.resilience.deadline import reset_inbound_deadline, set_inbound_deadline
+from mesh.resilience.events import EventBus, ServerCallFinished, ServerCallStarted
+
+StreamBehaviour = Callable[[Any, grpc.aio.ServicerContext], Any]
+"""An async generator function, or a coroutine function writing with context.write."""
+
+
+async def responses(
+    inner: StreamBehaviour, request: Any, context: grpc.aio.ServicerContext
+) -> AsyncIterator[Any]:
+    """The messages of `inner`, whichever style it is written in."""
+    result = inner(request, context)
+    if inspect.isasyncgen(result):
+        async for message in result:
+            yield message
+    else:
+        await result
+
+
+def status_after(context: grpc.aio.ServicerContext, default: grpc.StatusCode) -> grpc.StatusCode:
+    code = context.code()
+    return code if isinstance(code, grpc.StatusCode) else default
+
+
+@dataclass(slots=True)
+class StreamStatus:
+    """How a stream handler ended (UNKNOWN until it has) and how many messages it sent."""
+
+    code: grpc.StatusCode = grpc.StatusCode.UNKNOWN
+    sent: int = 0
+
+
+async def tracked(
+    inner: StreamBehaviour,
+    request: Any,
+    context: grpc.aio.ServicerContext,
+    status: StreamStatus,
+) -> AsyncIterator[Any]:
+    """`responses()`, noting in `status` what was sent and how the stream ended."""
+    try:
+        async for message in responses(inner, request, context):
+            yield message
+            status.sent += 1
+        status.code = status_after(context, grpc.StatusCode.OK)
+    except (asyncio.CancelledError, GeneratorExit):
+        status.code = grpc.StatusCode.CANCELLED
+        raise
+    except Exception:
+        status.code = status_after(context, grpc.StatusCode.UNKNOWN)
+        raise
+
+
+def inbound_stream(
+    inner: StreamBehaviour, service: str, method: str, bus: EventBus
+) -> StreamBehaviour:
+    """Sets the inbound deadline for the stream's outbound calls and counts the call, as
+    mesh.resilience.inbound does for unary calls."""
+    emit = bus.emit
+
+    async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        started_s = time.monotonic()
+        remaining_s = context.time_remaining()
+        token = set_inbound_deadline(None if remaining_s is None else started_s + remaining_s)
+        emit(ServerCallStarted(service, method))
+        status = StreamStatus()
+        try:
+            async for message in tracked(inner, request, context, status):
+                yield message
+        finally:
+            # A generator finalised late runs in another context: nothing of ours to undo there.
+            with contextlib.suppress(ValueError):
+                reset_inbound_deadline(token)
+            emit(
+                ServerCallFinished(
+                    service, method, status.code.name, time.monotonic() - started_s, remaining_s
+                )
+            )
+
+    return behaviour
