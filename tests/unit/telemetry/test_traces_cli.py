@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from email.message import Message
 from pathlib import Path
+from typing import Any
 
 import pytest
 from opentelemetry.sdk.resources import Resource
@@ -200,3 +206,178 @@ def test_exporter_choice_follows_the_environment(tmp_path: Path) -> None:
     assert isinstance(otlp, OTLPSpanExporter)
     otlp.shutdown()
     assert choose_exporter("gateway", {}) is None
+
+
+# --- `mesh traces --jaeger`: Jaeger's v3 answer (OTLP JSON) drawn by the same renderer. ---
+
+JAEGER = "http://127.0.0.1:16686"
+
+
+def _any(value: object) -> dict[str, object]:
+    """An attribute value as Jaeger's jsonpb writes it (int64 as a string)."""
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, list):
+        return {"arrayValue": {"values": [_any(v) for v in value]}}
+    return {"stringValue": value}
+
+
+def _kvs(attrs: dict[str, object]) -> list[dict[str, object]]:
+    return [{"key": k, "value": _any(v)} for k, v in sorted(attrs.items())]
+
+
+def _as_jaeger_answers(spans: list[tr.Span]) -> dict[str, Any]:
+    """The spans as Jaeger's GET /api/v3/traces/{id} answers them: OTLP JSON, attributes and
+    events sorted by name, kinds and status codes as numbers, its own warning on the root."""
+    kinds = {"INTERNAL": 1, "SERVER": 2, "CLIENT": 3}
+    codes = {"UNSET": 0, "OK": 1, "ERROR": 2}
+    otlp = []
+    for s in spans:
+        attrs = _kvs(s["attributes"])
+        if s["parent_span_id"] is None:
+            attrs.append({"key": "@jaeger@warnings", "value": _any(["no parent"])})
+        status = {"code": codes[s["status"]["code"]]} if s["status"]["code"] != "UNSET" else {}
+        if s["status"]["description"]:
+            status["message"] = s["status"]["description"]
+        otlp.append(
+            {
+                "traceId": s["trace_id"],
+                "spanId": s["span_id"],
+                **({"parentSpanId": s["parent_span_id"]} if s["parent_span_id"] else {}),
+                "name": s["name"],
+                "kind": kinds[s["kind"]],
+                "startTimeUnixNano": str(s["start_ns"]),
+                "endTimeUnixNano": str(s["end_ns"]),
+                "attributes": attrs,
+                "events": [
+                    {
+                        "timeUnixNano": str(e["time_ns"]),
+                        "name": e["name"],
+                        "attributes": _kvs(e["attributes"]),
+                    }
+                    for e in sorted(s["events"], key=lambda e: e["name"])
+                ],
+                "status": status,
+            }
+        )
+    resource = {"attributes": _kvs({"service.name": "gateway", "telemetry.sdk.language": "python"})}
+    return {
+        "result": {
+            "resourceSpans": [
+                {"resource": resource, "scopeSpans": [{"scope": {"name": "mesh"}, "spans": otlp}]}
+            ]
+        }
+    }
+
+
+class _Reply(io.BytesIO):
+    def __enter__(self) -> _Reply:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _serve(monkeypatch: pytest.MonkeyPatch, answer: object, asked: list[str]) -> None:
+    """urlopen answers `answer` (a JSON document, or an exception to raise), no network."""
+
+    def urlopen(url: str, timeout: float) -> _Reply:
+        asked.append(url)
+        if isinstance(answer, Exception):
+            raise answer
+        return _Reply(json.dumps(answer).encode())
+
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+
+
+def test_jaegers_answer_converts_back_to_the_spans_the_files_hold(
+    recorded: tuple[Path, str, str],
+) -> None:
+    state_dir, degraded, _ = recorded
+    spans = tr.group_traces(tr.load_spans(tr.trace_files(state_dir / "traces")))[degraded]
+    back = tr.from_otlp_json(_as_jaeger_answers(spans)["result"])
+    assert {s["span_id"]: s for s in back} == {s["span_id"]: s for s in spans}
+
+
+@pytest.fixture
+def jaeger_holds(
+    recorded: tuple[Path, str, str], monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, str, list[str]]:
+    """Jaeger (no network: urlopen) answers with the degraded trace; the URLs asked."""
+    state_dir, degraded, _ = recorded
+    spans = tr.group_traces(tr.load_spans(tr.trace_files(state_dir / "traces")))[degraded]
+    asked: list[str] = []
+    _serve(monkeypatch, _as_jaeger_answers(spans), asked)
+    return state_dir, degraded, asked
+
+
+def test_the_waterfall_from_jaeger_is_the_one_from_the_files(
+    jaeger_holds: tuple[Path, str, list[str]],
+) -> None:
+    state_dir, degraded, asked = jaeger_holds
+    cols = {"COLUMNS": "120"}
+    from_files = CliRunner().invoke(
+        app, ["traces", degraded, "--state-dir", str(state_dir)], env=cols
+    )
+    from_jaeger = CliRunner().invoke(app, ["traces", degraded, "--jaeger", JAEGER + "/"], env=cols)
+    assert from_jaeger.exit_code == 0, from_jaeger.output
+    assert from_jaeger.output == from_files.output
+    assert asked == [f"{JAEGER}/api/v3/traces/{degraded}"]
+
+
+def test_the_list_from_jaeger_asks_for_the_gateways_recent_traces(
+    jaeger_holds: tuple[Path, str, list[str]],
+) -> None:
+    _, degraded, asked = jaeger_holds
+    result = CliRunner().invoke(
+        app, ["traces", "--jaeger", JAEGER, "--limit", "7"], env={"COLUMNS": "250"}
+    )
+    assert result.exit_code == 0, result.output
+    assert degraded in result.output and "OK, degraded" in result.output
+    (url,) = asked
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)
+    assert url.startswith(f"{JAEGER}/api/v3/traces?")
+    assert query["query.service_name"] == ["gateway"] and query["query.num_traces"] == ["7"]
+    assert query["query.start_time_min"] < query["query.start_time_max"]
+
+
+@pytest.mark.parametrize(
+    ("args", "answer", "line"),
+    [
+        (
+            ["ab" * 16],
+            urllib.error.HTTPError(JAEGER, 404, "Not Found", Message(), None),
+            f"error: no trace {'ab' * 16} in Jaeger at {JAEGER}",
+        ),
+        ([], urllib.error.URLError(ConnectionRefusedError(111, "Connection refused")), None),
+        (["ab" * 16], urllib.error.HTTPError(JAEGER, 500, "boom", Message(), None), None),
+        (["ab" * 16], {"result": {}}, f"error: no trace {'ab' * 16} in Jaeger at {JAEGER}"),
+        (["not-a-trace"], {}, "error: 'not-a-trace' is not a trace id (up to 32 hex digits)"),
+        (["abcd"], {"result": {}}, f"error: no single trace with id 'abcd' in Jaeger at {JAEGER}"),
+    ],
+)
+def test_what_jaeger_cannot_give_is_one_line_and_exit_2(
+    monkeypatch: pytest.MonkeyPatch, args: list[str], answer: object, line: str | None
+) -> None:
+    _serve(monkeypatch, answer, [])
+    result = CliRunner().invoke(app, ["traces", *args, "--jaeger", JAEGER], env={"COLUMNS": "300"})
+    assert result.exit_code == 2
+    (said,) = result.output.strip().splitlines()
+    if line is not None:
+        assert said == line
+    elif isinstance(answer, urllib.error.HTTPError):
+        assert said.startswith("error: Jaeger answered HTTP 500 to ")
+    else:
+        assert said.startswith(f"error: cannot reach Jaeger at {JAEGER}/api/v3/traces?")
+        assert said.endswith("Connection refused")
+
+
+def test_an_empty_list_from_jaeger_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    _serve(monkeypatch, urllib.error.HTTPError(JAEGER, 404, "No traces found", Message(), None), [])
+    result = CliRunner().invoke(app, ["traces", "--jaeger", JAEGER], env={"COLUMNS": "200"})
+    assert result.exit_code == 1
+    assert result.output.strip() == f"no traces of service 'gateway' in Jaeger at {JAEGER}"
