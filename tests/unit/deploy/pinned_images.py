@@ -66,15 +66,15 @@ IMAGES: dict[str, PinnedImage] = {
             "redis/docker-library-redis@e5650da9 7.4/alpine/docker-entrypoint.sh:11-13",
         ),
     ),
-    "axllent/mailpit:v1.21.8": PinnedImage(
+    "axllent/mailpit:v1.33.1": PinnedImage(
         user=None,
         shell=True,
         executables=frozenset({"/bin/sh", "/mailpit"}),
         writes=("/tmp",),
         sources=(
-            "axllent/mailpit@v1.21.8 Dockerfile:13,22,28,30",
-            "axllent/mailpit@v1.21.8 internal/storage/database.go:50-53",
-            "axllent/mailpit@v1.21.8 cmd/readyz.go:38,59-61",
+            "axllent/mailpit@v1.33.1 Dockerfile:15,24,32,34",
+            "axllent/mailpit@v1.33.1 internal/storage/database.go:68-72",
+            "axllent/mailpit@v1.33.1 cmd/readyz.go:31,51-52",
         ),
     ),
     "ghcr.io/shopify/toxiproxy:2.12.0": PinnedImage(
@@ -87,16 +87,15 @@ IMAGES: dict[str, PinnedImage] = {
             "Shopify/toxiproxy@v2.12.0 cmd/cli/cli.go:93-98,276-279,676-677",
         ),
     ),
-    "jaegertracing/jaeger:2.20.0": PinnedImage(
+    "jaegertracing/jaeger:2.13.0": PinnedImage(
         user="10001",
         shell=True,
         executables=frozenset({"/bin/sh", "/usr/bin/wget", "/cmd/jaeger/jaeger-linux"}),
         writes=("/tmp",),
         sources=(
-            "jaegertracing/jaeger@v2.20.0 cmd/jaeger/Dockerfile:9-11,43-50",
-            "jaegertracing/jaeger@v2.20.0 scripts/build/docker/base/Dockerfile:7",
-            "jaegertracing/jaeger@v2.20.0 cmd/jaeger/internal/all-in-one.yaml:55-58",
-            "jaegertracing/jaeger@v2.20.0 docker-compose/kafka/docker-compose.yml:34",
+            "jaegertracing/jaeger@v1.76.0 (image 2.13.0) cmd/jaeger/Dockerfile:9-11,43-50",
+            "jaegertracing/jaeger@v1.76.0 scripts/build/docker/base/Dockerfile:7",
+            "jaegertracing/jaeger@v1.76.0 cmd/jaeger/internal/all-in-one.yaml:49-52",
         ),
     ),
     "grpc-resilience-mesh:local": PinnedImage(

@@ -64,3 +64,18 @@ def test_a_stamp_for_another_version_rebuilds(
     (tmp_path / "toxiproxy-server.version").write_text("v2.11.0\n")
     assert peers.ensure(PEER, tmp_path, {})
     assert (tmp_path / "toxiproxy-server.version").read_text() == "v2.12.0\n"
+
+
+def test_compose_pins_the_versions_make_peers_builds() -> None:
+    from tests.unit.deploy.deploy_sources import read_dotenv
+
+    built = {peer.name: peer.version for peer in peers.PEERS}
+    images = {
+        key: value.rsplit(":", 1)[1] for key, value in read_dotenv().items() if "IMAGE" in key
+    }
+    assert images["TOXIPROXY_IMAGE"] == built["toxiproxy-server"].removeprefix("v")
+    assert images["MAILPIT_IMAGE"] == built["mailpit"]
+    # Jaeger's module v1.(63+N).0 is its image 2.N.0 (deploy/README.md has the table).
+    major, minor, patch = (int(part) for part in built["jaeger"].removeprefix("v").split("."))
+    assert major == 1
+    assert images["JAEGER_IMAGE"] == f"2.{minor - 63}.{patch}"
