@@ -23,6 +23,7 @@ from rich.table import Table
 from chaos.cli.json_out import JsonOpt, to_stdout, write_json
 from chaos.launch.state import STATE_FILE, MeshState
 from chaos.load import metadata_for, traced
+from chaos.stream_client import StreamRead, read_stream
 from mesh.resilience.errors import PUSHBACK_KEY
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 
@@ -41,6 +42,8 @@ AddrOpt = Annotated[
     ),
 ]
 TimeoutOpt = Annotated[float, typer.Option(help="Deadline of the call, seconds.")]
+UserOpt = Annotated[str, typer.Option(help="A user id such as u-0001 (u-0001..u-0200 exist).")]
+LimitOpt = Annotated[int, typer.Option(help="How many recommendations (1..50).")]
 
 
 @dataclass(frozen=True)
@@ -132,8 +135,8 @@ def _status_name(status: int) -> str:
 
 @app.command()
 def home(
-    user: Annotated[str, typer.Option(help="A user id such as u-0001 (u-0001..u-0200 exist).")],
-    limit: Annotated[int, typer.Option(help="How many recommendations (1..50).")] = 5,
+    user: UserOpt,
+    limit: LimitOpt = 5,
     addr: AddrOpt = None,
     json_path: JsonOpt = None,
     timeout: TimeoutOpt = 2.0,
@@ -260,3 +263,50 @@ def charge(
         f"charge {reply.charge_id}: [bold]{_status_name(reply.status)}[/bold]"
         + (f" ({reply.decline_reason})" if reply.decline_reason else "")
     )
+
+
+@app.command()
+def stream(
+    user: UserOpt,
+    limit: LimitOpt = 5,
+    timeout: Annotated[float, typer.Option(help="Deadline of the whole stream, seconds.")] = 5.0,
+    addr: AddrOpt = None,
+    json_path: JsonOpt = None,
+) -> None:
+    """StreamRecommendations: the user's recommendations, printed as each is ranked. A stream
+    cut after some items prints those and the error, flagged partial (exit 1)."""
+    found = _target(addr)
+    trace_id, md = traced(metadata_for(found.api_key))
+    quiet = to_stdout(json_path)
+
+    def show(read: StreamRead, item: Any) -> None:
+        if not quiet:
+            p = item.product
+            console.print(
+                f"{item.rank:>3}  {p.product_id}  {escape(p.title)}  {p.category}  "
+                f"{p.price_cents / 100:.2f}  [dim]+{read.arrived_ms[-1]:.0f} ms[/dim]",
+                highlight=False,
+            )
+
+    async def go() -> StreamRead:
+        async with grpc.aio.insecure_channel(found.gateway) as channel:
+            stub = gateway_pb2_grpc.GatewayStub(channel)
+            return await read_stream(stub, user, limit, timeout, md, on_item=show)
+
+    read = asyncio.run(go())
+    if json_path is not None:
+        write_json(json_path, {**read.as_json(), "trace_id": trace_id})
+    if read.code == "OK":
+        notes.print(f"[dim]{len(read.items)} items; trace {trace_id}[/dim]", highlight=False)
+        return
+    out = notes if quiet else console  # with --json -, stdout holds the JSON alone
+    out.print(f"[red]{read.code}[/red]: {escape(read.details)}")
+    if read.partial:
+        out.print(
+            f"[yellow]partial[/yellow]: the stream failed after {read.flagged_messages} "
+            "items; those above stand, the rest never came"
+        )
+    out.print(f"trace: {trace_id}", soft_wrap=True)
+    if read.code in ("UNAVAILABLE", "UNAUTHENTICATED") and not read.items:
+        out.print(escape(found.where()), soft_wrap=True)
+    raise typer.Exit(1)

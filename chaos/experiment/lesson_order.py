@@ -10,6 +10,7 @@ LESSON_ORDER = (
     "deadline-budget",  # one deadline, hop to hop
     "payment-lost-response",  # a timeout that may have charged: idempotent retries
     "pushback",  # how long a retry waits
+    "stream-cut",  # a stream is retried only before its first item, never after part of it
     "provider-outage",  # retries alone storm a dependency; a breaker fails fast
     "fallback-trap",  # a breaker shared with its own fallback
     "flapping-dependency",  # a breaker recovering after each outage

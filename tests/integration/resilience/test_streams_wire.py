@@ -1,17 +1,21 @@
 """Server-streaming calls through a real resilient channel to a real grpc.aio server: the
 commit rule (retries only before the first message), the partial error, cancellation reaching
-the server, and the breaker and bulkhead counting streams."""
+the server, the breaker and bulkhead counting streams; and across two hops, the gateway's
+relay flagging a partial stream and passing a cancellation and the deadline on."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import grpc
 import grpc.aio
 import pytest
 
+from mesh.gateway.streams import MESSAGES_KEY, PARTIAL_KEY, relay_stream
 from mesh.resilience.bulkhead import Bulkhead
 from mesh.resilience.channel import resilient_channel
 from mesh.resilience.clock import SystemClock
@@ -29,7 +33,8 @@ from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import build_pipeline
 from mesh.resilience.policy import EdgePolicy, ServerPolicy
 from mesh.runtime.interceptors import server_interceptors
-from mesh.v1 import recommendation_pb2, recommendation_pb2_grpc
+from mesh.runtime.relay import relay_failure
+from mesh.v1 import gateway_pb2, gateway_pb2_grpc, recommendation_pb2, recommendation_pb2_grpc
 from tests.integration.resilience.servers import serving
 from tests.support.polling import await_until
 
@@ -253,3 +258,73 @@ async def test_the_servers_faults_cut_streams_and_the_deadline_travels() -> None
     assert fake.attempts == 3  # 2 for the retried stream, 1 for the cut one
     # The caller's 3 s, not the edge's 10 s total (grpc-timeout is rounded up on the wire).
     assert all(r is not None and 0 < r <= 3.1 for r in fake.remaining_s)
+
+
+class Relay(gateway_pb2_grpc.GatewayServicer):
+    """Hop A: the gateway's stream relay (mesh.gateway.streams) over a resilient channel to B."""
+
+    def __init__(self, b_target: str) -> None:
+        self.b = Client(b_target, edge())
+
+    async def StreamRecommendations(
+        self, request: gateway_pb2.GetHomeRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[recommendation_pb2.RankedProduct]:
+        async def relay(err: grpc.aio.AioRpcError, trailers: Sequence[tuple[str, str]]) -> None:
+            await relay_failure(context, err, "recommendation", True, None, trailers)
+
+        async for item in relay_stream(self.b.stub, request.user_id, request.limit, relay):
+            yield item
+
+
+@asynccontextmanager
+async def two_hops(fake: StreamFake) -> AsyncIterator[gateway_pb2_grpc.GatewayStub]:
+    """client -> A (Relay, the mesh's server interceptors) -> B (the fake)."""
+    async with serving(register(fake)) as b_target:
+        relay = Relay(b_target)
+        interceptors = server_interceptors("gateway", ServerPolicy(), EventBus(), FaultTable())
+        register_a = partial(gateway_pb2_grpc.add_GatewayServicer_to_server, relay)
+        async with serving(register_a, interceptors) as a_target:
+            async with grpc.aio.insecure_channel(a_target) as channel:
+                yield gateway_pb2_grpc.GatewayStub(channel)
+        await relay.b.channel.close()
+
+
+HOME = gateway_pb2.GetHomeRequest(user_id="u-0001", limit=5)
+
+
+async def test_a_relayed_stream_gives_its_caller_what_arrived_then_the_error_flagged_partial() -> (
+    None
+):
+    async def cut_after_three(n: int, context: grpc.aio.ServicerContext) -> None:
+        if n == 3:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "reset after three messages")
+
+    fake = StreamFake(before=cut_after_three)
+    async with two_hops(fake) as gateway:
+        call = gateway.StreamRecommendations(HOME, timeout=5)
+        ranks = []
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            async for item in call:
+                ranks.append(item.rank)
+        trailers = dict(raised.value.trailing_metadata() or ())
+    assert ranks == [1, 2, 3]
+    assert raised.value.code() is grpc.StatusCode.UNAVAILABLE
+    assert trailers[PARTIAL_KEY] == "true" and trailers[MESSAGES_KEY] == "3"
+    assert fake.attempts == 1
+
+
+async def test_a_caller_cancelling_the_relayed_stream_cancels_it_two_hops_down() -> None:
+    async def hold_after_first(n: int, context: grpc.aio.ServicerContext) -> None:
+        if n == 1:
+            await asyncio.sleep(30)
+
+    fake = StreamFake(before=hold_after_first)
+    async with two_hops(fake) as gateway:
+        call = gateway.StreamRecommendations(HOME, timeout=5)
+        first = await call.read()
+        assert first.rank == 1
+        call.cancel()
+        await await_until(lambda: fake.cancelled == 1, timeout_s=5, what="B saw the cancel")
+    # A calls B with no timeout of its own: B's deadline is the caller's 5 s, carried by A's
+    # inbound deadline, not the edge's 10 s total.
+    assert fake.remaining_s[0] is not None and 0 < fake.remaining_s[0] <= 5.1
