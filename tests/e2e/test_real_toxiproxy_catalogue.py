@@ -1,0 +1,75 @@
+"""provider-outage and flapping-dependency through real Toxiproxy 2.12 and through the embedded
+server, as `mesh chaos run --toxiproxy real|embedded` runs them; the calls that reached the
+dependency agree.
+
+Shortened copies of the catalogue's files keep this to about a minute: provider-outage's `full`
+variant only (its fault and recovery unchanged), flapping-dependency over one down/up cycle.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from chaos.experiment.model import EXPERIMENTS_DIR
+from mesh import safe_yaml
+from tests.support.peers import peer_binary
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
+
+
+def shortened(tmp_path: Path) -> list[Path]:
+    outage = safe_yaml.load_file(str(EXPERIMENTS_DIR / "provider-outage.yaml"))
+    outage["variants"] = [v for v in outage["variants"] if v["name"] == "full"]
+    outage["expectations"] = [e for e in outage["expectations"] if e["variant"] == "full"]
+    flapping = safe_yaml.load_file(str(EXPERIMENTS_DIR / "flapping-dependency.yaml"))
+    flapping["faults"][0].update(start_s=1.0, stop_s=9.0)  # down 1-5 s, up 5-9 s
+    flapping["load"]["max_duration_s"] = 10
+    paths = []
+    for name, doc in (("provider-outage", outage), ("flapping-dependency", flapping)):
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        paths.append(path)
+    return paths
+
+
+def run(tmp_path: Path, server: str, experiments: list[Path]) -> dict[str, dict[str, Any]]:
+    """`mesh chaos run ... --toxiproxy SERVER`; each experiment's fault-phase metrics of `full`."""
+    out = tmp_path / f"{server}.json"
+    args = [sys.executable, "-m", "chaos.cli", "chaos", "run", *map(str, experiments)]
+    args += ["--toxiproxy", server, "--json", str(out), "--reports", str(tmp_path / server)]
+    args += ["--state-dir", str(tmp_path / f"var-{server}")]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    results = json.loads(out.read_text())
+    return {
+        r["name"]: next(v for v in r["variants"] if v["name"] == "full")["phases"]["fault"][
+            "metrics"
+        ]
+        for r in results
+    }
+
+
+def test_dependency_calls_agree_between_real_and_embedded_toxiproxy(tmp_path: Path) -> None:
+    peer_binary("toxiproxy-server")
+    experiments = shortened(tmp_path)
+    real = run(tmp_path, "real", experiments)
+    embedded = run(tmp_path, "embedded", experiments)
+    # provider-outage: the hang is the proxy's latency toxic; in both, the breaker lets the 10
+    # first attempts and at most 4 retries through (the expectation's C + T - 1 = 14).
+    for metrics in (real, embedded):
+        assert 10 <= metrics["provider-outage"]["dependency_calls"] <= 14, metrics
+    # flapping-dependency: the proxy is disabled 4 s of the 10 s; the share of checkouts that
+    # reached payment depends only on when the proxy was up, so it is the same through both.
+    share = {
+        name: m["flapping-dependency"]["dependency_calls"] / m["flapping-dependency"]["requests"]
+        for name, m in (("real", real), ("embedded", embedded))
+    }
+    assert all(0.1 <= value <= 0.9 for value in share.values()), share
+    assert abs(share["real"] - share["embedded"]) <= 0.2, share
