@@ -5,7 +5,7 @@ Jaeger runs its own built-in all-in-one configuration (memory storage, the query
 OTLP receiver, healthcheckv2); `--set` flags only move each listener to a free 127.0.0.1 port
 (the query service would otherwise listen on every interface) and leave out the listeners a
 test does not use (Jaeger's and Zipkin's own receivers, remote sampling, expvar, zpages, the
-Prometheus metrics endpoint).
+Prometheus metrics endpoint) and the query service's tracing of itself.
 """
 
 from __future__ import annotations
@@ -70,6 +70,9 @@ def running_jaeger(binary: Path, log_dir: Path, timeout_s: float = 60.0) -> Iter
         "service.extensions": "[jaeger_storage,jaeger_query,healthcheckv2]",
         "service.pipelines.traces.receivers": "[otlp]",
         "service.telemetry.metrics.level": "none",
+        # The query service traces itself by default, over OTLP to OTEL_EXPORTER_OTLP_ENDPOINT
+        # or localhost:4317: here that is not this Jaeger, and its stop would wait 10 s on it.
+        "extensions.jaeger_query.enable_tracing": "false",
         "receivers.otlp.protocols.grpc.endpoint": f"{loopback}:{grpc_port}",
         "receivers.otlp.protocols.http.endpoint": f"{loopback}:{http_port}",
         "extensions.healthcheckv2.http.endpoint": f"{loopback}:{health}",
