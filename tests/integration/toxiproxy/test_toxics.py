@@ -274,7 +274,7 @@ def test_slicer_chunk_sizes(client: ToxiproxyClient) -> None:
     finally:
         listener.close()
     assert slices(sizes, [6, 6, 6, 7] * 4), sizes
-    assert len(sizes) >= 8, sizes  # most slices arrived one by one, 30 ms apart
+    assert len(sizes) >= 4, sizes  # slices arrive apart (a stalled reader may merge a few)
 
 
 def test_bandwidth_added_to_an_open_connection_and_removed(
@@ -292,11 +292,12 @@ def test_bandwidth_added_to_an_open_connection_and_removed(
 
     with connect(echo_proxy) as sock:
         transfer_s(sock)
-        client.add_toxic("echo", "bandwidth", attributes={"rate": 100})
-        # 20 KB at 100 KB/s: 200 ms at least (the rate is what the toxic is for).
-        assert transfer_s(sock) >= 0.18
+        client.add_toxic("echo", "bandwidth", attributes={"rate": 20})
+        # 20 KB at 20 KB/s: a second at least (the rate is what the toxic is for); without it,
+        # a millisecond or so, so half a second is a generous bound on a loaded machine.
+        assert transfer_s(sock) >= 0.9
         client.remove_toxic("echo", "bandwidth_downstream")
-        assert transfer_s(sock) < 0.15
+        assert transfer_s(sock) < 0.5
 
 
 def test_reset_peer_added_to_an_open_connection(
