@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
+from mesh.topology import replica_of
+
 Key = tuple[str, str, frozenset[tuple[str, str]]]
 """(service, sample name, labels)."""
 
@@ -24,7 +26,11 @@ class Snapshot:
     unreachable: list[str] = field(default_factory=list)
 
     def __sub__(self, earlier: Snapshot) -> Snapshot:
-        diff = {k: v - earlier.values.get(k, 0.0) for k, v in self.values.items()}
+        # A counter below its earlier value belongs to a restarted process: it counted from 0.
+        diff = {
+            k: v - earlier.values.get(k, 0.0) if v >= earlier.values.get(k, 0.0) else v
+            for k, v in self.values.items()
+        }
         return Snapshot(diff, sorted(set(self.unreachable) | set(earlier.unreachable)))
 
     def total(self, name: str, service: str | None = None, **labels: str) -> float:
@@ -32,7 +38,8 @@ class Snapshot:
         wanted = {k: v for k, v in labels.items() if v != "*"}
         out = 0.0
         for (svc, sample, lbls), value in self.values.items():
-            if sample != name or (service is not None and svc != service):
+            # A replica's samples count as its service's (profile-2 as profile).
+            if sample != name or (service is not None and replica_of(svc) != service):
                 continue
             d = dict(lbls)
             if all(d.get(k) == v for k, v in wanted.items()):
@@ -44,8 +51,13 @@ class Snapshot:
         found = {}
         for (svc, sample, lbls), value in self.values.items():
             d = dict(lbls)
-            if svc == service and sample == name and all(d.get(k) == v for k, v in labels.items()):
-                found[d.get("method", "")] = value
+            if (
+                replica_of(svc) == service
+                and sample == name
+                and all(d.get(k) == v for k, v in labels.items())
+            ):
+                method = d.get("method", "")
+                found[method] = max(found.get(method, value), value)
         return found
 
 

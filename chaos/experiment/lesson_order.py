@@ -17,6 +17,8 @@ LESSON_ORDER = (
     "bulkhead-reject",  # a bulkhead's figure depends on the load's shape
     "bulkhead-isolation",  # a slow dependency must not take another with it
     "load-shedding",  # refuse early rather than fail late
+    "replica-loss",  # a dead replica: retries go to the other, ejection takes it out and back
+    "slow-replica",  # a slow replica: ejection on deadline failures moves its traffic
     "receipt-backoff",  # jobs: backoff for transient errors
     "receipt-throughput",  # jobs: concurrency and rate limits
     "worker-crash",  # jobs: a killed worker's jobs recovered

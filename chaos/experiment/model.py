@@ -107,7 +107,8 @@ def did_you_mean(value: str, known: list[str] | tuple[str, ...]) -> str:
 
 
 def _edge_name(value: str) -> str:
-    names = [e.name for e in topology.EDGES]
+    """An edge (a fault on it hits every replica's proxy) or one replica's proxy."""
+    names = [e.name for e in topology.EDGES] + [p.name for p in topology.PROXIES]
     if value not in names:
         raise ValueError(
             f"unknown edge {shown(value)}{did_you_mean(value, names)} (known: {', '.join(names)})"
@@ -210,7 +211,25 @@ class AppFault(_Timed):
         return f"/mesh.v1.{service}/{self.method}"
 
 
-Fault = Annotated[ToxicFault | ProxyDownFault | AppFault, Field(discriminator="type")]
+class KillFault(_Timed):
+    """kill -9 one process of the mesh (a replica, e.g. profile-2) at start_s; started again at
+    stop_s (on the same ports) and counted back when it serves. Needs a mesh this run started."""
+
+    type: Literal["kill"]
+    service: str
+
+    @model_validator(mode="after")
+    def _check(self) -> KillFault:
+        names = [s.name for s in topology.INSTANCES]
+        if self.service not in names:
+            raise ValueError(
+                f"service {shown(self.service)}: not a process of the mesh"
+                f"{did_you_mean(self.service, names)} (known: {', '.join(names)})"
+            )
+        return self
+
+
+Fault = Annotated[ToxicFault | ProxyDownFault | AppFault | KillFault, Field(discriminator="type")]
 
 
 class Variant(_Model):

@@ -31,7 +31,7 @@ from chaos.launch.state import STATE_FILE, MeshState, StateDirInUse
 from chaos.launch.state_lock import StateLock
 from chaos.launch.wiring import Security, Wiring, prepare_security
 from mesh.runtime.tls import PLAINTEXT_LISTENERS
-from mesh.topology import SERVICES, ServiceSpec, service
+from mesh.topology import INSTANCES, ServiceSpec, service
 
 
 class MeshProcesses:
@@ -163,8 +163,8 @@ class MeshProcesses:
         """Every service but the gateway at once (none needs another to become ready), then
         the gateway, whose start-up warms its popular-items cache from recommendation."""
         waves = (
-            [s for s in SERVICES if s.name != "gateway"],
-            [s for s in SERVICES if s.name == "gateway"],
+            [s for s in INSTANCES if s.name != "gateway"],
+            [s for s in INSTANCES if s.name == "gateway"],
         )
         for wave in waves:
             started = [self._launch(spec.name) for spec in wave]

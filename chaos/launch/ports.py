@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass
 
-from mesh.topology import EDGES, PEERS, SERVICES, TOXIPROXY_API_PORT
+from mesh.topology import INSTANCES, PEERS, PROXIES, TOXIPROXY_API_PORT
 
 
 def free_port() -> int:
@@ -38,14 +38,14 @@ class Ports:
 
     @classmethod
     def default(cls, gateway_port: int | None = None) -> Ports:
-        listen = {s.name: s.port for s in (*SERVICES, *PEERS)}
+        listen = {s.name: s.port for s in (*INSTANCES, *PEERS)}
         if gateway_port:
             listen["gateway"] = gateway_port
         return cls(
             listen=listen,
-            admin={s.name: s.admin_port for s in SERVICES},
-            metrics={s.name: s.metrics_port for s in SERVICES},
-            proxies={e.name: e.proxy_port for e in EDGES},
+            admin={s.name: s.admin_port for s in INSTANCES},
+            metrics={s.name: s.metrics_port for s in INSTANCES},
+            proxies={p.name: p.port for p in PROXIES},
             toxiproxy_api=TOXIPROXY_API_PORT,
         )
 
@@ -54,10 +54,10 @@ class Ports:
         """Free ports, all different: every one stays bound until all are picked (ports picked
         one at a time can come back twice, and two proxies on one port break an edge)."""
         names = [
-            *(("listen", s.name) for s in (*SERVICES, *PEERS)),
-            *(("admin", s.name) for s in SERVICES),
-            *(("metrics", s.name) for s in SERVICES),
-            *(("proxies", e.name) for e in EDGES),
+            *(("listen", s.name) for s in (*INSTANCES, *PEERS)),
+            *(("admin", s.name) for s in INSTANCES),
+            *(("metrics", s.name) for s in INSTANCES),
+            *(("proxies", p.name) for p in PROXIES),
             ("api", "toxiproxy"),
         ]
         ports = dict(zip(names, free_ports(len(names)), strict=True))

@@ -8,7 +8,7 @@ import subprocess
 
 from chaos.launch.lifecycle import MeshProcesses
 from chaos.launch.processes import GRACE_S, LaunchError, describe_exit, terminate
-from mesh.topology import SERVICES
+from mesh.topology import INSTANCES
 
 
 class MeshRestarts(MeshProcesses):
@@ -57,7 +57,7 @@ class MeshRestarts(MeshProcesses):
         How an experiment switches between its variants: each variant starts from fresh
         breakers, budgets and caches, as after a deploy.
         """
-        names = {s.name for s in SERVICES}
+        names = {s.name for s in INSTANCES}
         with self._lock:
             services = [p for p in self.procs if p.name in names]
             for proc in reversed(services):

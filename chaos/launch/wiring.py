@@ -12,7 +12,16 @@ from pathlib import Path
 from chaos.launch.ports import Ports
 from chaos.launch.state import MeshState
 from mesh.runtime.tls import CA_CERT, tls_enabled
-from mesh.topology import EDGES, SERVICES, Edge, ServiceSpec, service
+from mesh.topology import (
+    EDGES,
+    INSTANCES,
+    PROXIES,
+    Edge,
+    ServiceSpec,
+    edge_proxies,
+    replica_of,
+    service,
+)
 
 
 @dataclass(frozen=True)
@@ -79,18 +88,22 @@ class Wiring:
     def proxy_config(self) -> list[dict[str, object]]:
         return [
             {
-                "name": e.name,
-                "listen": f"127.0.0.1:{self.ports.proxies[e.name]}",
-                "upstream": f"127.0.0.1:{self.ports.listen[e.dependency]}",
+                "name": p.name,
+                "listen": f"127.0.0.1:{self.ports.proxies[p.name]}",
+                "upstream": f"127.0.0.1:{self.ports.listen[p.upstream.name]}",
                 "enabled": True,
             }
-            for e in EDGES
+            for p in PROXIES
         ]
 
     def dependency_addr(self, edge: Edge) -> str:
+        """Where `edge`'s caller finds its dependency: every replica's proxy (or, direct,
+        every replica), separated by commas; the caller balances over them."""
         ports = self.ports
-        port = ports.listen[edge.dependency] if self.direct else ports.proxies[edge.name]
-        return f"127.0.0.1:{port}"
+        return ",".join(
+            f"127.0.0.1:{ports.listen[p.upstream.name] if self.direct else ports.proxies[p.name]}"
+            for p in edge_proxies(edge)
+        )
 
     def service_env(self, spec: ServiceSpec, policy: str, security: Security) -> dict[str, str]:
         env = {
@@ -103,11 +116,13 @@ class Wiring:
             # Spans reach the files within half a second (the SDK's default is 5 s), so a
             # report written right after an experiment finds its breaker moves there.
             "OTEL_BSP_SCHEDULE_DELAY": "500",
-            "OTEL_SERVICE_NAME": spec.name,
+            "OTEL_SERVICE_NAME": replica_of(spec.name),
+            # Each replica writes its own trace file (two processes must not append to one).
+            "MESH_REPLICA": spec.name,
             **self.env,
         }
         for e in EDGES:
-            if e.caller == spec.name:
+            if e.caller == replica_of(spec.name):
                 env[e.addr_env] = self.dependency_addr(e)
         if spec.name == "gateway" and security.generated_key:
             env["MESH_API_KEYS"] = security.generated_key
@@ -152,14 +167,16 @@ class Wiring:
                     "admin": f"127.0.0.1:{self.ports.admin[s.name]}",
                     "metrics": f"http://127.0.0.1:{self.ports.metrics[s.name]}/metrics",
                 }
-                for s in SERVICES
+                for s in INSTANCES
             },
             proxies={
-                e.name: {
-                    "listen": self.dependency_addr(e),
-                    "upstream": f"127.0.0.1:{self.ports.listen[e.dependency]}",
+                p.name: {
+                    "listen": f"127.0.0.1:{self.ports.proxies[p.name]}"
+                    if not self.direct
+                    else f"127.0.0.1:{self.ports.listen[p.upstream.name]}",
+                    "upstream": f"127.0.0.1:{self.ports.listen[p.upstream.name]}",
                 }
-                for e in EDGES
+                for p in PROXIES
             },
             pids=pids,
             policy=policy,

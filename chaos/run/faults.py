@@ -10,17 +10,35 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import grpc
 
-from chaos.experiment.model import AppFault, Fault, ProxyDownFault, ToxicFault
+from chaos.experiment.model import AppFault, Fault, KillFault, ProxyDownFault, ToxicFault
 from chaos.results import FaultEvent
 from chaos.toxiproxy.client import ToxiproxyClient, ToxiproxyError
+from mesh.topology import EDGES, edge_proxies, replica_of
 from mesh.v1 import admin_pb2, admin_pb2_grpc
 
 log = logging.getLogger("chaos.faults")
+
+
+class Processes(Protocol):
+    """What a kill fault needs of a mesh this run started (chaos.launch.mesh.Mesh)."""
+
+    def kill(self, name: str) -> int: ...
+
+    def restart_service(self, name: str) -> int: ...
+
+
+def proxies_of(name: str) -> list[str]:
+    """The proxies a fault on `name` touches: every replica's for an edge, else that proxy."""
+    for e in EDGES:
+        if e.name == name:
+            return [p.name for p in edge_proxies(e)]
+    return [name]
 
 
 @dataclass
@@ -29,7 +47,12 @@ class Injector:
 
     toxiproxy: ToxiproxyClient | None
     admin: Mapping[str, str]
+    processes: Processes | None = None
     timeline: list[FaultEvent] = field(default_factory=list)
+    killed: set[str] = field(default_factory=set)
+    """Processes a kill fault took down and has not started again (reset_all does)."""
+    observer: Callable[[Fault, bool], Awaitable[None]] | None = None
+    """Awaited after each fault goes on or off (the runner reads counters there)."""
     _t0: float = 0.0
 
     def _mark(self, what: str, on: bool) -> None:
@@ -40,10 +63,25 @@ class Injector:
             raise RuntimeError("this fault needs Toxiproxy, and the mesh runs --direct")
         return self.toxiproxy
 
+    async def _kill(self, fault: KillFault, on: bool) -> None:
+        if self.processes is None:
+            raise RuntimeError("a kill fault needs a mesh this run started (not --target)")
+        if on:
+            self.killed.add(fault.service)
+            await asyncio.to_thread(self.processes.kill, fault.service)
+        elif fault.service in self.killed:
+            await asyncio.to_thread(self.processes.restart_service, fault.service)
+            self.killed.discard(fault.service)
+
     async def _app(self, fault: AppFault, on: bool) -> None:
-        addr = self.admin.get(fault.service)
-        if addr is None:
+        # Every replica of the service gets the fault.
+        addrs = [a for s, a in self.admin.items() if replica_of(s) == fault.service]
+        if not addrs:
             raise RuntimeError(f"no admin address for {fault.service}: cannot inject app faults")
+        for addr in addrs:
+            await self._app_one(addr, fault, on)
+
+    async def _app_one(self, addr: str, fault: AppFault, on: bool) -> None:
         async with grpc.aio.insecure_channel(addr) as channel:
             stub = admin_pb2_grpc.FaultAdminStub(channel)
             if on:
@@ -69,21 +107,25 @@ class Injector:
         if isinstance(fault, ToxicFault):
             client = self._need_toxiproxy()
             name = f"exp{index}_{fault.toxic}_{fault.stream}"
-            if on:
-                await asyncio.to_thread(
-                    client.add_toxic,
-                    fault.edge,
-                    fault.toxic,
-                    stream=fault.stream,
-                    toxicity=fault.toxicity,
-                    attributes=dict(fault.attributes),
-                    name=name,
-                )
-            else:
-                await asyncio.to_thread(_ignore_missing, client.remove_toxic, fault.edge, name)
+            for proxy in proxies_of(fault.edge):
+                if on:
+                    await asyncio.to_thread(
+                        client.add_toxic,
+                        proxy,
+                        fault.toxic,
+                        stream=fault.stream,
+                        toxicity=fault.toxicity,
+                        attributes=dict(fault.attributes),
+                        name=name,
+                    )
+                else:
+                    await asyncio.to_thread(_ignore_missing, client.remove_toxic, proxy, name)
         elif isinstance(fault, ProxyDownFault):
             client = self._need_toxiproxy()
-            await asyncio.to_thread(client.update_proxy, fault.edge, enabled=not on)
+            for proxy in proxies_of(fault.edge):
+                await asyncio.to_thread(client.update_proxy, proxy, enabled=not on)
+        elif isinstance(fault, KillFault):
+            await self._kill(fault, on)
         else:
             await self._app(fault, on)
         self._mark(label, on)
@@ -142,7 +184,15 @@ class Injector:
         await self.set(index, fault, False)
 
     async def reset_all(self) -> None:
-        """Remove every toxic, enable every proxy, clear every app fault. Never raises."""
+        """Remove every toxic, enable every proxy, clear every app fault, start again what a
+        kill fault left down. Never raises."""
+        for name in sorted(self.killed):
+            try:
+                assert self.processes is not None
+                await asyncio.to_thread(self.processes.restart_service, name)
+                self.killed.discard(name)
+            except Exception as err:  # the kill switch goes on with the rest
+                log.error("restarting %s failed: %s", name, err)
         if self.toxiproxy is not None:
             try:
                 await asyncio.to_thread(self.toxiproxy.reset)
@@ -167,6 +217,8 @@ def describe(fault: Fault) -> str:
         return f"{fault.edge}: down{flap}"
     delay = f" +{fault.delay_s}s" if fault.delay_s else ""
     return f"{fault.service} {fault.method}: {fault.code} x{fault.error_rate:g}{delay}"
+    if isinstance(fault, KillFault):
+        return f"{fault.service}: kill -9"
 
 
 def _ignore_missing(fn, *args):  # type: ignore[no-untyped-def]

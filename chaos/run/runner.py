@@ -42,7 +42,7 @@ from chaos.run.measure import (
 )
 from chaos.run.target import Target
 from chaos.toxiproxy.client import ToxiproxyClient
-from mesh.topology import SERVICES
+from mesh.topology import INSTANCES
 from mesh.v1 import admin_pb2, admin_pb2_grpc
 
 log = logging.getLogger("chaos.runner")
@@ -61,7 +61,7 @@ class Runner:
         self.target = target
         self.progress = progress or (lambda label, done, total: None)
         client = ToxiproxyClient(target.toxiproxy) if target.toxiproxy else None
-        self.injector = Injector(client, target.admin)
+        self.injector = Injector(client, target.admin, target.mesh)
         self._swapped = False
         self.capacity: dict[tuple[str, ...], dict[str, float]] = {}
         """Capacity measured once per run (per RPC mix), whatever the experiments or repeats."""
@@ -218,7 +218,7 @@ class Runner:
         """Swap every service's policy in place through its loopback PolicyAdmin: fresh
         breakers, budgets and bulkheads without a restart. False when some service cannot
         (no admin address, or a change such as gRPC's own retries that needs a restart)."""
-        services = {s.name for s in SERVICES}
+        services = {s.name for s in INSTANCES}  # every replica
         if not services <= set(self.target.admin):
             return False
         request = admin_pb2.SetPolicyRequest(yaml=policy_text(source))

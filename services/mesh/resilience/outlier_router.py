@@ -10,6 +10,7 @@ cannot take); otherwise gRPC's own round_robin balances (mesh.resilience.channel
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -36,6 +37,15 @@ REPLICA_FAILURES = frozenset(
 such as NOT_FOUND or a shed RESOURCE_EXHAUSTED does not, nor a call its caller cancelled."""
 
 Multicallable = Any
+
+_DOWN = frozenset({grpc.ChannelConnectivity.TRANSIENT_FAILURE, grpc.ChannelConnectivity.SHUTDOWN})
+
+_failed_on: contextvars.ContextVar[tuple[Any, str] | None] = contextvars.ContextVar(
+    "mesh_replica_failed_on", default=None
+)
+"""(request, replica) of the last attempt that failed in this task: the retry loop runs every
+attempt of a call in one task with the same request object, so its next attempt avoids that
+replica, whatever other calls did to the rotation meanwhile."""
 
 
 def _response_type(method: str) -> Callable[[bytes], Any]:
@@ -64,13 +74,23 @@ class ReplicaRouter(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
         self._turn = 0
         self._callables: dict[tuple[str, str], Multicallable] = {}
 
-    def pick(self) -> str:
-        """The next replica in rotation; if every one is out, the next one anyway."""
-        ring = self.detector.available() if self._ejecting else self.addresses
+    def pick(self, avoid: str | None = None) -> str:
+        """The next replica in rotation (not ejected, connection not failed) other than `avoid`
+        (where this call's last attempt failed) if another is in; if none is, any."""
+        ring: Sequence[str] = self.detector.available() if self._ejecting else self.addresses
+        # Like gRPC's round_robin, skip a replica whose connection failed (a dead process is
+        # noticed by its connection long before its failures could eject it).
+        connected = [a for a in ring if self._state(a) not in _DOWN]
+        ring = connected or ring
+        if avoid is not None and len(ring) > 1:
+            ring = [a for a in ring if a != avoid]
         if not ring:
             ring = self.addresses
         self._turn += 1
         return ring[self._turn % len(ring)]
+
+    def _state(self, address: str) -> grpc.ChannelConnectivity:
+        return self.channels[address].get_state(try_to_connect=False)
 
     def _callable(self, address: str, method: str, request: Any) -> Multicallable:
         found = self._callables.get((address, method))
@@ -90,7 +110,8 @@ class ReplicaRouter(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
     ) -> Any:
         details = client_call_details
         method = details.method.decode() if isinstance(details.method, bytes) else details.method
-        address = self.pick()
+        failed = _failed_on.get()
+        address = self.pick(failed[1] if failed is not None and failed[0] is request else None)
         call = self._callable(address, method, request)(
             request,
             timeout=details.timeout,
@@ -104,6 +125,7 @@ class ReplicaRouter(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
             call.cancel()
             raise
         except grpc.aio.AioRpcError as err:
+            _failed_on.set((request, address))
             if self._ejecting:
                 self.detector.record(address, err.code() in REPLICA_FAILURES)
             return call

@@ -90,6 +90,8 @@ class Runtime:
             edge = f"{self.config.name}_to_{dependency}"
             if policy.edge(edge).native_retry != self.policy.edge(edge).native_retry:
                 raise PolicyNeedsRestart(f"{edge}: native_retry changes need a restart")
+            if policy.edge(edge).outlier != self.policy.edge(edge).outlier:
+                raise PolicyNeedsRestart(f"{edge}: outlier changes need a restart (channels)")
         pools: dict[str, Bulkhead] = {}
         for dependency, interceptor in self.interceptors.items():
             edge_policy = policy.edge(f"{self.config.name}_to_{dependency}")

@@ -67,7 +67,9 @@ def choose_exporter(service_name: str, environ: Mapping[str, str]) -> SpanExport
         return OTLPSpanExporter(endpoint=endpoint)
     traces_dir = environ.get("MESH_TRACES_DIR")
     if traces_dir:
-        return JsonLinesSpanExporter(Path(traces_dir) / f"{service_name}.jsonl")
+        # A replica (MESH_REPLICA, e.g. profile-2) writes a file of its own.
+        name = environ.get("MESH_REPLICA") or service_name
+        return JsonLinesSpanExporter(Path(traces_dir) / f"{name}.jsonl")
     return None
 
 

@@ -3,6 +3,7 @@ a retry lands on the other replica, and outlier ejection takes a failing one out
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -85,17 +86,24 @@ async def test_a_retry_after_a_failure_on_one_replica_lands_on_the_other(outlier
     retries: list[Any] = []
     bus.subscribe(lambda e: retries.append(e) if isinstance(e, ev.RetryScheduled) else None)
     async with replicas(broken, healthy) as addresses:
-        channel = edge_channel(addresses, bus, outlier=outlier)
+        channel = edge_channel(addresses, bus, outlier=outlier, attempts=5)
         stub = profile_pb2_grpc.ProfileServiceStub(channel)
+        # round_robin rotates over READY subchannels: until both are, every pick goes to the
+        # one that connected first. Warm up until both have served.
+        for _ in range(50):
+            if broken.arrivals_s and healthy.arrivals_s:
+                break
+            await stub.GetProfile(REQUEST, timeout=5)
+        served, met, retried = len(healthy.arrivals_s), len(broken.arrivals_s), len(retries)
         for _ in range(10):
             reply = await stub.GetProfile(REQUEST, timeout=5)
             assert reply.profile.user_id == "u-0001"
         await close(channel)
     # Every failure on the broken replica was followed by a retry that the healthy one served:
     # no call failed, and each call that met the broken one made exactly one retry.
-    assert len(healthy.arrivals_s) == 10
-    assert len(retries) == len(broken.arrivals_s) >= 1
-    assert all(r.attempt == 1 for r in retries)
+    assert len(healthy.arrivals_s) - served == 10
+    assert len(retries) - retried == len(broken.arrivals_s) - met >= 1
+    assert all(r.attempt == 1 for r in retries[retried:])
 
 
 async def test_a_failing_replica_is_ejected_and_traffic_moves_to_the_other() -> None:
@@ -116,3 +124,34 @@ async def test_a_failing_replica_is_ejected_and_traffic_moves_to_the_other() -> 
     # 5 consecutive failures eject it (OutlierPolicy's default); after that it gets nothing.
     assert len(broken.arrivals_s) == 5
     assert len(healthy.arrivals_s) == 40
+
+
+async def test_concurrent_calls_each_retry_on_the_other_replica() -> None:
+    """Other calls move the rotation between a call's attempts; its retry still avoids the
+    replica its last attempt failed on (ejection never fires here: 1000 failures in a row)."""
+    broken, healthy = ProfileFake(unavailable), ProfileFake()
+    bus = EventBus()
+    retries: list[Any] = []
+    bus.subscribe(lambda e: retries.append(e) if isinstance(e, ev.RetryScheduled) else None)
+    async with replicas(broken, healthy) as addresses:
+        policy = EdgePolicy.model_validate(
+            {
+                "retry": {"max_attempts": 2, "budget": {"enabled": False}},
+                "breaker": {"enabled": False},
+                "deadline": {"total_s": 5.0, "attempt_s": 2.0},
+            }
+        )
+        pipeline = build_pipeline(policy, dependency="profile", bus=bus, clock=SystemClock())
+        channel = resilient_channel(
+            ",".join(addresses),
+            ResilienceInterceptor(pipeline, dependency="profile", clock=SystemClock()),
+            outlier=OutlierPolicy(enabled=True, consecutive_failures=1000),
+            bus=bus,
+            dependency="profile",
+        )
+        stub = profile_pb2_grpc.ProfileServiceStub(channel)
+        for _ in range(5):  # 2 attempts at most: a retry that met the broken one again fails
+            await asyncio.gather(*(stub.GetProfile(REQUEST, timeout=5) for _ in range(16)))
+        await close(channel)
+    assert len(healthy.arrivals_s) == 80
+    assert len(retries) == len(broken.arrivals_s) >= 1

@@ -11,7 +11,18 @@ import pytest
 from chaos.launch.mesh import Mesh
 from chaos.launch.ports import Ports
 from mesh.runtime.config import ServiceConfig
-from mesh.topology import EDGES, PEERS, SERVICES, TOXIPROXY_API_PORT, edges_from, service
+from mesh.topology import (
+    EDGES,
+    INSTANCES,
+    PEERS,
+    PROXIES,
+    SERVICES,
+    TOXIPROXY_API_PORT,
+    edge_proxies,
+    edges_from,
+    replica_of,
+    service,
+)
 from tests.unit.deploy.deploy_sources import (
     JAEGER_HEALTH_PORT,
     JAEGER_OTLP_GRPC_PORT,
@@ -27,22 +38,31 @@ from tests.unit.deploy.kustomize import containers, render
 
 
 def expected_env(name: str, dependency_host: dict[str, str]) -> dict[str, str]:
-    """What every deployment gives service `name`; dependency_host maps edge -> host:port."""
+    """What every deployment gives service `name` (or replica, e.g. profile-2);
+    dependency_host maps edge -> its address(es)."""
     spec = service(name)
+    base = replica_of(name)
     env = {
-        "SERVICE": name,
-        "OTEL_SERVICE_NAME": name,
+        "SERVICE": base,
+        "OTEL_SERVICE_NAME": base,
         "LISTEN_ADDR": f"0.0.0.0:{spec.port}",
         "ADMIN_ADDR": f"127.0.0.1:{spec.admin_port}",
         "METRICS_ADDR": f"0.0.0.0:{spec.metrics_port}",
         "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://jaeger:{JAEGER_OTLP_GRPC_PORT}",
     }
-    for e in edges_from(name):
+    if base != name:
+        env["MESH_REPLICA"] = name
+    for e in edges_from(base):
         env[e.addr_env] = dependency_host[e.name]
     return env
 
 
 VIA_TOXIPROXY = {e.name: f"toxiproxy:{e.proxy_port}" for e in EDGES}
+"""Kubernetes: one proxy per edge, to the callee's headless Service."""
+VIA_REPLICA_PROXIES = {
+    e.name: ",".join(f"toxiproxy:{p.port}" for p in edge_proxies(e)) for e in EDGES
+}
+"""Compose: every replica behind its own proxy, the caller balancing over them."""
 DIRECT = {e.name: f"{e.dependency}:{service(e.dependency).port}" for e in EDGES}
 
 
@@ -51,19 +71,20 @@ def assert_service_env(name: str, env: dict[str, str], wiring: dict[str, str]) -
     assert {k: env.get(k) for k in expected} == expected, name
     stray = {k for k in env if k.endswith("_ADDR")} - expected.keys()
     assert not stray, f"{name}: addresses for no edge of the topology: {stray}"
-    config = ServiceConfig.from_env(name, env)  # the service itself accepts this environment
-    assert dict(config.dependencies) == {e.dependency: wiring[e.name] for e in edges_from(name)}
+    base = replica_of(name)
+    config = ServiceConfig.from_env(base, env)  # the service itself accepts this environment
+    assert dict(config.dependencies) == {e.dependency: wiring[e.name] for e in edges_from(base)}
 
 
 def test_toxiproxy_json_is_what_the_topology_implies() -> None:
     assert load_toxiproxy_json() == [
         {
-            "name": e.name,
-            "listen": f"0.0.0.0:{e.proxy_port}",
-            "upstream": f"{e.dependency}:{service(e.dependency).port}",
+            "name": p.name,
+            "listen": f"0.0.0.0:{p.port}",
+            "upstream": f"{p.upstream.name}:{p.upstream.port}",
             "enabled": True,
         }
-        for e in EDGES
+        for p in PROXIES
     ]
 
 
@@ -85,10 +106,13 @@ def test_toxiproxy_json_has_the_embedded_defaults_names_and_ports() -> None:
     assert shape(deployed) == shape(embedded)
 
 
-def test_k8s_chaos_config_map_is_deploy_toxiproxy_json() -> None:
+def test_k8s_chaos_config_map_is_deploy_toxiproxy_json_without_replica_proxies() -> None:
     copy = OVERLAYS["chaos"] / "toxiproxy.json"
-    assert copy.read_bytes() == TOXIPROXY_JSON.read_bytes(), (
-        f"copy {TOXIPROXY_JSON} to {copy}: kustomize loads no file outside its folder"
+    edges = {e.name for e in EDGES}
+    per_edge = [p for p in load_toxiproxy_json() if p["name"] in edges]
+    assert load_toxiproxy_json(copy) == per_edge, (
+        f"{copy}: {TOXIPROXY_JSON}'s proxies but the per-replica ones (<edge>-2), which "
+        "name no Kubernetes Service (kustomize loads no file outside its folder)"
     )
 
 
@@ -117,9 +141,9 @@ def test_dotenv_ports_are_the_topologys() -> None:
 
 def test_compose_wires_every_edge_through_toxiproxy() -> None:
     services = load_compose()["services"]
-    assert set(services) == {s.name for s in (*SERVICES, *PEERS)} | {"toxiproxy", "jaeger"}
-    for spec in SERVICES:
-        assert_service_env(spec.name, services[spec.name]["environment"], VIA_TOXIPROXY)
+    assert set(services) == {s.name for s in (*INSTANCES, *PEERS)} | {"toxiproxy", "jaeger"}
+    for spec in INSTANCES:
+        assert_service_env(spec.name, services[spec.name]["environment"], VIA_REPLICA_PROXIES)
 
 
 @pytest.mark.parametrize(("overlay", "wiring"), [("chaos", VIA_TOXIPROXY), ("direct", DIRECT)])

@@ -21,7 +21,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from mesh.topology import TOXIPROXY_API_PORT, service
+from mesh.topology import INSTANCES, TOXIPROXY_API_PORT, replica_of, replicas, service
 from tests.unit.deploy.deploy_sources import (
     COMPOSE_FILE,
     JAEGER_UI_PORT,
@@ -173,12 +173,14 @@ def test_start_order_waits_for_healthy_dependencies() -> None:
         for dependency, how in svc.get("depends_on", {}).items():
             assert how == {"condition": "service_healthy"}, (name, dependency)
             assert "healthcheck" in services[dependency], dependency
-    env = {name: services[name]["environment"] for name in MESH_SERVICES}
-    for name in MESH_SERVICES:
+    names = [s.name for s in INSTANCES if replica_of(s.name) in MESH_SERVICES]
+    for name in names:
+        env = services[name]["environment"]
         callees = {
-            k.removesuffix("_ADDR").lower()
-            for k in env[name]
+            r.name
+            for k in env
             if k.endswith("_ADDR") and k.removesuffix("_ADDR").lower() in MESH_SERVICES
+            for r in replicas(k.removesuffix("_ADDR").lower())
         }
         expected = callees | ({"toxiproxy"} if callees else set()) | {"jaeger"}
         assert set(services[name].get("depends_on", {})) == expected, name

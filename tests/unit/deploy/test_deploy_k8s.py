@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from mesh import safe_yaml
+from mesh.topology import REPLICAS
 from tests.unit.deploy.deploy_sources import K8S, MESH_SERVICES, OVERLAYS, yaml_documents
 from tests.unit.deploy.kustomize import containers, pod_spec, render
 
@@ -166,3 +167,14 @@ def test_images_are_pinned(overlay: list[Any]) -> None:
         for container in containers(deployment):
             image = container["image"]
             assert ":" in image.rsplit("/", 1)[-1] and not image.endswith(":latest"), image
+
+
+def test_replicated_services_run_two_pods_behind_a_headless_service(
+    overlay: list[dict[str, Any]],
+) -> None:
+    """gRPC's round_robin balances over the pods only if DNS names each of them: a ClusterIP
+    would pin a caller's one connection, and so every call, to one pod."""
+    deployments, services = by_kind(overlay, "Deployment"), by_kind(overlay, "Service")
+    for name, count in REPLICAS.items():
+        assert deployments[name]["spec"]["replicas"] == count, name
+        assert services[name]["spec"].get("clusterIP") == "None", name
