@@ -153,6 +153,18 @@ class JsonLinesSpanProcessor(SpanProcessor):
         if len(lines) == WAKE_AT:
             self._wake.set()
 
+    def queue_line(self, line: str) -> None:
+        """Queues one already-encoded line (light_spans' path), under the same bound."""
+        lines = self._lines
+        if self._stopping:
+            return
+        if len(lines) >= self.max_queue:
+            self.dropped += 1
+            return
+        lines.append(line)
+        if len(lines) == WAKE_AT:
+            self._wake.set()
+
     def _run(self) -> None:
         while not self._stopping:
             self._wake.wait(self.delay_s)

@@ -23,6 +23,7 @@ import grpc
 import grpc.aio
 from opentelemetry import baggage, propagate, trace
 from opentelemetry import context as otel_context
+from opentelemetry.context import Context
 from opentelemetry.propagators.textmap import Setter, TextMapPropagator
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 from opentelemetry.util.types import AttributeValue
@@ -32,6 +33,7 @@ from mesh.resilience.context import CallContext
 from mesh.resilience.deadline import inbound_deadline
 from mesh.resilience.handlers import Behaviour, HandlerLookup, is_exempt
 from mesh.telemetry import names as n
+from mesh.telemetry.light_spans import light_tracer
 from mesh.telemetry.traceparent import extract_parent
 
 current_server_span: contextvars.ContextVar[trace.Span | None] = contextvars.ContextVar(
@@ -76,7 +78,7 @@ class SpanFactory:
     """Holds the tracer and propagator of one service and the per-method names cache."""
 
     def __init__(self, tracer: Tracer, propagator: TextMapPropagator | None = None) -> None:
-        self.tracer = tracer
+        self.tracer = light_tracer(tracer)
         self.propagator = propagator or propagate.get_global_textmap()
         self.carrier_keys = frozenset(self.propagator.fields)
         self.w3c_only = propagator is None and os.environ.get(
@@ -304,7 +306,7 @@ class TracingServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc
 
 def start_server_span(
     factory: SpanFactory, names: MethodNames, carrier: dict[str, str]
-) -> tuple[trace.Span, object, contextvars.Token[trace.Span | None]]:
+) -> tuple[trace.Span, contextvars.Token[Context], contextvars.Token[trace.Span | None]]:
     """A call's SERVER span, made current: (span, context token, current_server_span token)."""
     parent = extract_parent(carrier, factory.propagator, factory.w3c_only)
     span = factory.tracer.start_span(
