@@ -46,9 +46,13 @@ class Snapshot:
                 out += value
         return out
 
+    def total_nonzero(self, name: str) -> int:
+        """How many samples of `name` (on any service) are not 0: e.g. breakers not closed."""
+        return sum(1 for (_, sample, _), value in self.values.items() if sample == name and value)
+
     def gauge(self, name: str, service: str, **labels: str) -> dict[str, float]:
         """Current values of a gauge by its `method` label (e.g. breaker state)."""
-        found = {}
+        found: dict[str, float] = {}
         for (svc, sample, lbls), value in self.values.items():
             d = dict(lbls)
             if (

@@ -70,12 +70,26 @@ class LoadResult:
     for a mesh this process did not start."""
     offered_per_s: float | None = None
     """The open-loop rate the load was offered at (None: closed loop)."""
+    process_cpu_s: dict[str, float] = field(default_factory=dict)
+    """Each mesh process's CPU over the load, by name (empty when mesh_cpu_s is None)."""
 
-    def add_cpu(self, generator_s: float | None, mesh_s: float | None) -> None:
+    def add_cpu(self, generator_s: float | None, by_process: dict[str, float] | None) -> None:
         """Count one more part (a wave) of this load's CPU; unknown stays unknown."""
         if generator_s is not None:
             self.generator_cpu_s = (self.generator_cpu_s or 0.0) + generator_s
-        self.mesh_cpu_s = None if mesh_s is None else (self.mesh_cpu_s or 0.0) + mesh_s
+        if by_process is None:
+            self.mesh_cpu_s = None
+            self.process_cpu_s = {}
+            return
+        self.mesh_cpu_s = (self.mesh_cpu_s or 0.0) + sum(by_process.values())
+        for name, used in by_process.items():
+            self.process_cpu_s[name] = self.process_cpu_s.get(name, 0.0) + used
+
+    def busy(self, process: str) -> float | None:
+        """`process`'s CPU seconds per second of this load: a single-threaded event loop
+        near 1.0 is saturated, and calls queue in front of it."""
+        used = self.process_cpu_s.get(process)
+        return None if used is None or self.elapsed_s <= 0 else used / self.elapsed_s
 
     def cpu_metrics(self) -> dict[str, float]:
         """CPU per request of the generator and of the mesh, and the generator's share."""

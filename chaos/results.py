@@ -39,6 +39,9 @@ class PhaseResult:
     timeline: list[FaultEvent] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)
     """Scenario experiments: detail rows for the report (e.g. attempt times)."""
+    attempts_while_on: dict[int, float] = field(default_factory=dict)
+    """Per toxic or proxy_down (its position in the variant's faults): the attempts sent
+    across its edge while it was on (chaos/run/measure.py AttemptsWhileOn)."""
 
 
 @dataclass

@@ -37,7 +37,7 @@ from chaos.report.repeat import spreads
 from chaos.report.table_fit import Column, FitTable
 from chaos.report.tables import print_result, showed, to_json, write_report
 from chaos.results import ExperimentResult
-from chaos.run.eta import Eta, about, expected_s
+from chaos.run.eta import Eta, about, expected_s, kind
 from chaos.run.runner import Runner
 from chaos.run.target import Target
 from chaos.toxiproxy.real import RealToxiproxyError, use_server
@@ -113,7 +113,7 @@ class RunProgress:
 
     def __init__(self, progress: Progress, experiments: list[Experiment]) -> None:
         self.progress = progress
-        self.eta = Eta([expected_s(exp) for exp in experiments])
+        self.eta = Eta([expected_s(exp) for exp in experiments], [kind(e) for e in experiments])
         self.count = len(experiments)
         self.started = time.monotonic()
         self.run = progress.add_task("", total=self.count, left=self.left)

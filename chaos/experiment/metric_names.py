@@ -79,9 +79,10 @@ FAULT_ONLY = (
     "generator_cpu_ms_per_req",
     "mesh_cpu_ms_per_req",
     "generator_cpu_share",
+    "dependency_cpu_busy",
 )
 CAPACITY = ("offered_per_s",)
-RECOVERY_ONLY = ("breakers_not_closed",)
+RECOVERY_ONLY = ("breakers_not_closed", "probes_to_close")
 STATUS_NAMES = tuple(c.name for c in grpc.StatusCode)
 
 

@@ -273,6 +273,13 @@ class Recovery(_Model):
 
     wait_s: float = Field(default=0.0, ge=0, le=60)
     load: LoadSpec | None = None
+    probe_until_closed: bool = Field(
+        default=False,
+        description="before the measured load, send one request at a time until no breaker "
+        "on any service is open or half-open (at most 20), counted as probes_to_close: the "
+        "measurement starts when the breakers have closed, not while half-open ones refuse "
+        "the callers their probe quota leaves out",
+    )
 
 
 class ReferenceRow(_Model):
@@ -308,6 +315,13 @@ class Experiment(_Model):
         "gateway load; it returns the metrics the expectations read",
     )
     params: dict[str, Any] = Field(default={}, description="the scenario's parameters")
+    expected_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=3600,
+        description="a scenario experiment's wall time on an idle 2-core machine, all variants "
+        "(the ETA's first guess; a scenario sets its own pace, a gateway load's is computed)",
+    )
     columns: list[str] = Field(
         default=[], description="metrics shown in the table (default: the gateway-load columns)"
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Mapping
 
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -19,12 +19,12 @@ def cpu_s(pid: int | str = "self") -> float | None:
     return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
-def total_cpu_s(pids: Iterable[int]) -> float | None:
-    """The CPU seconds of every process in `pids`, summed; None if one cannot be read."""
-    total = 0.0
-    for pid in pids:
+def cpu_by_name(pids: Mapping[str, int]) -> dict[str, float] | None:
+    """The CPU seconds of each named process; None if one cannot be read (it exited)."""
+    out: dict[str, float] = {}
+    for name, pid in pids.items():
         used = cpu_s(pid)
         if used is None:
             return None
-        total += used
-    return total
+        out[name] = used
+    return out

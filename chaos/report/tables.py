@@ -31,7 +31,12 @@ COLUMNS = (
     ("fallbacks", "fallb", "fallbacks served"),
     ("shed", "shed", "requests shed"),
     ("offered_per_s", "offered/s", "open-loop rate offered (rate_x_capacity x capacity)"),
-    ("fault_exposure", "met fault", "requests that met the fault (from the counters)"),
+    (
+        "fault_exposure",
+        "met fault",
+        "calls that met the fault, from the services' counters: an app_fault's failed or held "
+        "calls; a toxic's or proxy_down's attempts sent across its edge while it was on",
+    ),
 )
 """(metric, header, meaning) of the gateway-load table, in display order."""
 GENERATOR_BUDGET = 0.10

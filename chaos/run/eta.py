@@ -10,8 +10,9 @@ from chaos.experiment.model import Experiment, LoadSpec
 OVERHEAD_S = 2.0
 """Per variant: the policy swap, the faults' reset and the backlog settling."""
 SCENARIO_VARIANT_S = 3.0
-"""A scenario variant sets its own pace: a flat figure, then scaled (in one demo run the four
-job experiments' 8 variants took 24 s)."""
+"""A scenario variant sets its own pace: a flat figure for a scenario experiment that does not
+declare its `expected_s` (the job experiments do: their workers, locks and timeouts take
+10-60 s, five times what this guess gave them)."""
 REQUEST_S = 0.1
 """A closed-loop request's guessed latency; the scale corrects it after the first experiment."""
 
@@ -34,7 +35,7 @@ def expected_s(exp: Experiment) -> float:
     """The runner's work for `exp`: per variant, steady state before and after, the load under
     fault, the recovery phase, and a fixed overhead."""
     if exp.scenario is not None:
-        return SCENARIO_VARIANT_S * len(exp.variants)
+        return exp.expected_s or SCENARIO_VARIANT_S * len(exp.variants)
     steady = load_s(exp.steady_state.load)
     total = 0.0
     for variant in exp.variants:
@@ -46,30 +47,52 @@ def expected_s(exp: Experiment) -> float:
     return total
 
 
-class Eta:
-    """Remaining time of a run of experiments, refined as each one finishes."""
+def kind(exp: Experiment) -> str:
+    """Experiments whose estimates err alike: gateway loads, or a scenario (jobs)."""
+    return "load" if exp.scenario is None else "scenario"
 
-    def __init__(self, expected: list[float]) -> None:
+
+class Eta:
+    """Remaining time of a run of experiments, refined as each one finishes: each kind of
+    experiment by how the finished ones of its kind compared with their expectation (a job
+    scenario's error says nothing about a gateway load's), by all finished ones before any
+    of its kind has."""
+
+    def __init__(self, expected: list[float], kinds: list[str] | None = None) -> None:
         self.expected = expected
+        self.kinds = kinds or [""] * len(expected)
         self.actual: list[float] = []
 
     def finished(self, took_s: float) -> None:
         self.actual.append(took_s)
 
+    def _scale(self, of: str | None) -> float | None:
+        done = [
+            (self.expected[i], took)
+            for i, took in enumerate(self.actual)
+            if of is None or self.kinds[i] == of
+        ]
+        planned = sum(e for e, _ in done)
+        return sum(t for _, t in done) / planned if done and planned > 0 else None
+
     @property
     def scale(self) -> float:
         """Measured over expected for the experiments done so far (1 before the first)."""
-        done = len(self.actual)
-        planned = sum(self.expected[:done])
-        return sum(self.actual) / planned if done and planned > 0 else 1.0
+        return self._scale(None) or 1.0
+
+    def scale_for(self, i: int) -> float:
+        """The scale for experiment `i`: its kind's, else everything's, else 1."""
+        return self._scale(self.kinds[i]) or self.scale
 
     def left_s(self, current_elapsed_s: float) -> float:
         """Seconds left: the rest of the current experiment and all those after it."""
         i = len(self.actual)
         if i >= len(self.expected):
             return 0.0
-        current = max(self.expected[i] * self.scale - current_elapsed_s, 0.0)
-        return current + sum(self.expected[i + 1 :]) * self.scale
+        current = max(self.expected[i] * self.scale_for(i) - current_elapsed_s, 0.0)
+        return current + sum(
+            self.expected[j] * self.scale_for(j) for j in range(i + 1, len(self.expected))
+        )
 
 
 def about(seconds: float) -> str:

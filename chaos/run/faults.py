@@ -129,6 +129,8 @@ class Injector:
         else:
             await self._app(fault, on)
         self._mark(label, on)
+        if self.observer is not None:
+            await self.observer(fault, on)
 
     async def run_schedule(
         self, faults: list[Fault], stop: asyncio.Event, ready: asyncio.Event
@@ -215,10 +217,10 @@ def describe(fault: Fault) -> str:
     if isinstance(fault, ProxyDownFault):
         flap = f" flapping {fault.down_s}s/{fault.up_s}s" if fault.down_s else ""
         return f"{fault.edge}: down{flap}"
-    delay = f" +{fault.delay_s}s" if fault.delay_s else ""
-    return f"{fault.service} {fault.method}: {fault.code} x{fault.error_rate:g}{delay}"
     if isinstance(fault, KillFault):
         return f"{fault.service}: kill -9"
+    delay = f" +{fault.delay_s}s" if fault.delay_s else ""
+    return f"{fault.service} {fault.method}: {fault.code} x{fault.error_rate:g}{delay}"
 
 
 def _ignore_missing(fn, *args):  # type: ignore[no-untyped-def]

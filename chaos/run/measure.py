@@ -6,11 +6,21 @@ expectations): no network, no clock.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 
 from chaos.counters import Snapshot
 from chaos.experiment.metric_names import counted
-from chaos.experiment.model import AppFault, Experiment, Probe, Variant
+from chaos.experiment.model import (
+    AppFault,
+    Experiment,
+    Fault,
+    KillFault,
+    Probe,
+    ProxyDownFault,
+    ToxicFault,
+    Variant,
+)
 from chaos.load import LoadResult, percentile
 from chaos.results import ExperimentResult, PhaseResult, Verdict
 from mesh import topology
@@ -40,7 +50,12 @@ def vs_steady(fault: dict[str, float], steady: dict[str, float]) -> dict[str, fl
     return out
 
 
-def exposure(exp: Experiment, variant: Variant, counters: Snapshot) -> float | None:
+def exposure(
+    exp: Experiment,
+    variant: Variant,
+    counters: Snapshot,
+    while_on: Mapping[int, float] | None = None,
+) -> float | None:
     """How many requests met the variant's faults, from the services' counters; None when it
     has none (or a scenario drives it). Per fault type:
 
@@ -50,21 +65,34 @@ def exposure(exp: Experiment, variant: Variant, counters: Snapshot) -> float | N
       (mesh_server_calls_total): every one is held, and one cancelled while held is never
       counted as injected (the interceptor counts a delay when it ends);
     - toxic and proxy_down: the attempts the edge's caller sent to its dependency
-      (mesh_client_attempts_total{dependency}) during the fault phase, each of which crossed
-      the faulted proxy (a toxic at toxicity 1 or a disabled proxy meets every one). A fault
-      on for part of the phase counts the phase's attempts: an upper bound.
+      (mesh_client_attempts_total{dependency}) while that fault was on: `while_on`, by the
+      fault's position, read as it went on and off (AttemptsWhileOn). Each crossed the
+      faulted proxy while the toxic was on it (at toxicity 1, the only one allowed on gRPC
+      edges) or the proxy was disabled. An attempt already in flight when the fault went on
+      counts when it was sent before: that one may have crossed before the toxic did. Without
+      `while_on`, the whole phase's attempts.
     """
     faults = exp.faults_for(variant)
     if not faults or exp.scenario is not None:
         return None
     met = 0.0
-    for fault in faults:
-        if isinstance(fault, AppFault) and fault.delay_s > 0:
+    for index, fault in enumerate(faults):
+        if while_on is not None and index in while_on:
+            met += while_on[index]
+        elif isinstance(fault, AppFault) and fault.delay_s > 0:
             met += _received(counters, fault.service, fault.full_method)
         elif isinstance(fault, AppFault):
             met += counters.total("mesh_faults_injected_total", fault.service)
-        else:
-            edge = next(e for e in topology.EDGES if e.name == fault.edge)
+        elif isinstance(fault, KillFault):  # every caller's attempts to that service
+            met += counters.total(
+                "mesh_client_attempts_total", dependency=topology.replica_of(fault.service)
+            )
+        else:  # an edge, or one replica's proxy of it
+            edge = next(
+                e
+                for e in topology.EDGES
+                if fault.edge in (p.name for p in topology.edge_proxies(e))
+            )
             met += counters.total(
                 "mesh_client_attempts_total", edge.caller, dependency=edge.dependency
             )
@@ -78,8 +106,55 @@ def _received(counters: Snapshot, service: str, method: str) -> float:
     return counters.total("mesh_server_calls_total", service, method=method)
 
 
+def crossing_attempts(counters: Snapshot, edge_name: str) -> float:
+    """The attempts sent across `edge_name` (an edge, or one replica's proxy of it): its
+    caller's mesh_client_attempts_total to its dependency."""
+    edge = next(
+        e
+        for e in topology.EDGES
+        if edge_name == e.name or edge_name in (p.name for p in topology.edge_proxies(e))
+    )
+    return counters.total("mesh_client_attempts_total", edge.caller, dependency=edge.dependency)
+
+
+@dataclass
+class AttemptsWhileOn:
+    """The Injector's observer: for each toxic or proxy_down of a phase (by its position in
+    `faults`), the attempts sent across its edge while it was on, its counter read as it
+    went on and as it went off (a proxy_down that cycles adds each down spell)."""
+
+    faults: list[Fault]
+    read: Callable[[], Awaitable[Snapshot]]
+    totals: dict[int, float] = field(default_factory=dict)
+    _since: dict[int, float] = field(default_factory=dict)
+
+    def _index(self, fault: Fault) -> int | None:
+        if not isinstance(fault, ToxicFault | ProxyDownFault):
+            return None
+        return next((i for i, f in enumerate(self.faults) if f is fault), None)
+
+    async def observe(self, fault: Fault, on: bool) -> None:
+        index = self._index(fault)
+        if index is None or not isinstance(fault, ToxicFault | ProxyDownFault):
+            return
+        value = crossing_attempts(await self.read(), fault.edge)
+        if on:
+            self._since[index] = value
+            self.totals.setdefault(index, 0.0)
+        elif index in self._since:
+            self.totals[index] += value - self._since.pop(index)
+
+    def close(self, final: Snapshot) -> None:
+        """Faults still on (removed by reset_all, not by their schedule) end now."""
+        for index, since in self._since.items():
+            fault = self.faults[index]
+            assert isinstance(fault, ToxicFault | ProxyDownFault)
+            self.totals[index] += crossing_attempts(final, fault.edge) - since
+        self._since.clear()
+
+
 def fault_exposure(exp: Experiment, variant: Variant, phase: PhaseResult) -> dict[str, float]:
-    met = exposure(exp, variant, phase.counters)
+    met = exposure(exp, variant, phase.counters, phase.attempts_while_on or None)
     return {} if met is None else {"fault_exposure": met}
 
 
@@ -166,14 +241,14 @@ def counter_metrics(snap: Snapshot, exp: Experiment) -> dict[str, float]:
     full = method if method in ("*",) or method.startswith("/") else None
     calls = 0.0
     for (svc, name, labels), value in snap.values.items():
-        if svc != exp.dependency or name != "mesh_server_calls_total":
+        if topology.replica_of(svc) != exp.dependency or name != "mesh_server_calls_total":
             continue
         m = dict(labels).get("method", "")
         if full == "*" or (full and m == full) or (not full and m.endswith("/" + method)):
             calls += value
     per_method: dict[str, float] = {}
     for (svc, name, labels), value in snap.values.items():
-        if svc == exp.dependency and name == "mesh_server_calls_total":
+        if topology.replica_of(svc) == exp.dependency and name == "mesh_server_calls_total":
             short = dict(labels).get("method", "").rsplit("/", 1)[-1]
             per_method[f"calls.{short}"] = per_method.get(f"calls.{short}", 0.0) + value
     return {

@@ -22,7 +22,7 @@ from chaos.counters import Snapshot, scrape
 from chaos.experiment.model import Experiment, LoadSpec, Variant
 from chaos.experiment.variant_policy import materialise_policy, policy_text
 from chaos.load import LoadGenerator, LoadResult, Outcome, plan_for
-from chaos.loadgen.procstat import total_cpu_s
+from chaos.loadgen.procstat import cpu_by_name
 from chaos.registry import CHECKS, SCENARIOS, CheckContext, ScenarioContext
 from chaos.results import (
     ExperimentResult,
@@ -32,6 +32,7 @@ from chaos.results import (
 )
 from chaos.run.faults import Injector
 from chaos.run.measure import (
+    AttemptsWhileOn,
     CpuTally,
     check_probes,
     counter_metrics,
@@ -110,15 +111,18 @@ class Runner:
                 api_key=self.target.api_key,
                 client_retries=spec.client_retries,
             )
-            mesh_before = total_cpu_s(pids) if pids else None
+            before = cpu_by_name(pids) if pids else None
             part = await self.generator.run(plan, tick, stop)
-            mesh_after = total_cpu_s(pids) if pids else None
-            mesh_cpu = (
-                None if mesh_before is None or mesh_after is None else mesh_after - mesh_before
+            after = cpu_by_name(pids) if pids else None
+            used = (
+                None
+                if before is None or after is None
+                else {name: after[name] - before[name] for name in before}
             )
-            if pids is None or mesh_cpu is not None:  # a restarted service: skip this load
+            if pids is None or used is not None:  # a restarted service: skip this load
+                mesh_cpu = None if used is None else sum(used.values())
                 self.cpu.add(part.generator_cpu_s, mesh_cpu, len(part.outcomes))
-            merged.add_cpu(part.generator_cpu_s, mesh_cpu)
+            merged.add_cpu(part.generator_cpu_s, used)
             merged.outcomes.extend(part.outcomes)
             merged.elapsed_s += part.elapsed_s
             if stop is not None and stop.is_set():
@@ -176,10 +180,11 @@ class Runner:
 
         before = await scrape(self.target.metrics)
         self.injector.timeline = []
+        faults = exp.faults_for(variant)
+        while_on = AttemptsWhileOn(faults, lambda: scrape(self.target.metrics))
+        self.injector.observer = while_on.observe
         ready = asyncio.Event()
-        schedule = asyncio.create_task(
-            self.injector.run_schedule(exp.faults_for(variant), stop, ready)
-        )
+        schedule = asyncio.create_task(self.injector.run_schedule(faults, stop, ready))
         try:
             await ready.wait()
             if schedule.done():
@@ -190,9 +195,12 @@ class Runner:
             try:
                 await schedule
             finally:
+                self.injector.observer = None
                 await self.injector.reset_all()
         aborted = bool(bad_since) and stop.is_set() and len(load.outcomes) < spec.requests
-        counters = await scrape(self.target.metrics) - before
+        after = await scrape(self.target.metrics)
+        while_on.close(after)
+        counters = after - before
         settle_s = await self._settle()
         metrics = {
             **load_metrics(load),
@@ -201,6 +209,9 @@ class Runner:
             "settle_s": settle_s,
         }
         metrics.update(load.cpu_metrics())
+        busy = load.busy(exp.dependency)
+        if busy is not None:
+            metrics["dependency_cpu_busy"] = busy
         if load.offered_per_s is not None:
             metrics["offered_per_s"] = load.offered_per_s
         if capacity:
@@ -213,6 +224,20 @@ class Runner:
         if aborted:
             metrics["aborted"] = 1.0
         return PhaseResult(load, counters, metrics, list(self.injector.timeline))
+
+    async def _probe_until_closed(self, label: str, spec: LoadSpec, most: int = 20) -> int:
+        """Requests sent one at a time until no service reports a breaker open or half-open
+        (at most `most`): how many probes it took the breakers to close."""
+        one = spec.model_copy(update={"requests": 1, "concurrency": 1, "repeat": 1})
+        one = one.model_copy(update={"rate_per_s": None, "rate_x_capacity": None})
+        sent = 0
+        while sent < most and self.target.metrics:
+            snap = await scrape(self.target.metrics)
+            if not snap.total_nonzero("mesh_breaker_state"):
+                break
+            await self._load(f"{label}: probing the half-open breakers", one)
+            sent += 1
+        return sent
 
     async def _set_policy(self, source: str) -> bool:
         """Swap every service's policy in place through its loopback PolicyAdmin: fresh
@@ -272,12 +297,17 @@ class Runner:
         if exp.recovery is not None:
             await asyncio.sleep(exp.recovery.wait_s)
             spec = exp.recovery.load or exp.load_for(variant)
+            probes = None
+            if exp.recovery.probe_until_closed:
+                probes = await self._probe_until_closed(variant.name, spec)
             before = await scrape(self.target.metrics)
             load = await self._load(f"{variant.name}: recovery", spec)
             counters = await scrape(self.target.metrics) - before
             result.phases["recovery"] = PhaseResult(
                 load, counters, {**load_metrics(load), **counter_metrics(counters, exp)}
             )
+            if probes is not None:
+                result.phases["recovery"].metrics["probes_to_close"] = float(probes)
             if self.target.metrics:
                 after = await scrape(self.target.metrics)
                 opened = [

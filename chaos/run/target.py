@@ -14,7 +14,7 @@ from pathlib import Path
 
 from chaos.launch.mesh import Mesh
 from chaos.launch.state import STATE_FILE
-from mesh.topology import SERVICES
+from mesh.topology import INSTANCES
 
 STATE_FILE_MAX_BYTES = 1 << 20
 
@@ -33,13 +33,18 @@ class Target:
     policy: str | None = None
     """The policy a mesh we did not start runs under: put back after the variants."""
 
-    def mesh_pids(self) -> list[int] | None:
-        """The PIDs whose CPU is the mesh's (the services and Toxiproxy) when this process
-        launched them; None for a mesh we did not start (its CPU is not ours to read)."""
+    def mesh_pids(self) -> dict[str, int] | None:
+        """The PIDs whose CPU is the mesh's (the services and Toxiproxy, by name) when this
+        process launched them; None for a mesh we did not start (its CPU is not ours to
+        read). A name started again (a restarted worker) maps to its newest process."""
         if self.mesh is None:
             return None
-        names = {s.name for s in SERVICES} | {"toxiproxy"}
-        return [p.popen.pid for p in self.mesh.procs if p.name in names and p.popen.poll() is None]
+        names = {s.name for s in INSTANCES} | {"toxiproxy"}
+        return {
+            p.name: p.popen.pid
+            for p in self.mesh.procs
+            if p.name in names and p.popen.poll() is None
+        }
 
     @classmethod
     def from_mesh(cls, mesh: Mesh) -> Target:

@@ -54,6 +54,20 @@ def test_time_left_comes_from_the_loads_and_is_refined_as_experiments_finish() -
     assert about(3) == "under 10 s left"
 
 
+def test_job_scenarios_are_estimated_from_their_own_pace_and_their_own_kind() -> None:
+    by_name = {p.stem: exp for p, exp in catalogue()}
+    poison = by_name["poison-job"]
+    assert poison.expected_s and expected_s(poison) == poison.expected_s  # not 3 s per variant
+    jobs = [e for e in by_name.values() if e.scenario is not None]
+    assert sum(expected_s(e) for e in jobs) >= 60  # six job experiments: workers, locks, timeouts
+    eta = Eta([10.0, 10.0, 20.0, 20.0], ["load", "load", "scenario", "scenario"])
+    eta.finished(30.0)  # the gateway loads run 3x slower than computed ...
+    assert eta.left_s(0.0) == pytest.approx(30 + 3 * 20 + 3 * 20)  # ... jobs: no evidence yet
+    eta.finished(30.0)
+    eta.finished(20.0)  # ... but the first job scenario took what it declared
+    assert eta.left_s(0.0) == pytest.approx(20.0)  # its kind's scale, not the loads' 3x
+
+
 def test_the_overall_line_names_the_experiment_and_the_time_left() -> None:
     console = Console(width=120, record=True, file=io.StringIO())
     with Progress(console=console, auto_refresh=False) as progress:
