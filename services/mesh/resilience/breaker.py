@@ -58,6 +58,13 @@ class BreakerStateMachine:
             return self._open_until_s - self._clock.now()
         return 0.0 if self._state is CLOSED else self._p.open_s
 
+    def peek(self) -> tuple[BreakerState, float]:
+        """(state, seconds until the next probe) without moving the breaker: safe to read from
+        a metrics scrape on another thread."""
+        now = self._clock.now()
+        state = state_at(self._state, self._open_until_s, now)
+        return state, max(0.0, self._open_until_s - now) if state is OPEN else 0.0
+
     def acquire(self) -> int:
         """Admit an attempt (returns its generation) or raise BreakerOpenError."""
         state = self.state

@@ -40,6 +40,10 @@ class RetryBudget:
         self._threshold = policy.max_tokens / 2
         self.tokens = policy.max_tokens
 
+    @property
+    def max_tokens(self) -> float:
+        return self._max_tokens
+
     def record_success(self) -> None:
         self.tokens = min(self._max_tokens, self.tokens + self._ratio)
 

@@ -242,6 +242,7 @@ async def serve(
         bus.subscribe(tracing.listener)
     runtime = Runtime(config, policy, bus, faults, metrics, tracing=tracing, tls=tls, environ=env)
     runtime.on_policy(lambda _policy: metrics.breakers_replaced())
+    metrics.watch_pipelines(lambda: {d: i.pipeline for d, i in runtime.interceptors.items()})
     built = await build(runtime)
 
     interceptors = server_interceptors(

@@ -5,6 +5,7 @@
 | mesh_service_info                     | gauge   | service (always 1)              |
 | mesh_client_calls_total               | counter | dependency, method, outcome     |
 | mesh_client_attempts_total            | counter | dependency, method, outcome     |
+| mesh_client_call_seconds              | histogram | dependency, method            |
 | mesh_client_retries_total             | counter | dependency, method, reason      |
 | mesh_client_retries_skipped_total     | counter | dependency, method, reason      |
 | mesh_client_deadline_exhausted_total  | counter | dependency, method, stage       |
@@ -29,6 +30,9 @@ attempts, budget, pushback, not_retryable_method, retries_off; `stage` is attemp
 `mesh_server_deadline_overrun_seconds` observes, for each call that arrived with a deadline
 and ended CANCELLED or DEADLINE_EXCEEDED, how long it kept running past that deadline (0 when
 it stopped in time): how fast cancellation reaches this service.
+`mesh_client_call_seconds` is each logical outbound call's wall time, all attempts included.
+Bulkhead occupancy, retry budget tokens and time until a breaker's probe are read from the
+pipelines at scrape time (mesh.telemetry.pipeline_gauges, `watch_pipelines`).
 """
 
 from __future__ import annotations
@@ -42,8 +46,12 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from mesh.resilience import events as ev
 from mesh.resilience.breaker import state_at
 from mesh.resilience.clock import Clock, SystemClock
+from mesh.telemetry.pipeline_gauges import PipelineGauges, PipelinesNow
 
 _DM = ("dependency", "method")
+CALL_SECONDS_BUCKETS = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+)  # fmt: skip
 
 
 class _Cached:
@@ -110,6 +118,15 @@ class MeshMetrics:
         )
         self.attempts = counter(
             "mesh_client_attempts_total", "Outbound attempts sent on the wire.", (*_DM, "outcome")
+        )
+        self.call_seconds = _Cached(
+            Histogram(
+                "mesh_client_call_seconds",
+                "Logical outbound calls' wall time, all attempts included.",
+                _DM,
+                registry=registry,
+                buckets=CALL_SECONDS_BUCKETS,
+            )
         )
         self.retries = counter("mesh_client_retries_total", "Retries scheduled.", (*_DM, "reason"))
         self.retries_skipped = counter(
@@ -199,6 +216,10 @@ class MeshMetrics:
         if handler is not None:
             handler(event)
 
+    def watch_pipelines(self, pipelines: PipelinesNow) -> None:
+        """Report bulkheads, retry budgets and breakers' probe times of these pipelines."""
+        self.registry.register(PipelineGauges(pipelines))
+
     def breakers_replaced(self) -> None:
         """Call when a new policy rebuilt every pipeline (its breakers start closed)."""
         self.breaker_state.replaced()
@@ -223,6 +244,7 @@ class MeshMetrics:
 
     def _call(self, e: ev.CallFinished) -> None:
         self.calls.child(e.dependency, e.method, e.outcome).inc()
+        self.call_seconds.child(e.dependency, e.method).observe(e.duration_s)
 
     def _retry(self, e: ev.RetryScheduled) -> None:
         self.retries.child(e.dependency, e.method, e.reason).inc()

@@ -1,0 +1,72 @@
+"""Bulkhead occupancy, retry budget tokens and breaker probe times are read at scrape time."""
+
+from __future__ import annotations
+
+import random
+
+from prometheus_client import CollectorRegistry
+
+from mesh.resilience import events as ev
+from mesh.resilience.breaker import BreakerStrategy
+from mesh.resilience.bulkhead import Bulkhead
+from mesh.resilience.clock import FakeClock
+from mesh.resilience.pipeline import build_pipeline
+from mesh.resilience.policy import load_policy
+from mesh.resilience.retry import Retry
+from mesh.telemetry.metrics import MeshMetrics
+
+M = "/mesh.v1.RecommendationService/Recommend"
+
+
+def test_scrape_reads_bulkhead_budget_and_breaker_probe_without_moving_the_breaker() -> None:
+    clock = FakeClock()
+    bus = ev.EventBus()
+    moves: list[ev.Event] = []
+    bus.subscribe(moves.append)
+    policy = load_policy("full").edge("gateway_to_recommendation")
+    pipeline = build_pipeline(
+        policy, dependency="recommendation", bus=bus, clock=clock, rng=random.Random(1)
+    )
+    registry = CollectorRegistry()
+    metrics = MeshMetrics(registry, "gateway", clock=clock)
+    metrics.watch_pipelines(lambda: {"recommendation": pipeline})
+
+    def value(name: str, **labels: str) -> float | None:
+        return registry.get_sample_value(name, {"dependency": "recommendation", **labels})
+
+    bulkhead = next(s for s in pipeline.strategies if isinstance(s, Bulkhead))
+    retry = next(s for s in pipeline.strategies if isinstance(s, Retry))
+    breaker = next(s for s in pipeline.strategies if isinstance(s, BreakerStrategy))
+    assert retry.budget is not None
+    bulkhead.in_flight = 3
+    retry.budget.record_failure()
+    assert value("mesh_bulkhead_in_use") == 3
+    assert value("mesh_bulkhead_limit") == policy.bulkhead.max_concurrent
+    assert value("mesh_retry_budget_max_tokens") == policy.retry.budget.max_tokens
+    assert value("mesh_retry_budget_tokens") == policy.retry.budget.max_tokens - 1
+
+    machine = breaker.breaker_for(M)
+    assert value("mesh_breaker_probe_in_seconds", method=machine.method) == 0
+    for _ in range(policy.breaker.consecutive_failures or 1):
+        machine.record_failure(machine.acquire())
+    clock.advance(policy.breaker.open_s / 4)
+    left = value("mesh_breaker_probe_in_seconds", method=machine.method)
+    assert left is not None and abs(left - policy.breaker.open_s * 3 / 4) < 1e-9
+    clock.advance(policy.breaker.open_s)
+    transitions = len(moves)
+    assert value("mesh_breaker_probe_in_seconds", method=machine.method) == 0
+    assert len(moves) == transitions  # a scrape never moves the breaker (no half-open event)
+
+
+def test_a_call_duration_lands_in_the_histogram() -> None:
+    registry = CollectorRegistry()
+    metrics = MeshMetrics(registry, "gateway")
+    metrics.listener(ev.CallFinished("recommendation", M, "OK", 1, 0.3))
+    labels = {"dependency": "recommendation", "method": M}
+    assert registry.get_sample_value("mesh_client_call_seconds_count", labels) == 1
+    assert (
+        registry.get_sample_value("mesh_client_call_seconds_bucket", {**labels, "le": "0.25"}) == 0
+    )
+    assert (
+        registry.get_sample_value("mesh_client_call_seconds_bucket", {**labels, "le": "0.5"}) == 1
+    )
