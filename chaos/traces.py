@@ -34,13 +34,20 @@ def load_spans(paths: Iterable[Path]) -> list[Span]:
     spans: list[Span] = []
     for path in paths:
         with path.open(encoding="utf-8") as lines:
-            for line in lines:
-                try:
-                    span = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(span, dict) and span.get("trace_id") and span.get("span_id"):
-                    spans.append(span)
+            spans.extend(parse_spans(lines))
+    return spans
+
+
+def parse_spans(lines: Iterable[str | bytes]) -> list[Span]:
+    """The well-formed spans among `lines` (one JSON object each); others are skipped."""
+    spans: list[Span] = []
+    for line in lines:
+        try:
+            span = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(span, dict) and span.get("trace_id") and span.get("span_id"):
+            spans.append(span)
     return spans
 
 

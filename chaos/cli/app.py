@@ -9,7 +9,20 @@ from typing import Annotated
 import typer
 from typer.core import TyperOption
 
-from chaos.cli import bench, call, certs, chaos_cmd, demo, soak, toxiproxy, traces, up
+from chaos.cli import (
+    bench,
+    call,
+    certs,
+    chaos_cmd,
+    demo,
+    fault,
+    soak,
+    status,
+    toxiproxy,
+    traces,
+    up,
+    watch,
+)
 from chaos.cli.jobs import app as jobs_app
 from chaos.cli.json_out import bare_json_to_stdout
 from chaos.cli.restart import restart
@@ -73,6 +86,9 @@ app.add_typer(jobs_app, name="jobs")
 app.command("traces")(traces.traces)
 app.command("certs")(certs.certs)
 app.command("soak")(soak.soak)
+app.command("status")(status.status)
+app.add_typer(fault.app, name="fault")
+app.command("watch")(watch.watch)
 
 
 def main() -> None:

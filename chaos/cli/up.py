@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from chaos.console.server import ConsoleServer
 from chaos.launch.control import ControlServer
 from chaos.launch.mesh import Mesh
 from chaos.launch.ports import Ports
@@ -24,6 +26,7 @@ from chaos.toxiproxy.real import RealToxiproxyError, use_server
 from mesh.runtime.logging import JsonFormatter
 
 console = Console()
+CONSOLE_PORT = 8480
 
 
 def state_table(state: MeshState) -> Table:
@@ -71,6 +74,13 @@ def up(
             help="embedded (the default), or real: Toxiproxy 2.12 from .peers/bin (`make peers`).",
         ),
     ] = "embedded",
+    console_port: Annotated[
+        int,
+        typer.Option(help="The console's port on 127.0.0.1 (0: any free one; busy: another)."),
+    ] = CONSOLE_PORT,
+    no_console: Annotated[
+        bool, typer.Option("--no-console", help="Do not serve the console.")
+    ] = False,
 ) -> None:
     """Start the mesh on 127.0.0.1, wait until all of it is SERVING, stay in the foreground.
 
@@ -94,6 +104,7 @@ def up(
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     control = ControlServer(mesh.state_dir)
+    console_server: ConsoleServer | None = None
     try:
         mesh.control = str(control.open())
         with console.status("starting the mesh..."):
@@ -103,7 +114,9 @@ def up(
                 console.print(f"[red]mesh up failed:[/red] {err}")
                 console.print("nothing was left running.")
                 raise typer.Exit(1) from None
-        _banner(mesh, state, state_dir)
+        if not no_console:
+            console_server = _console(state, 0 if auto_ports else console_port)
+        _banner(mesh, state, state_dir, console_server)
         supervisor = Supervisor(mesh, _reporter(mesh.state_dir / "logs" / "supervisor.log"))
         thread = threading.Thread(
             target=supervisor.run, args=(stop, control), name="supervisor", daemon=True
@@ -119,11 +132,28 @@ def up(
         stop.set()
         mesh.stop()  # on every other way out; a no-op after the stop above
         control.close()
+        if console_server is not None:
+            console_server.close()
 
 
-def _banner(mesh: Mesh, state: MeshState, state_dir: Path) -> None:
+def _console(state: MeshState, port: int) -> ConsoleServer:
+    """The console on `port`, or on a free port when that one is taken."""
+    jaeger = os.environ.get("MESH_JAEGER_UI")
+    try:
+        return ConsoleServer(state, port, jaeger).start()
+    except OSError:
+        return ConsoleServer(state, 0, jaeger).start()
+
+
+def _banner(
+    mesh: Mesh, state: MeshState, state_dir: Path, console_server: ConsoleServer | None
+) -> None:
     console.print(state_table(state))
     console.print(proxy_table(state))
+    if console_server is not None:
+        console.print(
+            f"\nconsole: [bold]{console_server.url}[/bold]   (or: mesh status, mesh watch)"
+        )
     console.print(
         f"\ntry:  [bold]mesh call home --user u-0001[/bold]   "
         f"(gateway {state.gateway}; state in {state_dir / 'mesh.json'})"

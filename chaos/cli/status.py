@@ -1,0 +1,154 @@
+"""`mesh status`: the running mesh's edges now: rates, latency, breakers per method, bulkheads,
+retry budgets and faults (who set them), from the services' metrics, Toxiproxy and FaultAdmin."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from chaos.cli.json_out import JsonOpt, human_output_to_stderr, write_json
+from chaos.console.view import MeshView
+from chaos.launch.state import STATE_FILE, MeshState
+
+console = Console()
+
+StateDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--state-dir",
+        help="The running mesh's state dir (default: $MESH_STATE_DIR, else var).",
+    ),
+]
+
+
+def running_state(state_dir: Path | None, command: str) -> MeshState:
+    """The mesh `mesh up` recorded in STATE_DIR/mesh.json, or exit 2 saying where it looked."""
+    where = state_dir or Path(os.environ.get("MESH_STATE_DIR", "var"))
+    try:
+        state = MeshState.load(where)
+    except (OSError, ValueError, TypeError) as err:
+        console.print(f"[red]{command}:[/red] {where / STATE_FILE}: unreadable ({err})")
+        raise typer.Exit(2) from None
+    if state is None:
+        console.print(
+            f"[red]{command}:[/red] no running mesh: {where / STATE_FILE} not found "
+            "(start one with `mesh up`, or pass --state-dir)",
+            soft_wrap=True,
+        )
+        raise typer.Exit(2)
+    return state
+
+
+def _n(value: float | None, digits: int = 1, unit: str = "") -> str:
+    return "-" if value is None else f"{value:.{digits}f}{unit}"
+
+
+def breakers_text(stats: dict[str, Any]) -> str:
+    parts = []
+    for b in stats["breakers"]:
+        method = b["method"].rsplit("/", 1)[-1]
+        if b["state"] == "open":
+            parts.append(f"[red]{method} open ({b['probe_in_s']:.1f}s to probe)[/red]")
+        elif b["state"] == "half-open":
+            parts.append(f"[yellow]{method} half-open[/yellow]")
+        else:
+            parts.append(f"{method} closed")
+    return "\n".join(parts) or "-"
+
+
+def faults_text(edge: dict[str, Any]) -> str:
+    parts = [f"{t['type']} {t['attributes']} ({t['owner']})" for t in edge["toxics"]]
+    parts += [
+        f"{f['method'].rsplit('/', 1)[-1]} {f['code']} {f['error_rate']:.0%}"
+        + (f" +{f['delay_s']:g}s" if f["delay_s"] else "")
+        + f" ({f['owner']})"
+        for f in edge["app_faults"]
+    ]
+    if edge["proxy"] is not None and not edge["proxy"]["enabled"]:
+        parts.append("[red]proxy disabled[/red]")
+    return "\n".join(parts) or "-"
+
+
+def edge_table(snapshot: dict[str, Any], title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for name, justify in (
+        ("edge", "left"),
+        ("calls/s", "right"),
+        ("err", "right"),
+        ("p50", "right"),
+        ("p99", "right"),
+        ("retries/s", "right"),
+        ("fallb/s", "right"),
+        ("breakers", "left"),
+        ("bulkhead", "right"),
+        ("budget", "right"),
+        ("faults", "left"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for edge in snapshot["edges"]:
+        s = edge["stats"]
+        bulkhead = (
+            "-"
+            if s["bulkhead_limit"] is None
+            else f"{s['bulkhead_in_use']:.0f}/{s['bulkhead_limit']:.0f}"
+        )
+        budget = (
+            "-"
+            if s["budget_max_tokens"] is None
+            else f"{s['budget_tokens']:.1f}/{s['budget_max_tokens']:.0f}"
+        )
+        table.add_row(
+            edge["name"],
+            _n(s["calls_per_s"]),
+            f"{s['error_rate']:.0%}",
+            _n(s["p50_ms"], 1, "ms"),
+            _n(s["p99_ms"], 1, "ms"),
+            _n(s["retries_per_s"]),
+            _n(s["fallbacks_per_s"]),
+            breakers_text(s),
+            bulkhead,
+            budget,
+            faults_text(edge),
+        )
+    return table
+
+
+def snapshot_over(view: MeshView, window_s: float) -> dict[str, Any]:
+    """Two scrapes `window_s` apart, so rates are per second over that window."""
+    view.metrics.refresh()
+    time.sleep(window_s)
+    return view.snapshot()
+
+
+def status(
+    state_dir: StateDirOpt = None,
+    window: Annotated[
+        float, typer.Option(min=0.2, max=30.0, help="Seconds over which rates are measured.")
+    ] = 1.0,
+    json_path: JsonOpt = None,
+) -> None:
+    """Breakers (per method), bulkheads, retry budgets and faults of every edge, now."""
+    state = running_state(state_dir, "mesh status")
+    view = MeshView(state, window_s=window + 1.0)
+    try:
+        with human_output_to_stderr(json_path, console):
+            snap = snapshot_over(view, window)
+            console.print(edge_table(snap, f"mesh status (policy {state.policy}, {window:g}s)"))
+            for error in snap["errors"]:
+                console.print(f"[yellow]{error}[/yellow]", soft_wrap=True)
+            if snap["experiment"]:
+                e = snap["experiment"]
+                console.print(
+                    f"experiment {e.get('experiment')}: {e.get('variant')} {e.get('phase')} "
+                    f"{e.get('done')}/{e.get('total')}"
+                )
+        if json_path is not None:
+            write_json(json_path, snap)
+    finally:
+        view.close()

@@ -1,0 +1,96 @@
+"""One picture of a running mesh, as JSON: nodes, edges with their figures, breakers,
+bulkheads, budgets and faults, and the experiment running on it (if any)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from chaos.console.faults import FaultControl, FaultError
+from chaos.console.metrics_view import MetricsWindow
+from chaos.launch.state import MeshState
+from mesh.topology import EDGES
+
+PROGRESS_FILE = "experiment.json"
+"""Written by the experiment runner while it runs (chaos.run.progress_file)."""
+PROGRESS_FRESH_S = 10.0
+
+
+def read_progress(state_dir: Path, now_s: float | None = None) -> dict[str, Any] | None:
+    """The running experiment's progress, or None when none has written it lately."""
+    path = state_dir / PROGRESS_FILE
+    try:
+        data = json.loads(path.read_text())
+        written = path.stat().st_mtime
+    except (OSError, ValueError):
+        return None
+    now_s = time.time() if now_s is None else now_s
+    if not isinstance(data, dict) or data.get("finished") or now_s - written > PROGRESS_FRESH_S:
+        return None
+    return data
+
+
+class MeshView:
+    """Reads the mesh `state` describes: its metrics (a short window), faults and progress."""
+
+    def __init__(self, state: MeshState, window_s: float = 5.0) -> None:
+        self.state = state
+        self.state_dir = Path(state.state_dir)
+        self.metrics = MetricsWindow(
+            {name: addrs["metrics"] for name, addrs in state.services.items()}, window_s
+        )
+        self.faults = FaultControl(
+            state.toxiproxy,
+            {name: addrs["admin"] for name, addrs in state.services.items()},
+            self.state_dir,
+            experiment_running=lambda: read_progress(self.state_dir) is not None,
+        )
+
+    def close(self) -> None:
+        self.faults.close()
+
+    def snapshot(self) -> dict[str, Any]:
+        """Scrape now and describe everything; a part that cannot be read says so in `errors`."""
+        self.metrics.refresh()
+        errors: list[str] = []
+        proxies: dict[str, dict[str, Any]] = {}
+        if self.faults.client is not None:
+            try:
+                proxies = self.faults.proxies()
+            except FaultError as err:
+                errors.append(str(err))
+        toxics = self.faults.toxics(proxies) if proxies else []
+        app_faults = self.faults.app_faults()
+        unreachable = self.metrics.latest().unreachable
+        if unreachable:
+            errors.append("metrics unreachable: " + ", ".join(sorted(unreachable)))
+        edges = []
+        for e in EDGES:
+            proxy = proxies.get(e.name)
+            edges.append(
+                {
+                    "name": e.name,
+                    "caller": e.caller,
+                    "dependency": e.dependency,
+                    "proxy": None
+                    if proxy is None
+                    else {"listen": proxy.get("listen"), "enabled": bool(proxy.get("enabled"))},
+                    "stats": asdict(self.metrics.edge(e.caller, e.dependency)),
+                    "toxics": [asdict(t) for t in toxics if t.edge == e.name],
+                    "app_faults": [asdict(f) for f in app_faults if f.service == e.dependency],
+                }
+            )
+        return {
+            "at": time.time(),
+            "policy": self.state.policy,
+            "gateway": self.state.gateway,
+            "toxiproxy": self.state.toxiproxy,
+            "services": sorted(self.state.services),
+            "edges": edges,
+            "app_faults": [asdict(f) for f in app_faults],
+            "experiment": read_progress(self.state_dir),
+            "errors": errors,
+        }
