@@ -1,0 +1,92 @@
+"""The README's way, as a user runs it: `mesh up` with OTEL_EXPORTER_OTLP_ENDPOINT pointing at
+the real Jaeger, `mesh call home`, then `mesh traces --jaeger`: every process's spans arrive."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from chaos import traces as tr
+from chaos.cli.app import app
+from tests.integration.jaeger.jaeger_process import Jaeger
+from tests.support.polling import wait_until
+
+MESH = [sys.executable, "-m", "chaos.cli"]
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def mesh_env(jaeger: Jaeger, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """`mesh up --auto-ports` exporting to Jaeger; the environment of a second terminal."""
+    state_dir = tmp_path_factory.mktemp("mesh") / "var"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "MESH_"))},
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://{jaeger.otlp_grpc}",
+    }
+    proc = subprocess.Popen(
+        [*MESH, "up", "--auto-ports", "--state-dir", str(state_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
+    try:
+
+        def up() -> bool:
+            if proc.poll() is not None:
+                raise AssertionError(f"mesh up exited early: {proc.communicate()[0].decode()}")
+            return (state_dir / "mesh.json").exists()
+
+        wait_until(up, 90, "mesh up writing its state file", 0.1)
+        yield {**env, "MESH_STATE_DIR": str(state_dir)}
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=30)
+
+
+def test_a_call_through_mesh_up_lands_in_jaeger_from_every_hop(
+    jaeger: Jaeger, mesh_env: dict[str, str]
+) -> None:
+    # In this process (a second interpreter costs seconds on a loaded machine); CliRunner sets
+    # the environment of the second terminal for the call's length.
+    call = CliRunner().invoke(
+        app, ["call", "home", "--user", "u-0001", "--limit", "2", "--json", "-"], env=mesh_env
+    )
+    assert call.exit_code == 0, call.output
+    trace_id = json.loads(call.stdout)["trace_id"]
+    hops = {"gateway", "recommendation", "profile"}
+
+    def every_hop() -> list[tr.Span]:
+        try:
+            spans = tr.jaeger_trace(jaeger.query_url, trace_id)
+        except tr.JaegerError:
+            return []
+        return spans if {s["service"] for s in spans} == hops and len(spans) >= 10 else []
+
+    # The launcher's batch delay is 500 ms; Jaeger's own batch adds up to 200 ms.
+    spans = wait_until(every_hop, 30, f"trace {trace_id} from every hop in Jaeger", 0.2)
+    names = sorted(s["name"] for s in spans if s["service"] != "gateway")
+    assert names == [
+        "Attempt.mesh.v1.ProfileService.GetProfile",
+        "Recv.mesh.v1.ProfileService.GetProfile",
+        "Recv.mesh.v1.ProfileService.GetProfile",
+        "Recv.mesh.v1.RecommendationService.Recommend",
+        "Sent.mesh.v1.ProfileService.GetProfile",
+    ]
+
+    drawn = CliRunner().invoke(
+        app, ["traces", "--jaeger", jaeger.query_url, trace_id], env={"COLUMNS": "160"}
+    )
+    assert drawn.exit_code == 0, drawn.output
+    assert f"trace {trace_id}: Recv.mesh.v1.Gateway.GetHome" in drawn.output
+    assert all(f"[{hop}] OK" in drawn.output for hop in hops), drawn.output
+    # With an OTLP endpoint the services export there only: nothing in the local files.
+    assert not list((Path(mesh_env["MESH_STATE_DIR"]) / "traces").glob("*.jsonl"))
