@@ -51,7 +51,7 @@ def _record(traces_dir: Path) -> tuple[str, str]:
         if n == 1:
             call.add_event(
                 "retry scheduled",
-                {"mesh.delay_s": 0.025, "mesh.reason": "UNAVAILABLE"},
+                {"mesh.reason": "UNAVAILABLE", "mesh.delay_s": 0.025},  # drawn sorted by key
                 timestamp=t0 + 5 * ms,
             )
     call.add_event("breaker rejected call", {"mesh.breaker_state": "open"}, timestamp=t0 + 40 * ms)
