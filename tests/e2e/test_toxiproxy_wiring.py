@@ -15,7 +15,7 @@ from toxiproxy import Toxiproxy
 from toxiproxy.api import APIConsumer
 
 from chaos.launch.mesh import Mesh
-from mesh.topology import EDGES, SERVICES
+from mesh.topology import EDGES, PROXIES, SERVICES, edge_proxies
 
 pytestmark = pytest.mark.e2e
 ON_THE_HOME_PATH = {"gateway_to_profile", "gateway_to_recommendation", "recommendation_to_profile"}
@@ -50,7 +50,8 @@ def call_home(mesh: Mesh) -> tuple[float, list[dict[str, str]]]:
 
 
 def test_every_edge_has_its_own_proxy(toxiproxy: Toxiproxy) -> None:
-    assert set(toxiproxy.proxies()) == {e.name for e in EDGES}
+    """One per edge and replica of its dependency: `gateway_to_profile` and `...-2`."""
+    assert set(toxiproxy.proxies()) == {p.name for p in PROXIES}
 
 
 GRPC_EDGES = [e.name for e in EDGES if e.dependency in {s.name for s in SERVICES}]
@@ -62,10 +63,15 @@ def test_a_latency_toxic_on_any_edge_shows_in_mesh_call(
 ) -> None:
     _, degraded = call_home(mesh)
     assert degraded == []
-    proxy = toxiproxy.get_proxy(edge)
-    proxy.add_toxic(type="latency", attributes={"latency": 250})
+    # The edge as a whole: every replica's proxy (a call may go to either replica).
+    proxies = [
+        toxiproxy.get_proxy(p.name) for p in edge_proxies(next(e for e in EDGES if e.name == edge))
+    ]
+    for proxy in proxies:
+        proxy.add_toxic(type="latency", attributes={"latency": 250})
     after, degraded = call_home(mesh)
-    proxy.destroy_toxic("latency_downstream")
+    for proxy in proxies:
+        proxy.destroy_toxic("latency_downstream")
     if edge not in ON_THE_HOME_PATH:
         # GetHome does not cross this edge: the toxic must leave it untouched.
         assert after < 250 and degraded == []
