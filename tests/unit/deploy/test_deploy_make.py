@@ -35,7 +35,7 @@ def test_every_target_has_a_help_line() -> None:
     text = COMPOSE_MK.read_text()
     targets = re.findall(r"^([a-z][a-zA-Z_-]+):(?!=)", text, flags=re.M)
     documented = re.findall(r"^([a-z][a-zA-Z_-]+):.*## ", text, flags=re.M)
-    assert set(documented) == {"compose-up", "down", "chaos", "traces"}
+    assert set(documented) == {"compose-up", "down", "chaos", "traces", "compose-rehearsal"}
     assert set(targets) - set(documented) == {"venv"}
 
 

@@ -1,0 +1,469 @@
+"""docker-compose.yml, unchanged, up under podman: what the user's main path promises.
+
+Run by `make compose-rehearsal` against the stack it brought up (tests/compose/stack.py), in
+this file's order: the last test is `make down`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
+from tests.compose.stack import (
+    PROJECT,
+    ROOT,
+    ProcessView,
+    Stack,
+    http_json,
+    inspect,
+    podman,
+)
+from tests.e2e.mesh_up_process import MESH, MeshUp
+from tests.support.polling import wait_until
+
+MESH_SERVICES = ("gateway", "payment", "profile", "recommendation", "notification")
+LOOPBACK_PUBLISHERS = {"gateway", "toxiproxy", "jaeger", "smtp"}
+
+# A span tree: (service, span name, kind, sorted children); the same shape from both sources.
+Tree = tuple[Any, ...]
+
+
+def call(stack: Stack, *args: str) -> dict[str, Any]:
+    """`mesh call ARGS --addr <published gateway> --json -`, as a user runs it."""
+    done = subprocess.run(
+        [*MESH, "call", *args, "--addr", stack.gateway, "--json", "-"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MESH_API_KEY": stack.api_key},
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return dict(json.loads(done.stdout))
+
+
+# -- every service healthy under its hardening ----------------------------------------------
+
+
+def test_every_service_is_healthy_under_its_declared_hardening(stack: Stack) -> None:
+    declared = stack.config()["services"]
+
+    def all_healthy() -> list[dict[str, Any]] | None:
+        found = stack.containers()
+        ok = {c["Service"] for c in found if c["State"] == "running" and c["Health"] == "healthy"}
+        return found if ok == set(declared) else None
+
+    containers = wait_until(all_healthy, 60, "every service running and healthy", 1.0)
+    assert containers is not None
+    for c in containers:
+        svc = declared[c["Service"]]
+        info = inspect(c["Name"])
+        view = ProcessView.of(int(info["State"]["Pid"]))
+        where = f"{c['Service']} ({c['Name']})"
+        assert 0 not in view.uids and 0 not in view.gids, f"{where} runs as root: {view.uids}"
+        if "user" in svc:  # a declared numeric user is the one the kernel sees
+            uid, _, gid = str(svc["user"]).partition(":")
+            assert view.uids[0] == int(uid), f"{where}: uid {view.uids[0]}, declared {uid}"
+            if gid:
+                assert view.gids[0] == int(gid), f"{where}: gid {view.gids[0]}, declared {gid}"
+        assert svc.get("cap_drop") == ["ALL"]
+        assert view.cap_eff == view.cap_prm == view.cap_bnd == 0, f"{where} holds capabilities"
+        assert "no-new-privileges:true" in svc.get("security_opt", [])
+        assert view.no_new_privs, f"{where}: no_new_privs is not set"
+        assert svc.get("read_only") is True
+        assert "ro" in view.mounts["/"][1], f"{where}: the root filesystem is writable"
+        for path in svc.get("tmpfs", []):
+            assert view.mounts.get(path, ("",))[0] == "tmpfs", f"{where}: {path} is not a tmpfs"
+        for volume in svc.get("volumes", []):
+            _, options = view.mounts[volume["target"]]
+            assert ("ro" in options) == bool(volume.get("read_only")), f"{where}: {volume}"
+
+
+def test_only_the_four_published_ports_and_all_on_loopback(stack: Stack) -> None:
+    published: dict[str, list[dict[str, Any]]] = {}
+    for c in stack.containers():
+        ports = [p for p in c.get("Publishers") or [] if p.get("PublishedPort")]
+        if ports:
+            published[c["Service"]] = ports
+    assert set(published) == LOOPBACK_PUBLISHERS
+    for service, ports in published.items():
+        assert {p["URL"] for p in ports} == {"127.0.0.1"}, f"{service}: {ports}"
+    # The containers share the project's own network, and no other.
+    networks = {
+        name
+        for c in stack.containers()
+        for name in inspect(c["Name"])["NetworkSettings"]["Networks"]
+    }
+    assert networks == {f"{PROJECT}_default"}
+
+
+# -- the user's calls through the published gateway -------------------------------------------
+
+
+def test_home_and_checkout_answer_through_the_published_gateway(stack: Stack) -> None:
+    home = call(stack, "home", "--user", "u-0001")
+    assert home["profile"]["user_id"] == "u-0001"
+    assert home["recommendations"], home
+    assert not home.get("degraded"), home
+    key = f"compose-{uuid.uuid4().hex}"
+    first = call(stack, "checkout", "--user", "u-0001", "--amount", "12.50", "--key", key)
+    assert first["status"] == "CHARGE_STATUS_SUCCEEDED", first
+    again = call(stack, "checkout", "--user", "u-0001", "--amount", "12.50", "--key", key)
+    assert again["charge_id"] == first["charge_id"] and again.get("replayed") is True, again
+
+
+def test_a_receipt_reaches_mailpit(stack: Stack) -> None:
+    email = call(stack, "home", "--user", "u-0007")["profile"]["email"]
+    charge = call(stack, "checkout", "--user", "u-0007", "--amount", "3.21")["charge_id"]
+    api = stack.url("MAILPIT_UI_PORT", "/api/v1")
+
+    def receipt() -> dict[str, Any] | None:
+        listing = http_json(f"{api}/messages?limit=500")
+        for m in listing["messages"]:
+            if charge in m["MessageID"] or charge in m["Snippet"]:
+                return dict(http_json(f"{api}/message/{m['ID']}"))
+        return None
+
+    message = wait_until(receipt, 60, f"the receipt of {charge} in Mailpit", 0.5)
+    assert message is not None
+    assert [to["Address"] for to in message["To"]] == [email]
+    assert charge in message["Text"] and "3.21" in message["Text"]
+
+
+# -- traces: Jaeger's copy of the stack's spans, the embedded mesh's own files ---------------
+
+
+def jaeger_tree(base: str, trace_id: str) -> Tree | None:
+    """The trace as Jaeger's query API (GET /api/traces/{id}) returns it, or None."""
+    try:
+        data = http_json(f"{base}/api/traces/{trace_id}")["data"]
+    except OSError:
+        return None
+    if not data:
+        return None
+    doc = data[0]
+    spans = [
+        {
+            "span_id": s["spanID"],
+            "parent_span_id": next(
+                (r["spanID"] for r in s["references"] if r["refType"] == "CHILD_OF"), None
+            ),
+            "service": doc["processes"][s["processID"]]["serviceName"],
+            "name": s["operationName"],
+            "kind": next((t["value"] for t in s["tags"] if t["key"] == "span.kind"), ""),
+        }
+        for s in doc["spans"]
+    ]
+    return tree_of(spans)
+
+
+def tree_of(spans: list[dict[str, Any]]) -> Tree:
+    ids = {s["span_id"] for s in spans}
+    children: dict[str | None, list[dict[str, Any]]] = {}
+    for s in spans:
+        parent = s.get("parent_span_id")
+        children.setdefault(parent if parent in ids else None, []).append(s)
+
+    def node(s: dict[str, Any]) -> Tree:
+        kids = tuple(sorted(node(k) for k in children.get(s["span_id"], [])))
+        return (s["service"], s["name"], str(s["kind"]).lower(), kids)
+
+    return tuple(sorted(node(s) for s in children.get(None, [])))
+
+
+def test_traces_in_jaeger_have_the_embedded_mesh_span_tree(stack: Stack, mesh_up: MeshUp) -> None:
+    from chaos.traces import load_spans, trace_files
+
+    def user_calls(addr: str, key: str | None) -> dict[str, str]:
+        env = {**os.environ, "MESH_API_KEY": key or ""}
+        ids = {}
+        for rpc, args in (
+            ("home", ["--user", "u-0003"]),  # the second home: caches warm in both meshes
+            ("home", ["--user", "u-0003"]),
+            ("checkout", ["--user", "u-0003", "--amount", "4.56"]),
+        ):
+            done = subprocess.run(
+                [*MESH, "call", rpc, *args, "--addr", addr, "--json", "-"],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=60,
+            )
+            assert done.returncode == 0, done.stdout + done.stderr
+            ids[rpc] = json.loads(done.stdout)["trace_id"]
+        return ids
+
+    jaeger = stack.url("JAEGER_UI_PORT", "")
+    in_stack = user_calls(stack.gateway, stack.api_key)
+    embedded = user_calls(mesh_up.state["gateway"], mesh_up.state.get("api_key"))
+    traces = mesh_up.state_dir / "traces"
+
+    def embedded_tree(trace_id: str) -> Tree | None:
+        spans = [s for s in load_spans(trace_files(traces)) if s["trace_id"] == trace_id]
+        return tree_of(spans) if spans else None
+
+    # Each service exports its spans in batches (every 5 s to Jaeger), so a trace fills
+    # in over a few seconds on both sides: poll until each pair agrees, then compare.
+    last: dict[str, tuple[Tree | None, Tree | None]] = {}
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for rpc in in_stack:
+            last[rpc] = (jaeger_tree(jaeger, in_stack[rpc]), embedded_tree(embedded[rpc]))
+        if all(a is not None and a == b for a, b in last.values()):
+            break
+        time.sleep(1.0)
+    for rpc, (through_stack, on_host) in last.items():
+        assert through_stack == on_host, f"{rpc}: Jaeger's trace differs from the embedded one"
+    home = last["home"][0]
+    assert home is not None
+    services = {node[0] for node in _walk(home)}
+    assert services >= {"gateway", "profile", "recommendation"}, services
+
+
+def _walk(tree: Tree) -> Iterator[Tree]:
+    for node in tree:
+        yield node
+        yield from _walk(node[3])
+
+
+# -- make chaos EXP=provider-outage through the stack's real Toxiproxy ------------------------
+
+
+@contextmanager
+def admin_bridges(stack: Stack) -> Iterator[str]:
+    """CHAOS_TARGET_EXTRA for `make chaos`: every mesh container's admin and metrics address,
+    named as the runner names the instance (`profile`, a replica `profile-2`).
+
+    Metrics listen on the container's address; the host reaches it on the rehearsal's podman
+    network. Admin listens on the container's loopback only, so a forwarder started in that
+    container's network namespace (nsenter) relays to it: rehearsal-only, see
+    deploy/rehearsal/netns_forward.py."""
+    forwarder = ROOT / "deploy" / "rehearsal" / "netns_forward.py"
+    entries: list[str] = []
+    with ExitStack() as stop:
+        for c in stack.containers():
+            info = inspect(c["Name"])
+            env = dict(e.partition("=")[::2] for e in info["Config"]["Env"])
+            if env.get("SERVICE") not in MESH_SERVICES:
+                continue
+            instance = env.get("MESH_REPLICA") or c["Service"]
+            (address,) = {n["IPAddress"] for n in info["NetworkSettings"]["Networks"].values()}
+            admin = int(env["ADMIN_ADDR"].rpartition(":")[2])
+            relay = admin + 1000
+            proc = subprocess.Popen(
+                [
+                    "nsenter",
+                    f"--net=/proc/{info['State']['Pid']}/ns/net",
+                    sys.executable,
+                    str(forwarder),
+                    str(relay),
+                    str(admin),
+                ],
+                stdout=subprocess.DEVNULL,
+            )
+            stop.callback(proc.wait, 10)
+            stop.callback(proc.terminate)
+            wait_until(partial(_connects, address, relay), 30, f"{instance}'s relay", 0.1)
+            metrics = env["METRICS_ADDR"].rpartition(":")[2]
+            entries += [
+                f"admin.{instance}={address}:{relay}",
+                f"metrics.{instance}=http://{address}:{metrics}/metrics",
+            ]
+        yield ",".join(entries)
+
+
+def _connects(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def dependency_calls(report: Path) -> dict[str, float]:
+    (experiment,) = json.loads(report.read_text())
+    return {
+        v["name"]: v["phases"]["fault"]["metrics"]["dependency_calls"]
+        for v in experiment["variants"]
+        if not v["skipped"] and not v["error"] and "fault" in v["phases"]
+    }
+
+
+@pytest.mark.timeout(900)
+def test_provider_outage_through_the_stack_counts_the_calls_the_embedded_run_counts(
+    stack: Stack, tmp_path: Path
+) -> None:
+    from mesh import safe_yaml
+
+    def outputs(name: str) -> list[str]:  # where each run writes: JSON, reports, state
+        return [
+            f"--json={tmp_path / name}.json",
+            f"--reports={tmp_path / name}-reports",
+            f"--state-dir={tmp_path / name}-var",
+        ]
+
+    with admin_bridges(stack) as extra:
+        done = stack.make(
+            "chaos",
+            "EXP=provider-outage",
+            f"CHAOS_TARGET_EXTRA={extra}",
+            f"CHAOS_ARGS={' '.join(outputs('compose'))}",
+        )
+    in_stack, embedded = tmp_path / "compose.json", tmp_path / "embedded.json"
+    # Whether the hypothesis held (make's status) can turn on a timing bound on a loaded
+    # machine; what this test compares is what the runner measured, in its JSON.
+    assert in_stack.exists(), done.stdout[-3000:] + done.stderr[-3000:]
+    alone = subprocess.run(
+        [*MESH, "chaos", "run", "provider-outage", *outputs("embedded")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert embedded.exists(), alone.stdout[-3000:] + alone.stderr[-3000:]
+    compose_calls, embedded_calls = dependency_calls(in_stack), dependency_calls(embedded)
+    # Every variant the embedded run measured is measured through the stack too, except one
+    # whose policy needs a restart (gRPC's own retries): the stack's containers are not ours
+    # to restart with another policy.
+    assert set(compose_calls) >= set(embedded_calls) - {"grpc-native"}, compose_calls
+    spec = safe_yaml.load_file(str(ROOT / "chaos" / "experiments" / "provider-outage.yaml"))
+    bounds: dict[str, list[dict[str, Any]]] = {}
+    for e in spec["expectations"]:
+        if e["metric"] == "dependency_calls" and e.get("phase", "fault") == "fault":
+            bounds.setdefault(e["variant"], []).append(e)
+    for variant, calls in compose_calls.items():
+        theirs = embedded_calls[variant]
+        exact = [e for e in bounds.get(variant, []) if e.get("min") == e.get("max") is not None]
+        if exact or variant not in bounds:  # no timing in the count: the same number
+            assert calls == theirs, f"{variant}: {calls} through the stack, {theirs} embedded"
+        for e in bounds.get(variant, []):  # a count that depends on timing: the same bounds
+            for n in (calls, theirs):
+                assert e.get("min", n) <= n <= e.get("max", n), f"{variant}: {n} vs {e}"
+
+
+# -- a killed payment container loses no acknowledged charge ----------------------------------
+
+
+async def checkout_load(
+    stack: Stack, acked: dict[str, str], stop: asyncio.Event, workers: int = 4
+) -> int:
+    """Checkouts with fresh idempotency keys until `stop` (at most 400 per worker); every
+    SUCCEEDED answer goes into `acked` (key -> charge id). Returns the calls made."""
+    md = (("authorization", f"Bearer {stack.api_key}"),)
+    made = 0
+
+    async def worker(n: int) -> None:
+        nonlocal made
+        async with grpc.aio.insecure_channel(stack.gateway) as channel:
+            stub = gateway_pb2_grpc.GatewayStub(channel)
+            for _ in range(400):
+                if stop.is_set():
+                    return
+                key = f"kill-{n}-{uuid.uuid4().hex}"
+                request = gateway_pb2.CheckoutRequest(
+                    user_id=f"u-{n + 1:04d}",
+                    amount_cents=1234,
+                    currency="USD",
+                    idempotency_key=key,
+                )
+                made += 1
+                try:
+                    reply = await stub.Checkout(request, timeout=5, metadata=md)
+                except grpc.aio.AioRpcError:
+                    await asyncio.sleep(0.05)
+                    continue
+                if reply.status == payment_pb2.CHARGE_STATUS_SUCCEEDED:
+                    acked[key] = reply.charge_id
+
+    await asyncio.gather(*(worker(n) for n in range(workers)))
+    return made
+
+
+@pytest.mark.timeout(300)
+async def test_a_killed_payment_container_loses_no_acknowledged_charge(stack: Stack) -> None:
+    name = stack.container("payment")["Name"]
+    before = inspect(name)
+    acked: dict[str, str] = {}
+    stop = asyncio.Event()
+    load = asyncio.create_task(checkout_load(stack, acked, stop))
+    try:
+        await _until(lambda: len(acked) >= 20, 60, "20 acknowledged checkouts before the kill")
+        # A crash, not a stop: SIGKILL to the container's first process, from this host.
+        os.kill(int(before["State"]["Pid"]), signal.SIGKILL)
+        at_kill = len(acked)
+
+        def back() -> bool:
+            now = inspect(name)
+            return (
+                now["RestartCount"] > before["RestartCount"]
+                and now["State"]["Status"] == "running"
+                and (now["State"].get("Health") or {}).get("Status") == "healthy"
+            )
+
+        await _until(back, 120, "payment restarted (unless-stopped) and healthy again")
+        at_back = len(acked)
+        await _until(lambda: len(acked) >= at_back + 20, 60, "20 more charges after the restart")
+    finally:
+        stop.set()
+        made = await load
+    assert made > len(acked) >= at_kill + 20
+    # Every acknowledged charge is in the ledger that came back: GetCharge finds it SUCCEEDED,
+    # and a retry with its key replays it instead of charging again.
+    md = (("authorization", f"Bearer {stack.api_key}"),)
+    async with grpc.aio.insecure_channel(stack.gateway) as channel:
+        stub = gateway_pb2_grpc.GatewayStub(channel)
+        lost = []
+        for key, charge in acked.items():
+            found = await stub.GetCharge(
+                payment_pb2.GetChargeRequest(charge_id=charge), timeout=5, metadata=md
+            )
+            if found.status != payment_pb2.CHARGE_STATUS_SUCCEEDED:
+                lost.append((key, charge, found.status))
+        assert not lost, f"{len(lost)} of {len(acked)} acknowledged charges lost: {lost[:5]}"
+
+
+async def _until(probe: Any, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not await asyncio.to_thread(probe):
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{what}: not reached within {timeout_s:g} s")
+        await asyncio.sleep(0.2)
+
+
+# -- last: make down --------------------------------------------------------------------------
+
+
+def test_make_down_leaves_no_container_network_or_volume(stack: Stack) -> None:
+    done = stack.make("down")
+    assert done.returncode == 0, done.stdout + done.stderr
+    label = f"label=com.docker.compose.project={PROJECT}"
+    for kind in ("container", "network", "volume"):
+        listed = podman(
+            kind,
+            "ls",
+            *(["--all"] if kind == "container" else []),
+            "--filter",
+            label,
+            "--format",
+            "{{.Names}}" if kind == "container" else "{{.Name}}",
+        )
+        assert listed.returncode == 0, listed.stderr
+        assert listed.stdout.strip() == "", f"left after make down: {kind}s {listed.stdout}"
+    # Nothing at all: this podman's storage is the rehearsal's own (.rehearsal/).
+    assert podman("ps", "--all", "--quiet").stdout.strip() == ""
+    assert podman("volume", "ls", "--quiet").stdout.strip() == ""
+    assert podman("network", "ls", "--format", "{{.Name}}").stdout.split() == ["podman"]
