@@ -34,7 +34,16 @@ verify: $(STAMP) ## The catalogue 3 times on one mesh: fails unless every hypoth
 # With `go` on the PATH the suite first builds the Go peers (once; tests needing one skip without).
 test: $(STAMP) ## Create .venv if needed and run the whole suite
 	@if command -v go >/dev/null 2>&1; then $(MAKE) --no-print-directory peers; fi
+	@$(MAKE) --no-print-directory browser
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The console's browser tests drive Debian's chromium (never a downloaded browser build).
+.PHONY: browser
+browser: $(STAMP) ## Install Debian's chromium for the browser tests (root with apt; once)
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	else echo "no /usr/bin/chromium and no root apt: the browser tests will skip"; fi
 
 .PHONY: peers
 peers: $(STAMP) ## Build real Toxiproxy, Jaeger v2, Mailpit into .peers/bin (once; needs go)

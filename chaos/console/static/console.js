@@ -5,8 +5,14 @@
 
 const SVGNS = "http://www.w3.org/2000/svg";
 const POS = {
-  client: [70, 230], gateway: [240, 230], recommendation: [520, 80], profile: [860, 230],
-  payment: [520, 390], redis: [860, 390], notification: [620, 490], smtp: [900, 490],
+  client: [60, 300], gateway: [220, 300], recommendation: [580, 80], profile: [1060, 300],
+  payment: [580, 540], redis: [1060, 540], notification: [780, 650], smtp: [1120, 650],
+};
+// Where each edge's label box sits (its top-left corner), clear of the nodes.
+const LABELS = {
+  gateway_to_recommendation: [150, 110], recommendation_to_profile: [820, 120],
+  gateway_to_profile: [480, 320], gateway_to_payment: [150, 440], payment_to_redis: [700, 555],
+  notification_to_redis: [930, 590], notification_to_smtp: [880, 665],
 };
 const PEERS = new Set(["client", "redis", "smtp"]);
 const TOXIC_ATTRS = {
@@ -118,7 +124,7 @@ function drawGraph() {
     const hasMetrics = s.calls_per_s > 0 || s.breakers.length || edge.toxics.length || edge.app_faults.length;
     const label = hasMetrics || edge.name === selected ? lines : lines.slice(0, 1);
     const h = 14 * label.length + 6, w = 300;
-    const lx = Math.min(Math.max(mx - w / 2, 2), 1000 - w - 2), ly = my + 10;
+    const [lx, ly] = LABELS[edge.name] || [Math.min(Math.max(mx - w / 2, 2), 1200 - w - 2), my + 10];
     items.push(el("svg:g", {
       class: edgeClass(edge), "data-edge": edge.name, "data-breaker": breaker,
       "data-p99": s.p99_ms === null ? "" : s.p99_ms, onclick: () => select(edge.name),

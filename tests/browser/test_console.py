@@ -1,0 +1,162 @@
+"""The console in a real browser: what a newcomer sees while breaking and mending the mesh.
+
+One mesh and one headless Chromium for the module (conftest); each test starts from a reset
+mesh. Screenshots of each state go to tests/browser/artifacts/ (git-ignored).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from typing import Any
+
+import pytest
+from toxiproxy import Toxiproxy
+
+from tests.browser.conftest import ARTIFACTS, ConsoleMesh
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(240)]
+REC = "gateway_to_recommendation"
+
+
+def api(mesh: ConsoleMesh, path: str, body: dict[str, Any] | None = None) -> Any:
+    request = urllib.request.Request(mesh.url.rstrip("/") + path)
+    if body is not None:
+        request.data = json.dumps(body).encode()
+        request.add_header("X-Mesh-Console", "1")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def shot(page: Any, name: str) -> None:
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def start_load(page: Any, rate: int = 20, home: int = 1, checkout: int = 0) -> None:
+    page.fill("#load-rate", str(rate))
+    page.fill("#load-home", str(home))
+    page.fill("#load-checkout", str(checkout))
+    page.click("#load-start")
+    page.wait_for_selector("#load-status:has-text('running')", timeout=5000)
+
+
+def select_edge(page: Any, name: str) -> None:
+    page.locator(f'g[data-edge="{name}"]').dispatch_event("click")
+    page.wait_for_selector(f'#edge h2:has-text("{name}")', timeout=5000)
+
+
+def edge_attr(name: str, attr: str) -> str:
+    return f'document.querySelector(\'g[data-edge="{name}"]\')?.getAttribute("{attr}")'
+
+
+@pytest.fixture
+def page(browser_page: Any, console_mesh: ConsoleMesh) -> Any:
+    api(console_mesh, "/api/load/stop", {})
+    api(console_mesh, "/api/reset", {})
+    browser_page.click(".tab[data-tab=graph]")
+    return browser_page
+
+
+def test_a_latency_toxic_added_in_the_console_raises_the_edges_p99(page: Any) -> None:
+    start_load(page)
+    p99 = f'Number({edge_attr("gateway_to_profile", "data-p99")} || "NaN")'
+    baseline = page.wait_for_function(f"{p99} > 0", timeout=20000) and page.evaluate(p99)
+    select_edge(page, "gateway_to_profile")
+    page.select_option("#toxic-type", "latency")
+    page.fill("#toxic-attrs", '{"latency": 200}')
+    page.click("#toxic-add")
+    page.wait_for_selector('#edge-faults li[data-owner="console"]', timeout=5000)
+    page.wait_for_function(f"{p99} >= 150 && {p99} > {baseline}", timeout=30000)
+    assert page.evaluate(p99) >= 150
+    shot(page, "1-latency-toxic-p99")
+
+
+def test_app_faults_on_recommend_open_the_breaker_then_half_open_then_closed(page: Any) -> None:
+    start_load(page)
+    select_edge(page, REC)
+    page.select_option("#fault-method", "Recommend")
+    page.fill("#fault-rate", "1")
+    page.click("#fault-add")
+    breaker = edge_attr(REC, "data-breaker")
+    page.wait_for_function(f'{breaker} === "open"', timeout=30000)
+    assert "open, probe in" in (page.text_content(f'g[data-edge="{REC}"]') or "")
+    shot(page, "2-breaker-open")
+    # No calls while it waits out its open time, so the half-open state lasts until we call.
+    page.click("#load-stop")
+    page.click('#edge-faults li[data-fault="Recommend"] button')
+    page.wait_for_selector("#edge-faults li.dim:has-text('none')", timeout=5000)
+    page.wait_for_function(f'{breaker} === "half-open"', timeout=30000)
+    shot(page, "3-breaker-half-open")
+    start_load(page)
+    page.wait_for_function(f'{breaker} === "closed"', timeout=30000)
+    shot(page, "4-breaker-closed")
+
+
+def test_a_toxic_set_by_another_client_appears_within_two_seconds(
+    page: Any, console_mesh: ConsoleMesh
+) -> None:
+    host, port = console_mesh_toxiproxy(console_mesh)
+    client = Toxiproxy()
+    client.update_api_consumer(host, port)
+    client.get_proxy("gateway_to_payment").add_toxic(
+        name="latency_downstream", type="latency", attributes={"latency": 100}
+    )
+    added = time.monotonic()
+    page.wait_for_selector(
+        '[data-row="gateway_to_payment"]:has-text("latency (another client)")', timeout=2000
+    )
+    assert time.monotonic() - added < 2.0
+    shot(page, "5-another-client")
+
+
+def console_mesh_toxiproxy(mesh: ConsoleMesh) -> tuple[str, int]:
+    url = api(mesh, "/api/state")["toxiproxy"]
+    host, _, port = url.removeprefix("http://").rpartition(":")
+    return host, int(port)
+
+
+def test_a_trace_opened_from_the_list_shows_its_retry_and_fallback(
+    page: Any, console_mesh: ConsoleMesh
+) -> None:
+    api(console_mesh, "/api/faults", {"service": "recommendation", "method": "Recommend"})
+    start_load(page)
+
+    def both(trace_id: str) -> bool:
+        names = {r["name"] for r in api(console_mesh, f"/api/traces/{trace_id}")["rows"]}
+        return {"retry scheduled", "fallback served"} <= names
+
+    deadline = time.monotonic() + 60
+    found = None
+    while found is None and time.monotonic() < deadline:
+        listed = api(console_mesh, "/api/traces?filter=degraded&limit=20")["traces"]
+        found = next((t["trace_id"] for t in listed if both(t["trace_id"])), None)
+        if found is None:
+            time.sleep(0.5)
+    assert found is not None, "no degraded trace with a retry within 60 s"
+    page.click("#load-stop")
+    page.click(".tab[data-tab=traces]")
+    page.click("#trace-filters [data-filter=degraded]")
+    page.click(f'tr[data-trace="{found}"]', timeout=10000)
+    page.wait_for_selector(f'[data-open-trace="{found}"]', timeout=5000)
+    assert page.locator('[data-event="retry scheduled"]').count() >= 1
+    assert page.locator('[data-event="fallback served"]').count() >= 1
+    shot(page, "6-trace-waterfall")
+
+
+def test_reset_clears_every_toxic_and_app_fault(page: Any, console_mesh: ConsoleMesh) -> None:
+    api(console_mesh, "/api/faults", {"service": "recommendation", "method": "Recommend"})
+    select_edge(page, "gateway_to_profile")
+    page.fill("#toxic-attrs", '{"latency": 50}')
+    page.click("#toxic-add")
+    page.wait_for_selector('[data-row="gateway_to_profile"]:has-text("latency (console)")')
+    page.wait_for_selector(f'[data-row="{REC}"]:has-text("Recommend UNAVAILABLE")')
+    page.click("#reset")
+    page.wait_for_function(
+        "[...document.querySelectorAll('#edges tbody tr')].every("
+        "r => r.lastElementChild.textContent === '\\u2013')",
+        timeout=5000,
+    )
+    state = api(console_mesh, "/api/state")
+    assert state["app_faults"] == [] and all(not e["toxics"] for e in state["edges"])
+    shot(page, "7-reset")
