@@ -12,17 +12,37 @@ import grpc
 import pytest
 
 from chaos.launch.mesh import Mesh
+from chaos.launch.ports import Ports
+from mesh.topology import replica_of
 from mesh.v1 import admin_pb2, admin_pb2_grpc, gateway_pb2, gateway_pb2_grpc
 from tests.e2e.mesh_up_process import MESH
 
 STREAM = "/mesh.v1.RecommendationService/StreamRecommend"
+ROOMY = {
+    # What these tests check must not depend on how loaded the machine is: budgets far above
+    # a stream's few milliseconds, so only the injected fault can cut one.
+    "MESH_POLICY__GATEWAY_TO_RECOMMENDATION__DEADLINE__TOTAL_S": "20",
+    "MESH_POLICY__GATEWAY_TO_RECOMMENDATION__DEADLINE__ATTEMPT_S": "10",
+    "MESH_POLICY__RECOMMENDATION_TO_PROFILE__DEADLINE__TOTAL_S": "10",
+    "MESH_POLICY__RECOMMENDATION_TO_PROFILE__DEADLINE__ATTEMPT_S": "5",
+}
+
+
+@pytest.fixture(scope="module")
+def mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mesh]:
+    m = Mesh(state_dir=tmp_path_factory.mktemp("streams"), ports=Ports.auto(), env=ROOMY)
+    m.start()
+    try:
+        yield m
+    finally:
+        m.stop()
 
 
 def call_stream(mesh: Mesh, *args: str, json_out: bool = True) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MESH_STATE_DIR": str(mesh.state_dir)}
     env.pop("MESH_API_KEY", None)
     return subprocess.run(
-        [*MESH, "call", "stream", *args, *(("--json", "-") if json_out else ())],
+        [*MESH, "call", "stream", "--timeout", "30", *args, *(("--json", "-") if json_out else ())],
         env=env,
         capture_output=True,
         text=True,
@@ -33,19 +53,28 @@ def call_stream(mesh: Mesh, *args: str, json_out: bool = True) -> subprocess.Com
 
 @pytest.fixture
 def cut_after_three(mesh: Mesh) -> Iterator[None]:
-    """Recommendation's StreamRecommend fails with UNAVAILABLE after 3 items, every attempt."""
+    """Recommendation's StreamRecommend fails with UNAVAILABLE after 3 items, every attempt,
+    on every replica."""
     assert mesh.state is not None
-    admin = mesh.state.services["recommendation"]["admin"]
+    admins = [
+        s["admin"]
+        for name, s in mesh.state.services.items()
+        if replica_of(name) == "recommendation"
+    ]
     fault = admin_pb2.Fault(
         method=STREAM, error_rate=1.0, code="UNAVAILABLE", pushback_ms=-1, after_messages=3
     )
-    with grpc.insecure_channel(admin) as channel:
-        stub = admin_pb2_grpc.FaultAdminStub(channel)
-        stub.SetFault(admin_pb2.SetFaultRequest(fault=fault), timeout=5)
-        try:
-            yield
-        finally:
-            stub.ClearFaults(admin_pb2.ClearFaultsRequest(method=STREAM), timeout=5)
+    channels = [grpc.insecure_channel(admin) for admin in admins]
+    stubs = [admin_pb2_grpc.FaultAdminStub(channel) for channel in channels]
+    try:
+        for stub in stubs:
+            stub.SetFault(admin_pb2.SetFaultRequest(fault=fault), timeout=30)
+        yield
+    finally:
+        for stub in stubs:
+            stub.ClearFaults(admin_pb2.ClearFaultsRequest(method=STREAM), timeout=30)
+        for channel in channels:
+            channel.close()
 
 
 def test_mesh_call_stream_prints_every_ranked_item(mesh: Mesh) -> None:
@@ -77,18 +106,18 @@ def test_the_stream_has_the_front_door_of_every_gateway_call(mesh: Mesh) -> None
         stub = gateway_pb2_grpc.GatewayStub(channel)
         request = gateway_pb2.GetHomeRequest(user_id="u-0001", limit=3)
         with pytest.raises(grpc.RpcError) as no_key:
-            list(stub.StreamRecommendations(request, timeout=5))
+            list(stub.StreamRecommendations(request, timeout=30))
         assert no_key.value.code() is grpc.StatusCode.UNAUTHENTICATED
         md = (("authorization", f"Bearer {mesh.state.api_key}"),)
         bad = gateway_pb2.GetHomeRequest(user_id="u-0001", limit=500)
         with pytest.raises(grpc.RpcError) as bad_limit:
-            list(stub.StreamRecommendations(bad, timeout=5, metadata=md))
+            list(stub.StreamRecommendations(bad, timeout=30, metadata=md))
         assert bad_limit.value.code() is grpc.StatusCode.INVALID_ARGUMENT
         unknown = gateway_pb2.GetHomeRequest(user_id="u-0404", limit=3)
         with pytest.raises(grpc.RpcError) as no_user:
-            list(stub.StreamRecommendations(unknown, timeout=5, metadata=md))
+            list(stub.StreamRecommendations(unknown, timeout=30, metadata=md))
         assert no_user.value.code() is grpc.StatusCode.NOT_FOUND
         corrupt = channel.unary_stream("/mesh.v1.Gateway/StreamRecommendations")
         with pytest.raises(grpc.RpcError) as garbage:
-            list(corrupt(b"\xff\xff\xff", timeout=5, metadata=md))
+            list(corrupt(b"\xff\xff\xff", timeout=30, metadata=md))
         assert garbage.value.code() is grpc.StatusCode.INVALID_ARGUMENT
