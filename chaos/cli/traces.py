@@ -12,6 +12,7 @@ import typer
 from rich.console import Console, RenderableType
 from rich.markup import escape
 
+from chaos import jaeger_query as jq
 from chaos import traces as tr
 from chaos.report.table_fit import Column, FitTable
 
@@ -65,17 +66,17 @@ def _from_jaeger(url: str, trace_id: str | None, limit: int) -> dict[str, list[t
     or the gateway's recent ones. Exit 2 with one line when Jaeger cannot give them."""
     try:
         if trace_id is not None:
-            trace_id = tr.trace_id_or_prefix(trace_id)
+            trace_id = jq.trace_id_or_prefix(trace_id)
             if len(trace_id) == 32:
-                return {trace_id: tr.jaeger_trace(url, trace_id)}
-        found = tr.jaeger_recent(url, JAEGER_SERVICE, max(limit, 100) if trace_id else limit)
+                return {trace_id: jq.jaeger_trace(url, trace_id)}
+        found = jq.jaeger_recent(url, JAEGER_SERVICE, max(limit, 100) if trace_id else limit)
         if trace_id is None:
             return found
         match = tr.find_trace(found, trace_id)
         if match is None:
-            raise tr.JaegerError(f"no single trace with id {trace_id!r} in Jaeger at {url}")
+            raise jq.JaegerError(f"no single trace with id {trace_id!r} in Jaeger at {url}")
         return {match[0]: match[1]}
-    except tr.JaegerError as err:
+    except jq.JaegerError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2) from None
 

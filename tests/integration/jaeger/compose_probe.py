@@ -25,7 +25,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from chaos import traces as tr
+from chaos import jaeger_query as jq
 from mesh.telemetry.tracing import setup_tracing
 
 CLONE_NEWNET = 0x40000000
@@ -102,8 +102,8 @@ def probe(spec: dict[str, Any]) -> dict[str, Any]:
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline:
                 try:
-                    spans = tr.jaeger_trace(spec["query_url"], trace_id)
-                except tr.JaegerError:
+                    spans = jq.jaeger_trace(spec["query_url"], trace_id)
+                except jq.JaegerError:
                     time.sleep(0.2)
                     continue
                 result["span"] = [(s["name"], s["service"]) for s in spans]

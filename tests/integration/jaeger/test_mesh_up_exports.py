@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from chaos import jaeger_query as jq
 from chaos import traces as tr
 from chaos.cli.app import app
 from tests.integration.jaeger.jaeger_process import Jaeger
@@ -66,8 +67,8 @@ def test_a_call_through_mesh_up_lands_in_jaeger_from_every_hop(
 
     def every_hop() -> list[tr.Span]:
         try:
-            spans = tr.jaeger_trace(jaeger.query_url, trace_id)
-        except tr.JaegerError:
+            spans = jq.jaeger_trace(jaeger.query_url, trace_id)
+        except jq.JaegerError:
             return []
         return spans if {s["service"] for s in spans} == hops and len(spans) >= 10 else []
 

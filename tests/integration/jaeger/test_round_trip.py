@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from chaos import jaeger_query as jq
 from chaos import traces as tr
 from chaos.cli.app import app
 from chaos.launch.ports import free_port
@@ -102,8 +103,8 @@ def _from_jaeger(jaeger: Jaeger, trace_id: str, expected: int) -> list[tr.Span]:
 
     def landed() -> list[tr.Span]:
         try:
-            spans = tr.jaeger_trace(jaeger.query_url, trace_id)
-        except tr.JaegerError:
+            spans = jq.jaeger_trace(jaeger.query_url, trace_id)
+        except jq.JaegerError:
             return []
         return spans if len(spans) >= expected else []
 

@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import SpanKind, Status, StatusCode, set_span_in_context
 from typer.testing import CliRunner
 
+from chaos import jaeger_query as jq
 from chaos import traces as tr
 from chaos.cli.app import app
 from mesh.telemetry.jsonl_exporter import JsonLinesSpanExporter
@@ -299,7 +300,7 @@ def test_jaegers_answer_converts_back_to_the_spans_the_files_hold(
 ) -> None:
     state_dir, degraded, _ = recorded
     spans = tr.group_traces(tr.load_spans(tr.trace_files(state_dir / "traces")))[degraded]
-    back = tr.from_otlp_json(_as_jaeger_answers(spans)["result"])
+    back = jq.from_otlp_json(_as_jaeger_answers(spans)["result"])
     assert {s["span_id"]: s for s in back} == {s["span_id"]: s for s in spans}
 
 
