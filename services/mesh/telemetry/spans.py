@@ -11,10 +11,11 @@ and attribute work is skipped for spans the sampler dropped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -32,9 +33,10 @@ from mesh.resilience import classify
 from mesh.resilience.context import CallContext
 from mesh.resilience.deadline import inbound_deadline
 from mesh.resilience.handlers import Behaviour, HandlerLookup, is_exempt
+from mesh.resilience.streaming_server import StreamBehaviour, StreamStatus, tracked
 from mesh.telemetry import names as n
-from mesh.telemetry.light_spans import light_tracer
-from mesh.telemetry.traceparent import extract_parent
+from mesh.telemetry.light_spans import LightTracer, light_tracer
+from mesh.telemetry.traceparent import extract_parent, simple_traceparent
 
 current_server_span: contextvars.ContextVar[trace.Span | None] = contextvars.ContextVar(
     "mesh_server_span", default=None
@@ -273,9 +275,7 @@ class TracingServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc
         keys = self._factory.carrier_keys
         carrier = {k: v for k, v in handler_call_details.invocation_metadata or () if k in keys}
         if handler.unary_stream is not None:
-            from mesh.telemetry.stream_spans import traced_stream  # it imports this module
-
-            stream = traced_stream(self._factory, handler.unary_stream, method, carrier)
+            stream = self._wrap_stream(handler.unary_stream, method, carrier)
             return handler._replace(unary_stream=stream)
         return handler._replace(unary_unary=self._wrap(handler.unary_unary, method, carrier))
 
@@ -303,17 +303,57 @@ class TracingServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc
 
         return behaviour
 
+    def _wrap_stream(
+        self, inner: StreamBehaviour, method: str, carrier: dict[str, str]
+    ) -> StreamBehaviour:
+        """A stream's span is current while it produces its messages, and ends with its final
+        status and how many it sent (`mesh.messages`)."""
+        factory = self._factory
+        names = factory.names(method)
+
+        async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            span, token, server_token = start_server_span(factory, names, carrier)
+            status = StreamStatus()
+            try:
+                async for message in tracked(inner, request, context, status):
+                    yield message
+            finally:
+                with contextlib.suppress(ValueError):  # finalised late, in another context
+                    current_server_span.reset(server_token)
+                otel_context.detach(token)
+                if span.is_recording():
+                    span.set_attribute(n.MESSAGES, status.sent)
+                end_server_span(span, status.code)
+
+        return behaviour
+
 
 def start_server_span(
     factory: SpanFactory, names: MethodNames, carrier: dict[str, str]
 ) -> tuple[trace.Span, contextvars.Token[Context], contextvars.Token[trace.Span | None]]:
     """A call's SERVER span, made current: (span, context token, current_server_span token)."""
+    tracer = factory.tracer
+    if (
+        type(tracer) is LightTracer
+        and factory.w3c_only
+        and (not carrier or (header := simple_traceparent(carrier)) is not None)
+    ):
+        span = tracer.start_remote_child(
+            names.server, SpanKind.SERVER, header if carrier else None, names.server_attributes
+        )
+        if span is not None:
+            token = otel_context.attach(trace.set_span_in_context(span, _EMPTY))
+            return span, token, current_server_span.set(span)
     parent = extract_parent(carrier, factory.propagator, factory.w3c_only)
-    span = factory.tracer.start_span(
+    span = tracer.start_span(
         names.server, parent, kind=SpanKind.SERVER, attributes=names.server_attributes
     )
     token = otel_context.attach(trace.set_span_in_context(span, parent))
     return span, token, current_server_span.set(span)
+
+
+_EMPTY = Context()
+"""A server span's context holds only the span: a bare traceparent brings nothing else."""
 
 
 def end_server_span(span: trace.Span, code: grpc.StatusCode) -> None:
