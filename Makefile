@@ -31,9 +31,9 @@ verify: $(STAMP) ## The catalogue 3 times on one mesh: fails unless every hypoth
 	$(BIN)/mesh chaos run --all --repeat 3
 
 # pytest exits 5 when no test ran: a failure here too, never passed over.
-# With `go` on the PATH the suite first builds the Go peers (once; tests needing one skip without).
+# With a Go toolchain the suite first builds the Go peers (once; tests needing one skip without).
 test: $(STAMP) ## Create .venv if needed and run the whole suite
-	@if command -v go >/dev/null 2>&1; then $(MAKE) --no-print-directory peers; fi
+	@if [ -n "$(GO_DIR)" ]; then $(MAKE) --no-print-directory peers; fi
 	@$(MAKE) --no-print-directory browser
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
@@ -45,9 +45,11 @@ browser: $(STAMP) ## Install Debian's chromium for the browser tests (root with 
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	else echo "no /usr/bin/chromium and no root apt: the browser tests will skip"; fi
 
+# `go` on the PATH, else where Go's own installer puts it (a shell without the login profile).
+GO_DIR := $(or $(patsubst %/,%,$(dir $(shell command -v go 2>/dev/null))),$(wildcard /usr/local/go/bin))
 .PHONY: peers
 peers: $(STAMP) ## Build real Toxiproxy, Jaeger v2, Mailpit into .peers/bin (once; needs go)
-	$(BIN)/python -m tools.peers
+	PATH="$(GO_DIR):$$PATH" $(BIN)/python -m tools.peers
 
 up: ## docker compose stack if a Docker engine answers, else the embedded mesh
 	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory compose-up; \
