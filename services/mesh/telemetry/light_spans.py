@@ -31,6 +31,7 @@ from opentelemetry.util import types
 
 from mesh.telemetry.jsonl_exporter import JsonLinesSpanProcessor
 from mesh.telemetry.span_json import light_span_line, service_name_json
+from mesh.telemetry.traceparent import parse_ids
 
 DEFAULT_SAMPLER = (
     "ParentBased{root:AlwaysOnSampler,remoteParentSampled:AlwaysOnSampler,"
@@ -270,6 +271,32 @@ class LightTracer(trace.Tracer):
         return LightSpan(
             name, kind, trace_id, span_id, parent_id, flags, state,
             dict(attributes) if attributes else {}, sink,
+        )  # fmt: skip
+
+    def start_remote_child(
+        self, name: str, kind: SpanKind, traceparent: str | None, attributes: Mapping[str, Any]
+    ) -> trace.Span | None:
+        """A span continuing a canonical `traceparent` (a root without one), without building
+        the parent's SpanContext and Context; None when the SDK must make the span."""
+        processors = self._active._span_processors
+        if processors is not self._seen:
+            self._refresh(processors)
+        sink = self._sink
+        if sink is None:
+            return None
+        ids = None if traceparent is None else parse_ids(traceparent)
+        if ids is None:  # no header, or one to ignore: a new trace, as extract_parent gives
+            trace_id, parent_id, flags = _getrandbits(128) or 1, None, _SAMPLED | _RANDOM
+        else:
+            trace_id, parent_id, flags = ids
+        span_id = _getrandbits(64) or 1
+        if not flags & _SAMPLED:
+            return trace.NonRecordingSpan(
+                SpanContext(trace_id, span_id, False, TraceFlags(flags & _RANDOM))
+            )
+        return LightSpan(
+            name, kind, trace_id, span_id, parent_id, _SAMPLED | (flags & _RANDOM), None,
+            dict(attributes), sink,
         )  # fmt: skip
 
     def _writers_sink(self, writers: tuple[JsonLinesSpanProcessor, ...]) -> Sink:

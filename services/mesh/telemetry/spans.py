@@ -35,8 +35,8 @@ from mesh.resilience.deadline import inbound_deadline
 from mesh.resilience.handlers import Behaviour, HandlerLookup, is_exempt
 from mesh.resilience.streaming_server import StreamBehaviour, StreamStatus, tracked
 from mesh.telemetry import names as n
-from mesh.telemetry.light_spans import light_tracer
-from mesh.telemetry.traceparent import extract_parent
+from mesh.telemetry.light_spans import LightTracer, light_tracer
+from mesh.telemetry.traceparent import extract_parent, simple_traceparent
 
 current_server_span: contextvars.ContextVar[trace.Span | None] = contextvars.ContextVar(
     "mesh_server_span", default=None
@@ -332,12 +332,28 @@ def start_server_span(
     factory: SpanFactory, names: MethodNames, carrier: dict[str, str]
 ) -> tuple[trace.Span, contextvars.Token[Context], contextvars.Token[trace.Span | None]]:
     """A call's SERVER span, made current: (span, context token, current_server_span token)."""
+    tracer = factory.tracer
+    if (
+        type(tracer) is LightTracer
+        and factory.w3c_only
+        and (not carrier or (header := simple_traceparent(carrier)) is not None)
+    ):
+        span = tracer.start_remote_child(
+            names.server, SpanKind.SERVER, header if carrier else None, names.server_attributes
+        )
+        if span is not None:
+            token = otel_context.attach(trace.set_span_in_context(span, _EMPTY))
+            return span, token, current_server_span.set(span)
     parent = extract_parent(carrier, factory.propagator, factory.w3c_only)
-    span = factory.tracer.start_span(
+    span = tracer.start_span(
         names.server, parent, kind=SpanKind.SERVER, attributes=names.server_attributes
     )
     token = otel_context.attach(trace.set_span_in_context(span, parent))
     return span, token, current_server_span.set(span)
+
+
+_EMPTY = Context()
+"""A server span's context holds only the span: a bare traceparent brings nothing else."""
 
 
 def end_server_span(span: trace.Span, code: grpc.StatusCode) -> None:

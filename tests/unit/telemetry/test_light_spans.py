@@ -16,6 +16,7 @@ from typing import Any
 
 import grpc
 import grpc.aio
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry import context as otel_context
@@ -256,3 +257,46 @@ def test_any_span_encodes_as_the_sdk_span_with_the_same_calls(
             span.set_status(Status(status, description if status is StatusCode.ERROR else None))
         span.end(end_time=9)
     assert lines == [span_line(kept[0], service_json(kept[0]))]
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        PARENT,  # sampled: continued
+        PARENT[:-2] + "00",  # not sampled: no span recorded, the trace id kept
+        PARENT[:-2] + "03",  # sampled, random trace id flag
+        "00-" + "0" * 32 + PARENT[35:],  # all-zero trace id: ignored, a new trace
+        PARENT.upper(),  # not canonical: ignored
+        "01" + PARENT[2:],  # another version: the SDK propagator decides
+        None,  # no header: a new trace
+    ],
+)
+def test_a_server_span_continues_a_header_as_the_sdk_path_does(
+    tmp_path: Path, header: str | None
+) -> None:
+    carrier = {} if header is None else {"traceparent": header}
+    made = {}
+    for kind in ("sdk", "light"):
+        exporter = JsonLinesSpanExporter(tmp_path / f"{kind}.jsonl")
+        processor: SpanProcessor = (
+            SimpleSpanProcessor(exporter) if kind == "sdk" else JsonLinesSpanProcessor(exporter)
+        )
+        provider = _provider(processor)
+        factory = sp.SpanFactory(provider.get_tracer("mesh"))
+        span, token, server_token = sp.start_server_span(
+            factory, factory.names("/mesh.v1.Gateway/GetHome"), carrier
+        )
+        sp.current_server_span.reset(server_token)
+        otel_context.detach(token)
+        sc = span.get_span_context()
+        parent = getattr(span, "parent", None) or getattr(span, "parent_id", None)
+        parent_id = parent if parent is None or isinstance(parent, int) else parent.span_id
+        made[kind] = (
+            span.is_recording(),
+            sc.trace_id == int(PARENT[3:35], 16),
+            parent_id == int(PARENT[36:52], 16),
+            int(sc.trace_flags),
+        )
+        span.end()
+        provider.shutdown()
+    assert made["light"] == made["sdk"]
