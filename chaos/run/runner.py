@@ -41,6 +41,7 @@ from chaos.run.measure import (
     load_metrics,
     vs_steady,
 )
+from chaos.run.progress_file import ProgressFile
 from chaos.run.target import Target
 from chaos.toxiproxy.client import ToxiproxyClient
 from mesh.topology import INSTANCES
@@ -60,7 +61,14 @@ class Runner:
 
     def __init__(self, target: Target, progress: Progress | None = None) -> None:
         self.target = target
-        self.progress = progress or (lambda label, done, total: None)
+        shown = progress or (lambda label, done, total: None)
+        self.progress_file = ProgressFile(target.state_dir)  # the console reads it
+
+        def report(label: str, done: int, total: int) -> None:
+            shown(label, done, total)
+            self.progress_file.update(label, done, total)
+
+        self.progress: Progress = report
         client = ToxiproxyClient(target.toxiproxy) if target.toxiproxy else None
         self.injector = Injector(client, target.admin, target.mesh)
         self._swapped = False
@@ -351,6 +359,7 @@ class Runner:
 
     async def run(self, name: str, path: Path, exp: Experiment) -> ExperimentResult:
         out = ExperimentResult(name, path, exp)
+        self.progress_file.experiment = name
         try:
             if exp.scenario is None:  # before any variant's policy: on the mesh as it started
                 await self.injector.reset_all()
@@ -371,6 +380,7 @@ class Runner:
         finally:
             await self.injector.reset_all()
             await self._restore_policy()
+            self.progress_file.finish()
         out.verdicts = evaluate(out)
         out.generator_share = self.cpu.share
         return out

@@ -58,11 +58,11 @@ def console_mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleMe
     reader.start()
     try:
 
-        def url() -> str | None:
+        def url() -> str:
             if proc.poll() is not None:
                 raise AssertionError("mesh up exited early:\n" + "".join(output))
             found = re.search(r"console: (http://127\.0\.0\.1:\d+/)", "".join(output))
-            return found.group(1) if found else None
+            return found.group(1) if found else ""
 
         yield ConsoleMesh(
             proc, state_dir, wait_until(url, 90, "the console's address", 0.1), output

@@ -1,0 +1,50 @@
+"""The running experiment's progress as a small JSON file in the mesh's state dir
+(`experiment.json`), which the console shows beside the graph: experiment, variant, phase,
+requests done of total. Written at most every `every_s`, atomically; `finished` at the end."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+PROGRESS_FILE = "experiment.json"
+
+
+class ProgressFile:
+    def __init__(self, state_dir: Path, every_s: float = 0.25) -> None:
+        self._path = state_dir / PROGRESS_FILE
+        self._every_s = every_s
+        self._last_s = 0.0
+        self.experiment = ""
+
+    def update(self, label: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - self._last_s < self._every_s and done < total:
+            return
+        self._last_s = now
+        variant, _, phase = label.partition(": ")
+        self._write(
+            {
+                "experiment": self.experiment,
+                "variant": variant,
+                "phase": phase or label,
+                "done": done,
+                "total": total,
+            }
+        )
+
+    def finish(self) -> None:
+        self._write({"experiment": self.experiment, "finished": True})
+
+    def _write(self, doc: dict[str, object]) -> None:
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self._path.parent, prefix=f".{PROGRESS_FILE}.")
+            with os.fdopen(fd, "w") as out:
+                out.write(json.dumps(doc))
+            os.replace(tmp, self._path)
+        except OSError:
+            pass  # progress is a courtesy to the console; the run goes on without it
