@@ -90,7 +90,9 @@ def edge_table(snapshot: dict[str, Any], title: str) -> Table:
         ("budget", "right"),
         ("faults", "left"),
     ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        # The edge's name whole, always: the other columns wrap first.
+        wide = {"no_wrap": True, "min_width": 25} if name == "edge" else {}
+        table.add_column(name, justify=justify, **wide)  # type: ignore[arg-type]
     for edge in snapshot["edges"]:
         s = edge["stats"]
         bulkhead = (
