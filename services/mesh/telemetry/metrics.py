@@ -20,6 +20,8 @@
 | mesh_server_deadline_overrun_seconds  | histogram | method                        |
 | mesh_server_shed_total                | counter | method                          |
 | mesh_faults_injected_total            | counter | method, code                    |
+| mesh_replica_ejections_total          | counter | dependency, replica, reason     |
+| mesh_replica_returns_total            | counter | dependency, replica             |
 
 `outcome` and `code` are gRPC status code names ("OK", "UNAVAILABLE", ...); `method` is the
 full gRPC method name, or "*" for a per-dependency breaker; `mesh_breaker_state` is 0 closed,
