@@ -35,7 +35,7 @@ from mesh.resilience.deadline import inbound_deadline
 from mesh.resilience.handlers import Behaviour, HandlerLookup, is_exempt
 from mesh.resilience.streaming_server import StreamBehaviour, StreamStatus, tracked
 from mesh.telemetry import names as n
-from mesh.telemetry.light_spans import LightTracer, light_tracer
+from mesh.telemetry.light_spans import LightSpan, LightTracer, light_tracer
 from mesh.telemetry.traceparent import extract_parent, simple_traceparent
 
 current_server_span: contextvars.ContextVar[trace.Span | None] = contextvars.ContextVar(
@@ -198,12 +198,14 @@ class AttemptSpan:
         if metadata is not None:
             if factory.w3c_only and not baggage.get_all():
                 # The default propagators' result, without their per-call machinery.
-                sc = span.get_span_context()
-                metadata.set_all(
-                    "traceparent", [f"00-{sc.trace_id:032x}-{sc.span_id:016x}-{sc.trace_flags:02x}"]
-                )
-                if sc.trace_state:
-                    metadata.set_all("tracestate", [sc.trace_state.to_header()])
+                if type(span) is LightSpan:  # its ids as they are: no SpanContext to build
+                    ids = (span.trace_id, span.span_id, span.flags, span.trace_state)
+                else:
+                    sc = span.get_span_context()
+                    ids = (sc.trace_id, sc.span_id, sc.trace_flags, sc.trace_state)
+                metadata.set_all("traceparent", [f"00-{ids[0]:032x}-{ids[1]:016x}-{ids[2]:02x}"])
+                if ids[3]:
+                    metadata.set_all("tracestate", [ids[3].to_header()])
             else:
                 factory.propagator.inject(metadata, trace.set_span_in_context(span), _set_metadata)
         return span

@@ -135,7 +135,10 @@ def test_light_and_sdk_spans_write_the_same_lines(tmp_path: Path) -> None:
         "Sent.mesh.v1.RecommendationService.Recommend",
         "Recv.mesh.v1.Gateway.GetHome",
     ]
-    server = json.loads((tmp_path / "light.jsonl").read_text().splitlines()[-1])
+    written = [json.loads(x) for x in (tmp_path / "light.jsonl").read_text().splitlines()]
+    # Each attempt's traceparent names that attempt's own span: the next hop's parent.
+    assert [h[36:52] for h in headers["light"]] == [r["span_id"] for r in written[:2]]
+    server = written[-1]
     assert (server["trace_id"], server["parent_span_id"]) == (PARENT[3:35], PARENT[36:52])
     assert server["attributes"]["mesh.degraded_parts"] == ["profile"]
     # The wire sees the same traceparent shape: the caller's trace, the attempt's own span.
