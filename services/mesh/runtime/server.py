@@ -27,6 +27,7 @@ from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import Pipeline, build_pipeline
 from mesh.resilience.policy import EdgePolicy, MeshPolicy, load_policy
 from mesh.resilience.shedding import SheddingInterceptor
+from mesh.runtime.collector import freeze_startup_objects
 from mesh.runtime.config import ServiceConfig
 from mesh.runtime.decoding import RequestDecodingInterceptor
 from mesh.runtime.interceptors import server_interceptors
@@ -320,6 +321,7 @@ def run(name: str, build: Callable[[Runtime], Awaitable[Service]]) -> None:
 
     from mesh.resilience.policy import PolicyError
 
+    freeze_startup_objects()  # imports are done: full collections need not walk what they made
     try:
         asyncio.run(serve(name, build))
     except (ConfigError, PolicyError) as err:
