@@ -187,6 +187,12 @@ class AppFault(_Timed):
     code: str = "UNAVAILABLE"
     delay_s: float = Field(default=0.0, ge=0, le=60)
     pushback_ms: int = Field(default=-1, ge=-1)
+    after_messages: int = Field(
+        default=0, ge=0, le=1_000_000, description="a stream: items sent before the failure"
+    )
+    first_attempt_only: bool = Field(
+        default=False, description="spare retries (attempts with grpc-previous-rpc-attempts)"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> AppFault:

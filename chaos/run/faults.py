@@ -93,6 +93,8 @@ class Injector:
                             code=fault.code,
                             delay_s=fault.delay_s,
                             pushback_ms=fault.pushback_ms,
+                            after_messages=fault.after_messages,
+                            first_attempt_only=fault.first_attempt_only,
                         )
                     ),
                     timeout=2,
