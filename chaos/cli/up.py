@@ -139,10 +139,11 @@ def up(
 def _console(state: MeshState, port: int) -> ConsoleServer:
     """The console on `port`, or on a free port when that one is taken."""
     jaeger = os.environ.get("MESH_JAEGER_UI")
+    reports = Path(os.environ.get("MESH_REPORTS_DIR", "reports"))
     try:
-        return ConsoleServer(state, port, jaeger).start()
+        return ConsoleServer(state, port, jaeger, reports).start()
     except OSError:
-        return ConsoleServer(state, 0, jaeger).start()
+        return ConsoleServer(state, 0, jaeger, reports).start()
 
 
 def _banner(

@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from chaos.console import trace_view
+from chaos.console import reports, trace_view
 from chaos.console.background_load import BackgroundLoad, LoadSettings
 from chaos.console.faults import FaultError
 from chaos.console.view import MeshView
@@ -41,12 +41,22 @@ class Console:
     """What the API does, independent of HTTP (the handler only parses and answers)."""
 
     def __init__(
-        self, state: MeshState, jaeger_ui: str | None = None, min_interval_s: float = 0.8
+        self,
+        state: MeshState,
+        jaeger_ui: str | None = None,
+        reports_dir: Path = Path("reports"),
+        min_interval_s: float = 0.8,
     ) -> None:
         self.view = MeshView(state)
         self.load = BackgroundLoad(state.gateway, state.api_key)
         self.jaeger_ui = jaeger_ui.rstrip("/") if jaeger_ui else None
-        self.traces_dir = Path(state.state_dir) / "traces"
+        self.reports_dir = reports_dir
+        # This mesh's traces, then those of experiments run on their own mesh (`mesh chaos
+        # run` keeps its state in var/chaos by default, beside `mesh up`'s var).
+        self.traces_dirs = (
+            Path(state.state_dir) / "traces",
+            Path(state.state_dir) / "chaos" / "traces",
+        )
         self._min_interval_s = min_interval_s
         self._cached: dict[str, Any] | None = None
         self._cached_at = 0.0
@@ -131,7 +141,7 @@ class Console:
             kind = query.get("filter", "all")
             if kind not in trace_view.FILTERS:
                 raise BadRequest(f"filter must be one of {', '.join(trace_view.FILTERS)}")
-            found = trace_view.load_recent(self.traces_dir)
+            found = trace_view.load_recent(self.traces_dirs[0])
             return {
                 "traces": trace_view.trace_list(found, kind, _int(query, "limit", 50, 1, 500)),
                 "jaeger_ui": self.jaeger_ui,
@@ -140,7 +150,10 @@ class Console:
             prefix = path.removeprefix("/api/traces/").lower()
             if not prefix or not all(c in "0123456789abcdef" for c in prefix):
                 raise BadRequest("a trace id is hexadecimal")
-            match = trace_view.find(self.traces_dir, prefix)
+            match = next(
+                (m for d in self.traces_dirs if (m := trace_view.find(d, prefix)) is not None),
+                None,
+            )
             if match is None:
                 raise LookupError(prefix)
             trace_id, spans = match
@@ -149,6 +162,13 @@ class Console:
                 "rows": trace_view.waterfall_rows(spans),
                 "jaeger": f"{self.jaeger_ui}/trace/{trace_id}" if self.jaeger_ui else None,
             }
+        if path == "/api/reports":
+            return {"reports": reports.list_reports(self.reports_dir)}
+        if path.startswith("/api/reports/"):
+            try:
+                return reports.report_points(self.reports_dir, path.removeprefix("/api/reports/"))
+            except ValueError as err:
+                raise BadRequest(str(err)) from None
         raise LookupError(path)
 
 
@@ -240,8 +260,14 @@ def _handler(console: Console, port: Callable[[], int]) -> type[BaseHTTPRequestH
 class ConsoleServer:
     """The console on 127.0.0.1:`port` (0 picks one), served from a daemon thread."""
 
-    def __init__(self, state: MeshState, port: int = 0, jaeger_ui: str | None = None) -> None:
-        self.console = Console(state, jaeger_ui)
+    def __init__(
+        self,
+        state: MeshState,
+        port: int = 0,
+        jaeger_ui: str | None = None,
+        reports_dir: Path = Path("reports"),
+    ) -> None:
+        self.console = Console(state, jaeger_ui, reports_dir)
         self._httpd = ThreadingHTTPServer(
             ("127.0.0.1", port), _handler(self.console, lambda: self.port)
         )

@@ -6,6 +6,7 @@ playwright package missing. Playwright drives the system Chromium (never `playwr
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import signal
@@ -41,16 +42,19 @@ class ConsoleMesh:
     state_dir: Path
     url: str
     output: list[str]
+    reports_dir: Path
 
 
 @pytest.fixture(scope="module")
 def console_mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleMesh]:
-    state_dir = tmp_path_factory.mktemp("console") / "var"
+    root = tmp_path_factory.mktemp("console")
+    state_dir, reports_dir = root / "var", root / "reports"
     proc = subprocess.Popen(
         [*MESH, "up", "--auto-ports", "--state-dir", str(state_dir)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        env={**os.environ, "MESH_REPORTS_DIR": str(reports_dir)},
     )
     output: list[str] = []
     assert proc.stdout is not None
@@ -64,9 +68,8 @@ def console_mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleMe
             found = re.search(r"console: (http://127\.0\.0\.1:\d+/)", "".join(output))
             return found.group(1) if found else ""
 
-        yield ConsoleMesh(
-            proc, state_dir, wait_until(url, 90, "the console's address", 0.1), output
-        )
+        address = wait_until(url, 90, "the console's address", 0.1)
+        yield ConsoleMesh(proc, state_dir, address, output, reports_dir)
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)

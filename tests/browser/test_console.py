@@ -142,6 +142,26 @@ def test_a_trace_opened_from_the_list_shows_its_retry_and_fallback(
     assert page.locator('[data-event="retry scheduled"]').count() >= 1
     assert page.locator('[data-event="fallback served"]').count() >= 1
     shot(page, "6-trace-waterfall")
+    page.click("#trace-filters [data-filter=all]")
+
+    # An experiment's report whose slow point is that request: clicking it opens its trace.
+    report = console_mesh.reports_dir / "provider-outage"
+    report.mkdir(parents=True)
+    samples = [
+        {"at_s": 0.1 * n, "latency_ms": 5.0, "code": "OK", "degraded": [], "trace_id": ""}
+        for n in range(20)
+    ]
+    samples.append(
+        {"at_s": 1.0, "latency_ms": 900.0, "code": "OK", "degraded": ["x"], "trace_id": found}
+    )
+    doc = {"title": "t", "variants": [{"name": "full", "phases": {"fault": {"samples": samples}}}]}
+    (report / "result.json").write_text(json.dumps(doc))
+    page.evaluate("document.getElementById('waterfall').replaceChildren()")  # shown afresh
+    page.click(".tab[data-tab=reports]")
+    page.locator(f'circle[data-trace="{found}"]').dispatch_event("click")
+    page.wait_for_selector(f'[data-open-trace="{found}"]', timeout=5000)
+    assert page.locator('[data-event="fallback served"]').count() >= 1
+    shot(page, "6b-report-point-trace")
 
 
 def test_reset_clears_every_toxic_and_app_fault(page: Any, console_mesh: ConsoleMesh) -> None:

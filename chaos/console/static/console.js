@@ -327,10 +327,54 @@ async function openTrace(id) {
   }
 }
 
+// Reports ------------------------------------------------------------------------------
+
+async function loadReports() {
+  try {
+    const data = await api("/api/reports");
+    const pick = document.getElementById("report-pick");
+    const current = pick.value;
+    pick.replaceChildren(...data.reports.map((r) => el("option", {value: r.name}, `${r.name}${r.held === false ? " (did not hold)" : ""}`)));
+    if (!data.reports.length) {
+      document.getElementById("report-panels").replaceChildren(el("p", {class: "dim"}, "no reports (mesh chaos run writes them to reports/)"));
+      return;
+    }
+    if (current && data.reports.some((r) => r.name === current)) pick.value = current;
+    await openReport(pick.value);
+  } catch (err) {
+    showError(`reports: ${err.message}`);
+  }
+}
+
+async function openReport(name) {
+  const data = await api(`/api/reports/${encodeURIComponent(name)}`);
+  const panels = data.panels.filter((p) => p.points.length).map((p) => {
+    const maxT = Math.max(...p.points.map((q) => q[0]), 0.001);
+    const maxMs = Math.max(...p.points.map((q) => q[1]), 1);
+    const W = 1000, H = 170, L = 50, B = 20;
+    const dots = p.points.map(([t, latency, code, degraded, trace]) => el("svg:circle", {
+      cx: L + ((W - L - 10) * t) / maxT, cy: H - B - ((H - B - 8) * latency) / maxMs, r: 3,
+      class: code !== "OK" ? "failed" : degraded ? "degraded" : "",
+      "data-trace": trace || null, "data-code": code,
+      onclick: trace ? () => { showTab("traces"); openTrace(trace); } : null,
+    }, el("svg:title", {}, `${fmt(latency)} ms ${code}${degraded ? " degraded" : ""} at ${fmt(t, 2)} s${trace ? ` trace ${trace}` : ""}`)));
+    return el("div", {class: "panel", "data-panel": `${p.variant}/${p.phase}`},
+      el("h3", {}, `${p.variant} / ${p.phase} (${p.points.length} requests)`),
+      el("svg:svg", {viewBox: `0 0 ${W} ${H}`},
+        el("svg:line", {x1: L, y1: H - B, x2: W, y2: H - B, stroke: "#999"}),
+        el("svg:line", {x1: L, y1: 0, x2: L, y2: H - B, stroke: "#999"}),
+        el("svg:text", {x: 2, y: 12, class: "axis"}, `${fmt(maxMs, 0)} ms`),
+        el("svg:text", {x: W - 60, y: H - 4, class: "axis"}, `${fmt(maxT, 1)} s`),
+        dots));
+  });
+  document.getElementById("report-panels").replaceChildren(el("h2", {}, `${data.name}: ${data.title}`), ...panels);
+}
+
 function showTab(name) {
   for (const b of document.querySelectorAll(".tab")) b.classList.toggle("active", b.dataset.tab === name);
   for (const p of document.querySelectorAll(".tabpane")) p.classList.toggle("hidden", p.id !== `tab-${name}`);
   if (name === "traces") loadTraces();
+  if (name === "reports") loadReports();
 }
 
 function init() {
@@ -343,6 +387,8 @@ function init() {
     });
   }
   document.getElementById("trace-refresh").addEventListener("click", loadTraces);
+  document.getElementById("report-refresh").addEventListener("click", loadReports);
+  document.getElementById("report-pick").addEventListener("change", (e) => openReport(e.target.value));
   document.getElementById("reset").addEventListener("click", () => act("/api/reset", {}));
   document.getElementById("load-start").addEventListener("click", () => act("/api/load", {
     rate_per_s: Number(document.getElementById("load-rate").value),
