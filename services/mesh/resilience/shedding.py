@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
@@ -17,6 +18,7 @@ from mesh.resilience.handlers import (
     is_exempt,
 )
 from mesh.resilience.policy import ServerPolicy
+from mesh.resilience.streaming_server import StreamBehaviour, responses
 
 
 class SheddingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
@@ -41,7 +43,16 @@ class SheddingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     ) -> grpc.RpcMethodHandler | None:
         handler = await continuation(handler_call_details)
         method = handler_call_details.method
-        if not self.limit or handler is None or handler.unary_unary is None or is_exempt(method):
+        if not self.limit or handler is None or is_exempt(method):
+            return handler
+        if handler.unary_stream is not None:  # a stream holds its place while it lasts
+            stream = handler.unary_stream
+            return self._wrapped.wrap(
+                method,
+                handler,
+                lambda: handler._replace(unary_stream=self._wrap_stream(stream, method)),
+            )
+        if handler.unary_unary is None:
             return handler
         return self._wrapped.wrap(
             method,
@@ -49,14 +60,29 @@ class SheddingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             lambda: handler._replace(unary_unary=self._wrap(handler.unary_unary, method)),
         )
 
+    async def _admit(self, method: str, context: grpc.aio.ServicerContext) -> None:
+        """Takes a place in flight, or refuses the call with a pushback."""
+        if self.in_flight >= self.limit:
+            self._bus.emit(CallShed(self._service, method, self.in_flight, self._pushback_s))
+            await abort_with(context, ShedError(self._service, self.limit, self._pushback_s))
+        self.in_flight += 1
+
     def _wrap(self, inner: Behaviour, method: str) -> Behaviour:
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            if self.in_flight >= self.limit:
-                self._bus.emit(CallShed(self._service, method, self.in_flight, self._pushback_s))
-                await abort_with(context, ShedError(self._service, self.limit, self._pushback_s))
-            self.in_flight += 1
+            await self._admit(method, context)
             try:
                 return await inner(request, context)
+            finally:
+                self.in_flight -= 1
+
+        return behaviour
+
+    def _wrap_stream(self, inner: StreamBehaviour, method: str) -> StreamBehaviour:
+        async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            await self._admit(method, context)
+            try:
+                async for message in responses(inner, request, context):
+                    yield message
             finally:
                 self.in_flight -= 1
 

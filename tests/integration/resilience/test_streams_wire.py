@@ -328,3 +328,29 @@ async def test_a_caller_cancelling_the_relayed_stream_cancels_it_two_hops_down()
     # A calls B with no timeout of its own: B's deadline is the caller's 5 s, carried by A's
     # inbound deadline, not the edge's 10 s total.
     assert fake.remaining_s[0] is not None and 0 < fake.remaining_s[0] <= 5.1
+
+
+async def test_a_stream_holds_its_place_in_flight_and_a_server_sheds_past_its_limit() -> None:
+    release = asyncio.Event()
+
+    async def hold_after_first(n: int, context: grpc.aio.ServicerContext) -> None:
+        if n == 1:
+            await release.wait()
+
+    fake = StreamFake(items=2, before=hold_after_first)
+    policy = ServerPolicy(max_in_flight=1, shed_pushback_ms=150)
+    interceptors = server_interceptors("recommendation", policy, EventBus(), FaultTable())
+    async with serving(register(fake), interceptors) as target:
+        async with grpc.aio.insecure_channel(target) as channel:
+            stub = recommendation_pb2_grpc.RecommendationServiceStub(channel)
+            first = stub.StreamRecommend(REQUEST, timeout=10)
+            assert (await first.read()).rank == 1  # open, holding the one place
+            second = stub.StreamRecommend(REQUEST, timeout=10)
+            assert await second.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert dict(await second.trailing_metadata())["grpc-retry-pushback-ms"] == "150"
+            release.set()
+            assert (await first.read()).rank == 2
+            assert await first.read() is grpc.aio.EOF
+            third = stub.StreamRecommend(REQUEST, timeout=10)
+            assert [i.rank async for i in third] == [1, 2]  # the place was given back
+    assert fake.attempts == 2  # the shed stream never reached the handler
