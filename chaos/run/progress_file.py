@@ -1,6 +1,7 @@
 """The running experiment's progress as a small JSON file in the mesh's state dir
 (`experiment.json`), which the console shows beside the graph: experiment, variant, phase,
-requests done of total. Written at most every `every_s`, atomically; `finished` at the end."""
+requests done of total. Written at most every `every_s`, atomically; `finished` at the end;
+only into the state dir of a mesh that is up (its mesh.json is there), never elsewhere."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import os
 import tempfile
 import time
 from pathlib import Path
+
+from chaos.launch.state import STATE_FILE
 
 PROGRESS_FILE = "experiment.json"
 
@@ -40,8 +43,9 @@ class ProgressFile:
         self._write({"experiment": self.experiment, "finished": True})
 
     def _write(self, doc: dict[str, object]) -> None:
+        if not (self._path.parent / STATE_FILE).exists():
+            return
         try:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self._path.parent, prefix=f".{PROGRESS_FILE}.")
             with os.fdopen(fd, "w") as out:
                 out.write(json.dumps(doc))

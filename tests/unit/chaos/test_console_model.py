@@ -18,6 +18,9 @@ def test_the_runners_progress_is_read_while_fresh_and_gone_once_finished(tmp_pat
     progress = ProgressFile(tmp_path, every_s=0.0)
     progress.experiment = "provider-outage"
     progress.update("full: fault", 40, 100)
+    assert read_progress(tmp_path) is None  # no mesh runs here: nothing written
+    (tmp_path / "mesh.json").write_text("{}")
+    progress.update("full: fault", 40, 100)
     assert read_progress(tmp_path) == {
         "experiment": "provider-outage",
         "variant": "full",

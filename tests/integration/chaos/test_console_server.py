@@ -1,0 +1,77 @@
+"""The console's HTTP server on 127.0.0.1: pages and API for loopback names only, changes only
+with the console's header, bad input answered 400 with a reason, nothing left running."""
+
+from __future__ import annotations
+
+import http.client
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from chaos.console.server import ConsoleServer
+from chaos.launch.state import MeshState
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ConsoleServer]:
+    state = MeshState(
+        gateway="127.0.0.1:1",
+        toxiproxy=None,
+        services={},
+        proxies={},
+        pids={},
+        policy="full",
+        state_dir=str(tmp_path),
+    )
+    running = ConsoleServer(state, 0, reports_dir=tmp_path / "reports").start()
+    try:
+        yield running
+    finally:
+        running.close()
+
+
+def ask(
+    server: ConsoleServer,
+    method: str,
+    path: str,
+    body: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, str]:
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        response = conn.getresponse()
+        return response.status, response.read().decode()
+    finally:
+        conn.close()
+
+
+def test_it_serves_the_page_and_state_on_loopback_only(server: ConsoleServer) -> None:
+    status, page = ask(server, "GET", "/")
+    assert status == 200 and '<svg id="graph"' in page
+    status, body = ask(server, "GET", "/api/state")
+    assert status == 200 and json.loads(body)["policy"] == "full"
+    status, _ = ask(server, "GET", "/api/state", headers={"Host": "evil.example:80"})
+    assert status == 403  # a rebinding name never reaches the API
+
+
+def test_changes_need_the_console_header_and_valid_input(server: ConsoleServer) -> None:
+    fault = json.dumps({"service": "recommendation", "method": "Recommend"})
+    assert ask(server, "POST", "/api/faults", fault)[0] == 403
+    mine = {"X-Mesh-Console": "1"}
+    status, body = ask(server, "POST", "/api/faults", fault, mine)
+    assert status == 400 and "unknown service 'recommendation'" in body
+    status, body = ask(server, "POST", "/api/toxics", "{not json", mine)
+    assert status == 400 and "not JSON" in body
+    status, body = ask(
+        server, "POST", "/api/toxics", json.dumps({"edge": "x", "type": "latency"}), mine
+    )
+    assert status == 400 and "without Toxiproxy" in body
+    status, body = ask(server, "POST", "/api/load", json.dumps({"rate_per_s": 1e9}), mine)
+    assert status == 400 and "rate" in body
+    assert ask(server, "GET", "/api/traces/not-hex")[0] == 400
+    assert ask(server, "GET", "/api/traces?filter=bogus")[0] == 400
+    assert ask(server, "GET", "/api/reports/../../etc")[0] in (400, 404)
+    assert ask(server, "GET", "/api/nothing")[0] == 404
