@@ -148,14 +148,16 @@ def nearest_served(peer: Peer, env: dict[str, str]) -> str | None:
 def ensure(peer: Peer, bin_dir: Path, env: dict[str, str]) -> bool:
     """Build one peer unless current; print what happened and how long it took."""
     if is_current(bin_dir, peer):
-        print(f"peers: {peer.name} {built_version(bin_dir, peer)} already built (skip)")
+        print(f"peers: {peer.name} {built_version(bin_dir, peer)} already built (skip)", flush=True)
         return True
+    print(f"peers: building {peer.name} {peer.version} ...", flush=True)
     started = time.monotonic()
     ok, stderr = _build(peer, peer.version, bin_dir, env)
     note = ""
     if not ok and _REFUSED.search(stderr):
         stand_in = nearest_served(peer, env)
-        print(f"peers: the Go module proxy refused {peer.module}@{peer.version}; trying {stand_in}")
+        refused = f"{peer.module}@{peer.version}"
+        print(f"peers: the Go module proxy refused {refused}; trying {stand_in}", flush=True)
         if stand_in is not None:
             ok, stderr = _build(peer, stand_in, bin_dir, env)
             note = f"refused {peer.version}, used {stand_in}"
@@ -168,7 +170,8 @@ def ensure(peer: Peer, bin_dir: Path, env: dict[str, str]) -> bool:
     used = note.rsplit(" ", 1)[-1] if note else peer.version
     stamp_path(bin_dir, peer).write_text(f"{used}\n{note}\n" if note else f"{used}\n")
     print(
-        f"peers: built {peer.name} {used} ({import_path(peer)}) in {elapsed:.0f} s {note}".rstrip()
+        f"peers: built {peer.name} {used} ({import_path(peer)}) in {elapsed:.0f} s {note}".rstrip(),
+        flush=True,
     )
     return True
 
