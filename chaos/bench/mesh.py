@@ -7,7 +7,8 @@ variant's environment (direct or through the embedded Toxiproxy; tracing off, to
 files, or over OTLP/gRPC to a discarding sink, chaos.bench.otlp_sink). Each measured window
 is one load-client process (chaos.bench.mesh_client) sending `requests` GetHome calls with
 `concurrency` in flight after a warm-up; the CPU of every process on GetHome's path (and of
-the client) is utime+stime from /proc/<pid>/stat, read just before and just after the window.
+the client) is utime+stime from /proc/<pid>/stat, read just before and just after the window;
+a service's column sums its replicas (the mesh runs two of profile and of recommendation).
 Loopback only; every process started here is stopped by PID.
 """
 
@@ -31,6 +32,7 @@ from chaos.bench.mesh_client import KEY_ENV
 from chaos.launch.mesh import Mesh
 from chaos.launch.ports import Ports, free_ports
 from chaos.launch.processes import wait_serving
+from mesh.topology import replica_of
 
 FLOOR = "floor"
 
@@ -121,15 +123,15 @@ def client_command(
 
 def measure(
     target: str,
-    pids: dict[str, int],
+    pids: dict[str, tuple[int, ...]],
     *,
     requests: int,
     concurrency: int,
     api_key: str | None,
     warmup: int,
 ) -> Window:
-    """One window: a fresh client warms up, then CPU of `pids` and the client is read around
-    its `requests` calls."""
+    """One window: a fresh client warms up, then CPU of `pids` (each role's processes, summed)
+    and the client is read around its `requests` calls."""
     args, env = client_command(
         target, requests=requests, concurrency=concurrency, warmup=warmup, api_key=api_key
     )
@@ -141,15 +143,15 @@ def measure(
         line = _read_line(client, deadline)
         if line != "ready":
             raise BenchError(f"load client: {line}")
-        every = {**pids, "client": client.pid}
+        every = {**pids, "client": (client.pid,)}
         time.sleep(SETTLE_S)
-        before = {name: cpu_seconds(pid) for name, pid in every.items()}
+        before = {name: sum(map(cpu_seconds, group)) for name, group in every.items()}
         assert client.stdin is not None
         client.stdin.write("go\n")
         client.stdin.flush()
         line = _read_line(client, deadline)
         time.sleep(SETTLE_S)
-        after = {name: cpu_seconds(pid) for name, pid in every.items()}
+        after = {name: sum(map(cpu_seconds, group)) for name, group in every.items()}
         result = json.loads(line)
         if result.get("failures"):
             raise BenchError(f"GetHome calls failed during the window: {result['failures']}")
@@ -204,11 +206,14 @@ def _otlp_sink(log_dir: Path) -> Iterator[tuple[str, int]]:
             proc.wait()
 
 
-def _mesh_pids(mesh: Mesh) -> dict[str, int]:
-    by_name = {p.name: p.popen.pid for p in mesh.procs}
-    pids = {n: by_name[n] for n in ("gateway", "recommendation", "profile")}
+def _mesh_pids(mesh: Mesh) -> dict[str, tuple[int, ...]]:
+    """Each role's processes: every replica counts (profile and profile-2 are `profile`)."""
+    by_role: dict[str, list[int]] = {}
+    for p in mesh.procs:
+        by_role.setdefault(replica_of(p.name), []).append(p.popen.pid)
+    pids = {n: tuple(by_role[n]) for n in ("gateway", "recommendation", "profile")}
     if not mesh.direct:
-        pids["proxy"] = by_name["toxiproxy"]
+        pids["proxy"] = tuple(by_role["toxiproxy"])
     return pids
 
 
@@ -295,12 +300,15 @@ def run_mesh_bench(
                 for _ in range(rounds):
                     for variant in chosen:
                         if variant.name == FLOOR:
-                            target, pids, key = plain.gateway, plain.pids(), None
+                            target, key = plain.gateway, None
+                            pids: dict[str, tuple[int, ...]] = {
+                                n: (pid,) for n, pid in plain.pids().items()
+                            }
                         else:
                             _configure(mesh, variant, sink)
                             target, pids, key = mesh.gateway, _mesh_pids(mesh), mesh.api_key
                             if variant.tracing == "otlp":
-                                pids["otlp-sink"] = sink_pid
+                                pids["otlp-sink"] = (sink_pid,)
                         windows[variant.name].append(
                             measure(
                                 target,

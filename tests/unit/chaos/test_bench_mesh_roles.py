@@ -1,0 +1,29 @@
+"""`mesh bench mesh` charges every replica of a service to that service's column."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from chaos.bench import mesh as bench
+
+
+def _mesh(names: list[str], direct: bool) -> Any:
+    procs = [
+        SimpleNamespace(name=n, popen=SimpleNamespace(pid=100 + i)) for i, n in enumerate(names)
+    ]
+    return SimpleNamespace(procs=procs, direct=direct)
+
+
+def test_replicas_are_counted_with_their_service() -> None:
+    names = ["toxiproxy", "profile", "profile-2", "recommendation", "recommendation-2", "gateway"]
+    assert bench._mesh_pids(_mesh(names, direct=False)) == {
+        "gateway": (105,),
+        "recommendation": (103, 104),
+        "profile": (101, 102),
+        "proxy": (100,),
+    }
+
+
+def test_direct_has_no_proxy_column() -> None:
+    assert "proxy" not in bench._mesh_pids(_mesh(["profile", "recommendation", "gateway"], True))
