@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import SpanKind, StatusCode
 
 if TYPE_CHECKING:
     from mesh.telemetry.light_spans import LightSpan
@@ -71,7 +72,19 @@ def _key(key: str) -> str:
 def attributes_json(attributes: Any) -> str:
     if not attributes:
         return "{}"
-    return "{" + ",".join([_key(k) + value_json(v) for k, v in attributes.items()]) + "}"
+    keys = _KEYS
+    parts = []
+    for k, v in attributes.items():
+        kind = type(v)
+        # str and int (most values) inline; the rest as value_json writes them.
+        if kind is str:
+            text = _str(v)
+        elif kind is int:
+            text = int.__repr__(v)
+        else:
+            text = value_json(v)
+        parts.append((keys.get(k) or _key(k)) + text)
+    return "{" + ",".join(parts) + "}"
 
 
 def _optional(value: str | None) -> str:
@@ -141,12 +154,21 @@ def light_span_line(span: LightSpan, service: str) -> str:
     parent = span.parent_id
     parent_id = "null" if parent is None else f'"{parent:016x}"'
     status = span.status
+    status_json = (
+        _UNSET_JSON
+        if status.status_code is StatusCode.UNSET
+        else f'{{"code":"{status.status_code.name}","description":{_optional(status.description)}}}'
+    )
     return (
         f'{{"trace_id":"{span.trace_id:032x}","span_id":"{span.span_id:016x}",'
         f'"parent_span_id":{parent_id},"name":{_str(span.name)},'
-        f'"kind":"{span.kind.name}","service":{service},'
-        f'"start_ns":{span.start_ns},"end_ns":{span.end_ns},'
-        f'"status":{{"code":"{status.status_code.name}","description":'
-        f"{_optional(status.description)}}},"
+        f'"kind":"{_KIND_NAMES[span.kind]}","service":{service},'
+        f'"start_ns":{span.start_ns},"end_ns":{span.end_ns},"status":{status_json},'
         f'"attributes":{attributes_json(span.attributes)},"events":[{events_json}]}}\n'
     )
+
+
+_KIND_NAMES = {kind: kind.name for kind in SpanKind}
+"""An enum's `.name` is a property call; a span's kind is one of five."""
+_UNSET_JSON = '{"code":"UNSET","description":null}'
+"""Every span that went well: an UNSET status never carries a description."""
