@@ -2,10 +2,12 @@
 builds it around the edge's pipeline; this module builds no pipeline).
 
 A target may list several replicas (`host:port,host:port`). Then either gRPC balances, with
-its `round_robin` policy over an `ipv4:` target (or, for one DNS name, over its A records, as a
+its `round_robin` policy over an `ipv4:` target (one DNS name: over its A records, as a
 Kubernetes headless Service gives), or, when the edge's outlier ejection is on (or the hosts
 are names `ipv4:` cannot take), mesh.resilience.outlier_router does: round robin over one
-channel per replica, skipping the ejected ones, with the ejections as events.
+channel per replica, skipping the ejected ones, with the ejections as events. The router sits
+on every channel over several replicas and decides per call, so a policy swap turns ejection
+on or off in place.
 """
 
 from __future__ import annotations
@@ -37,9 +39,13 @@ __all__ = [
     "native_retry_options",
     "replica_router",
     "resilient_channel",
+    "router_of",
 ]
 
 _ROUTERS: weakref.WeakKeyDictionary[grpc.aio.Channel, ReplicaRouter] = weakref.WeakKeyDictionary()
+_ROUTER_OF: weakref.WeakKeyDictionary[ResilienceInterceptor, ReplicaRouter] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _is_ipv4(host: str) -> bool:
@@ -63,6 +69,11 @@ def balanced_target(addresses: Sequence[str]) -> str | None:
 def replica_router(channel: grpc.aio.Channel) -> ReplicaRouter | None:
     """The router behind a channel resilient_channel() built over replicas, if any."""
     return _ROUTERS.get(channel)
+
+
+def router_of(interceptor: ResilienceInterceptor) -> ReplicaRouter | None:
+    """The router of the channel built around `interceptor` (a policy swap updates it)."""
+    return _ROUTER_OF.get(interceptor)
 
 
 def resilient_channel(
@@ -101,10 +112,12 @@ def resilient_channel(
         return grpc.aio.insecure_channel(to, options=channel_options, interceptors=interceptors)
 
     addresses = [a.strip() for a in target.split(",")]
-    single = balanced_target(addresses)
-    ejecting = outlier is not None and outlier.enabled and len(addresses) > 1
-    if single is not None and not ejecting:
-        return channel(single, [interceptor, interceptor.streams()])
+    balanced = balanced_target(addresses)
+    if len(addresses) == 1 and balanced is not None:
+        return channel(balanced, [interceptor, interceptor.streams()])
+    # The host channel balances with round_robin over the `ipv4:` target when the router lets
+    # it (ejection off); otherwise the router sends each attempt on a replica's own channel
+    # (made on first use: a channel connects lazily).
     router = ReplicaRouter(
         dependency or (services[0] if services else target),
         addresses,
@@ -112,10 +125,11 @@ def resilient_channel(
         outlier or OutlierPolicy(),
         bus or EventBus(),
         clock or SystemClock(),
+        balanced=balanced is not None,
     )
-    # The host channel never sends: the router sends every attempt on a replica's channel.
-    host = channel(addresses[0], [interceptor, interceptor.streams(), router])
+    host = channel(balanced or addresses[0], [interceptor, interceptor.streams(), router])
     _ROUTERS[host] = router
+    _ROUTER_OF[interceptor] = router
     return host
 
 

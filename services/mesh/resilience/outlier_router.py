@@ -66,13 +66,28 @@ class ReplicaRouter(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
         policy: OutlierPolicy,
         bus: EventBus,
         clock: Clock,
+        *,
+        balanced: bool = False,
     ) -> None:
+        self.dependency = dependency
         self.addresses = tuple(addresses)
-        self.channels = {a: make_channel(a) for a in self.addresses}
-        self.detector = OutlierDetector(dependency, self.addresses, policy, clock, bus.emit)
-        self._ejecting = policy.enabled
+        self.channels: dict[str, grpc.aio.Channel] = {}
+        self._make_channel = make_channel
+        self._balanced = balanced
+        """The host channel balances over every replica itself (round_robin, `ipv4:`)."""
+        self._bus = bus
+        self._clock = clock
         self._turn = 0
         self._callables: dict[tuple[str, str], Multicallable] = {}
+        self.use(policy)
+
+    def use(self, policy: OutlierPolicy) -> None:
+        """Take on `policy` (a policy swap): a fresh detector, no replica ejected."""
+        self.policy = policy
+        self._ejecting = policy.enabled
+        self.detector = OutlierDetector(
+            self.dependency, self.addresses, policy, self._clock, self._bus.emit
+        )
 
     def pick(self, avoid: str | None = None) -> str:
         """The next replica in rotation (not ejected, connection not failed) other than `avoid`
@@ -89,13 +104,22 @@ class ReplicaRouter(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
         self._turn += 1
         return ring[self._turn % len(ring)]
 
+    def _channel(self, address: str) -> grpc.aio.Channel:
+        found = self.channels.get(address)
+        if found is None:
+            found = self.channels[address] = self._make_channel(address)
+        return found
+
     def _state(self, address: str) -> grpc.ChannelConnectivity:
-        return self.channels[address].get_state(try_to_connect=False)
+        found = self.channels.get(address)
+        if found is None:
+            return grpc.ChannelConnectivity.IDLE
+        return found.get_state(try_to_connect=False)
 
     def _callable(self, address: str, method: str, request: Any) -> Multicallable:
         found = self._callables.get((address, method))
         if found is None:
-            found = self._callables[(address, method)] = self.channels[address].unary_unary(
+            found = self._callables[(address, method)] = self._channel(address).unary_unary(
                 method,
                 request_serializer=type(request).SerializeToString,
                 response_deserializer=_response_type(method),
@@ -109,6 +133,9 @@ class ReplicaRouter(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
         request: Any,
     ) -> Any:
         details = client_call_details
+        if self._balanced and not self._ejecting:
+            # gRPC's own round_robin over the host channel's `ipv4:` target picks the replica.
+            return await continuation(details, request)
         method = details.method.decode() if isinstance(details.method, bytes) else details.method
         failed = _failed_on.get()
         address = self.pick(failed[1] if failed is not None and failed[0] is request else None)
@@ -134,5 +161,5 @@ class ReplicaRouter(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
         return call
 
     async def close(self) -> None:
-        for channel in self.channels.values():
+        for channel in list(self.channels.values()):
             await channel.close()

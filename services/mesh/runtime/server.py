@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 
 from mesh.config_error import ConfigError
 from mesh.resilience.bulkhead import Bulkhead
-from mesh.resilience.channel import replica_router, resilient_channel
+from mesh.resilience.channel import replica_router, resilient_channel, router_of
 from mesh.resilience.clock import SystemClock
 from mesh.resilience.events import EventBus
 from mesh.resilience.fault_admin import FaultAdminServicer
@@ -91,12 +91,13 @@ class Runtime:
             edge = f"{self.config.name}_to_{dependency}"
             if policy.edge(edge).native_retry != self.policy.edge(edge).native_retry:
                 raise PolicyNeedsRestart(f"{edge}: native_retry changes need a restart")
-            if policy.edge(edge).outlier != self.policy.edge(edge).outlier:
-                raise PolicyNeedsRestart(f"{edge}: outlier changes need a restart (channels)")
         pools: dict[str, Bulkhead] = {}
         for dependency, interceptor in self.interceptors.items():
             edge_policy = policy.edge(f"{self.config.name}_to_{dependency}")
             interceptor.pipeline = self._pipeline(dependency, edge_policy, pools)
+            router = router_of(interceptor)
+            if router is not None:  # ejection on or off, in place
+                router.use(edge_policy.outlier)
         self.bulkhead_pools = pools
         self.policy = policy
         for hook in self.policy_hooks:
@@ -133,8 +134,7 @@ class Runtime:
             dependency=dependency,
         )
         self.interceptors[dependency] = interceptor
-        router = replica_router(channel)
-        self.channels += [*(router.channels.values() if router else ()), channel]
+        self.channels.append(channel)
         return channel
 
 
@@ -306,6 +306,9 @@ async def serve(
     await admin.stop(0)
     await server.stop(config.grace_s)
     for channel in runtime.channels:
+        router = replica_router(channel)  # the replicas' own channels, if any
+        if router is not None:
+            await router.close()
         await channel.close()
     if built.close is not None:
         await built.close()

@@ -68,7 +68,6 @@ async def test_calls_alternate_between_the_replicas(outlier: bool) -> None:
     a, b = ProfileFake(), ProfileFake()
     async with replicas(a, b) as addresses:
         channel = edge_channel(addresses, EventBus(), outlier=outlier)
-        assert (replica_router(channel) is not None) is outlier
         stub = profile_pb2_grpc.ProfileServiceStub(channel)
         for _ in range(20):
             await stub.GetProfile(REQUEST, timeout=5)
@@ -155,3 +154,27 @@ async def test_concurrent_calls_each_retry_on_the_other_replica() -> None:
         await close(channel)
     assert len(healthy.arrivals_s) == 80
     assert len(retries) == len(broken.arrivals_s) >= 1
+
+
+async def test_a_policy_swap_turns_ejection_on_in_place() -> None:
+    """Without ejection gRPC's round_robin balances and nothing is ejected; the same channel's
+    router then takes on a policy with ejection and ejects the broken replica."""
+    broken, healthy = ProfileFake(unavailable), ProfileFake()
+    bus = EventBus()
+    seen: list[Any] = []
+    bus.subscribe(lambda e: seen.append(e) if isinstance(e, ev.ReplicaEjected) else None)
+    async with replicas(broken, healthy) as addresses:
+        channel = edge_channel(addresses, bus, outlier=False)
+        stub = profile_pb2_grpc.ProfileServiceStub(channel)
+        for _ in range(20):
+            await stub.GetProfile(REQUEST, timeout=5)
+        assert seen == [] and len(broken.arrivals_s) >= 1
+        router = replica_router(channel)
+        assert router is not None
+        router.use(OutlierPolicy(enabled=True, consecutive_failures=2, base_ejection_s=30.0))
+        met = len(broken.arrivals_s)
+        for _ in range(20):
+            await stub.GetProfile(REQUEST, timeout=5)
+        await close(channel)
+    assert [e.replica for e in seen] == [addresses[0]]
+    assert len(broken.arrivals_s) - met == 2
