@@ -12,31 +12,52 @@ import argparse
 import json
 import tempfile
 import threading
+import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-from chaos.bench.mesh import Window, measure
+from chaos.bench.mesh import Window, cpu_seconds, measure
 from chaos.console.server import ConsoleServer
 from chaos.launch.mesh import Mesh
 from chaos.launch.ports import Ports
 
 
-def _poll(url: str, stop: threading.Event) -> None:
-    while not stop.wait(1.0):
+def _poll(url: str | None, stop: threading.Event) -> None:
+    while url is not None and not stop.wait(1.0):
         with urllib.request.urlopen(url + "api/state", timeout=10) as response:
             response.read()
 
 
-def run(requests: int, concurrency: int, rounds: int) -> dict[str, Any]:
+def _idle_cpu_ms_per_s(pids: dict[str, int], url: str | None, seconds: float) -> float:
+    """The mesh's CPU per second with no load, the console polled (`url`) or not."""
+    stop = threading.Event()
+    poller = threading.Thread(target=_poll, args=(url, stop), daemon=True)
+    if url is not None:
+        poller.start()
+    before = sum(cpu_seconds(pid) for pid in pids.values())
+    time.sleep(seconds)
+    after = sum(cpu_seconds(pid) for pid in pids.values())
+    stop.set()
+    if poller.is_alive():
+        poller.join()
+    return 1000 * (after - before) / seconds
+
+
+def run(requests: int, concurrency: int, rounds: int, idle_s: float = 10.0) -> dict[str, Any]:
     windows: dict[str, list[Window]] = {"closed": [], "open": []}
+    idle: dict[str, list[float]] = {"closed": [], "open": []}
     with tempfile.TemporaryDirectory(prefix="console-cpu-") as tmp:
         mesh = Mesh(state_dir=Path(tmp), ports=Ports.auto(), direct=False, policy="full")
         state = mesh.start()
         server = ConsoleServer(state).start()
         try:
             pids = {p.name: p.popen.pid for p in mesh.procs}
+            roles: dict[str, tuple[int, ...]] = {n: (pid,) for n, pid in pids.items()}
             for _ in range(rounds):
+                if idle_s > 0:
+                    idle["closed"].append(_idle_cpu_ms_per_s(pids, None, idle_s))
+                    idle["open"].append(_idle_cpu_ms_per_s(pids, server.url, idle_s))
                 for variant in ("closed", "open"):
                     stop = threading.Event()
                     poller = threading.Thread(target=_poll, args=(server.url, stop), daemon=True)
@@ -46,7 +67,7 @@ def run(requests: int, concurrency: int, rounds: int) -> dict[str, Any]:
                         windows[variant].append(
                             measure(
                                 state.gateway,
-                                pids,
+                                roles,
                                 requests=requests,
                                 concurrency=concurrency,
                                 api_key=state.api_key,
@@ -72,6 +93,9 @@ def run(requests: int, concurrency: int, rounds: int) -> dict[str, Any]:
                 for w in runs
             ],
         }
+    if idle["open"]:
+        # What one open console costs the mesh, per second of polling, measured with no load.
+        out["idle_mesh_cpu_ms_per_s"] = {k: sum(v) / len(v) for k, v in idle.items()}
     out["change"] = (
         out["open"]["mesh_cpu_ms_per_request"] / out["closed"]["mesh_cpu_ms_per_request"] - 1
     )
@@ -83,8 +107,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--idle-s", type=float, default=10.0)
     args = parser.parse_args()
-    print(json.dumps(run(args.requests, args.concurrency, args.rounds), indent=2))
+    print(json.dumps(run(args.requests, args.concurrency, args.rounds, args.idle_s), indent=2))
 
 
 if __name__ == "__main__":

@@ -210,8 +210,10 @@ class FaultControl:
         running = self._experiment_running()
         found: list[AppFault] = []
         seen: set[tuple[str, str]] = set()
-        for instance in sorted(self.admin):
-            name = replica_of(instance)
+        # Faults are set on every replica at once (here, by `mesh fault` and by experiments),
+        # so the first process of each service speaks for it: fewer calls per refresh.
+        for instance in sorted(n for n in self.admin if replica_of(n) == n):
+            name = instance
             try:
                 listing = self._stub(instance).ListFaults(
                     admin_pb2.ListFaultsRequest(), timeout=ADMIN_TIMEOUT_S

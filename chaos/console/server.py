@@ -80,6 +80,7 @@ class Console:
         """A control acted: the next poll scrapes afresh."""
         with self._lock:
             self._cached = None
+            self.view.faults_changed()
 
     def post(self, path: str, body: dict[str, Any]) -> Any:
         faults = self.view.faults

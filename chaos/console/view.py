@@ -9,11 +9,17 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from chaos.console.faults import FaultControl, FaultError
+from chaos.console.faults import AppFault, FaultControl, FaultError
 from chaos.console.metrics_view import MetricsWindow
 from chaos.launch.state import MeshState
-from mesh.topology import EDGES
+from mesh.topology import EDGES, SERVICES, replica_of
 
+GRPC_CALLERS = frozenset(e.caller for e in EDGES if e.dependency in {s.name for s in SERVICES})
+"""The services whose metrics describe an edge (their gRPC clients): only these are scraped."""
+
+APP_FAULTS_EVERY_S = 2.0
+"""App faults are listed over gRPC from every service: at most this often (or after a change
+made here), which is most of what an open console costs the mesh."""
 PROGRESS_FILE = "experiment.json"
 """Written by the experiment runner while it runs (chaos.run.progress_file)."""
 PROGRESS_FRESH_S = 10.0
@@ -40,7 +46,12 @@ class MeshView:
         self.state = state
         self.state_dir = Path(state.state_dir)
         self.metrics = MetricsWindow(
-            {name: addrs["metrics"] for name, addrs in state.services.items()}, window_s
+            {
+                name: addrs["metrics"]
+                for name, addrs in state.services.items()
+                if replica_of(name) in GRPC_CALLERS
+            },
+            window_s,
         )
         self.faults = FaultControl(
             state.toxiproxy,
@@ -48,6 +59,19 @@ class MeshView:
             self.state_dir,
             experiment_running=lambda: read_progress(self.state_dir) is not None,
         )
+        self._app_faults: list[AppFault] = []
+        self._app_faults_at: float | None = None
+
+    def faults_changed(self) -> None:
+        """A fault was set or cleared here: list the app faults afresh next time."""
+        self._app_faults_at = None
+
+    def _current_app_faults(self) -> list[AppFault]:
+        now = time.monotonic()
+        if self._app_faults_at is None or now - self._app_faults_at >= APP_FAULTS_EVERY_S:
+            self._app_faults = self.faults.app_faults()
+            self._app_faults_at = now
+        return self._app_faults
 
     def close(self) -> None:
         self.faults.close()
@@ -63,7 +87,7 @@ class MeshView:
             except FaultError as err:
                 errors.append(str(err))
         toxics = self.faults.toxics(proxies) if proxies else []
-        app_faults = self.faults.app_faults()
+        app_faults = self._current_app_faults()
         unreachable = self.metrics.latest().unreachable
         if unreachable:
             errors.append("metrics unreachable: " + ", ".join(sorted(unreachable)))
