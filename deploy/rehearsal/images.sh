@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every image docker-compose.yml names, built here under the exact names .env pins (no registry
-# is reached). Each skips when its image exists; REBUILD=1 builds them all again.
+# is reached). The mesh image is built each time; the others skip when their image exists
+# (REBUILD=1 builds them all again).
 #   base    debootstrap --variant=minbase bookworm, `podman import`ed
 #   python  the base + Debian's Python 3.11: deploy/Dockerfile's PYTHON_IMAGE
 #   mesh    deploy/Dockerfile as written (MESH_IMAGE)
@@ -50,8 +51,9 @@ build_with_net=(--network host --volume "$CA:$CA:ro")
 have "$PYTHON" || timed python podman build --quiet "${LABEL[@]}" --network host \
   --build-arg BASE="$BASE" -f "$here/python.Containerfile" -t "$PYTHON" "$here" >/dev/null
 
+# Always built, as `make up` does (--build): the layer cache keeps an unchanged tree quick.
 MESH_IMAGE=$(pinned MESH_IMAGE)
-have "$MESH_IMAGE" || timed mesh podman build --quiet "${LABEL[@]}" "${build_with_net[@]}" \
+timed mesh podman build --quiet "${LABEL[@]}" "${build_with_net[@]}" \
   --build-arg PYTHON_IMAGE="$PYTHON" -f deploy/Dockerfile -t "$MESH_IMAGE" . >/dev/null
 
 # The Go-built peers: `make peers` puts them in .peers/bin. Toxiproxy's image is FROM scratch,
