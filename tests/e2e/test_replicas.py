@@ -22,7 +22,8 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mesh]:
-    m = Mesh(state_dir=tmp_path_factory.mktemp("replicas"), ports=Ports.auto())
+    # Ten processes start: room for a loaded machine (the default is 30 s).
+    m = Mesh(state_dir=tmp_path_factory.mktemp("replicas"), ports=Ports.auto(), start_timeout_s=60)
     m.start()
     try:
         yield m
