@@ -17,7 +17,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from chaos.bench.mesh import Window, cpu_seconds, measure
+from chaos.bench.mesh import BenchError, Window, cpu_seconds, measure
 from chaos.console.server import ConsoleServer
 from chaos.launch.mesh import Mesh
 from chaos.launch.ports import Ports
@@ -44,6 +44,33 @@ def _idle_cpu_ms_per_s(pids: dict[str, int], url: str | None, seconds: float) ->
     return 1000 * (after - before) / seconds
 
 
+def _window(
+    gateway: str,
+    roles: dict[str, tuple[int, ...]],
+    requests: int,
+    concurrency: int,
+    api_key: str | None,
+    tries: int = 3,
+) -> Window:
+    """One measured window; one whose calls failed (an overloaded machine opens breakers) is
+    measured again, up to `tries` times."""
+    for attempt in range(1, tries + 1):
+        try:
+            return measure(
+                gateway,
+                roles,
+                requests=requests,
+                concurrency=concurrency,
+                api_key=api_key,
+                warmup=200,
+            )
+        except BenchError:
+            if attempt == tries:
+                raise
+            time.sleep(2.0)  # the breakers' open time, so the next window starts closed
+    raise AssertionError("unreachable")
+
+
 def run(requests: int, concurrency: int, rounds: int, idle_s: float = 10.0) -> dict[str, Any]:
     windows: dict[str, list[Window]] = {"closed": [], "open": []}
     idle: dict[str, list[float]] = {"closed": [], "open": []}
@@ -65,14 +92,7 @@ def run(requests: int, concurrency: int, rounds: int, idle_s: float = 10.0) -> d
                         poller.start()
                     try:
                         windows[variant].append(
-                            measure(
-                                state.gateway,
-                                roles,
-                                requests=requests,
-                                concurrency=concurrency,
-                                api_key=state.api_key,
-                                warmup=200,
-                            )
+                            _window(state.gateway, roles, requests, concurrency, state.api_key)
                         )
                     finally:
                         stop.set()
