@@ -1,5 +1,5 @@
 """The mesh's CPU per GetHome with the console open (polled once a second, as the page does)
-and closed, in interleaved rounds on one embedded mesh: `python -m chaos.console.cpu_bench`.
+and closed, in interleaved rounds on one embedded mesh: `python -m chaos.bench.console_cpu`.
 
 Measured as `mesh bench mesh` measures (chaos.bench.mesh.measure: a fresh load client, CPU
 from /proc of every process around the window), over every process of the mesh (services,
