@@ -17,10 +17,12 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -257,6 +259,29 @@ def summarise(windows: dict[str, list[Window]]) -> dict[str, Any]:
     return {"variants": variants}
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived (a `timeout`, a cancelled job): unwind, stopping what was started."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated(f"signal {signum}")
+
+
+@contextmanager
+def _terminate_unwinds() -> Iterator[None]:
+    """While the bench runs, SIGTERM unwinds like Ctrl-C, so every process it started (the
+    floor, the mesh, the sink, the client) is stopped rather than left running orphaned.
+    Only the main thread can take signals; elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_mesh_bench(
     *,
     requests: int = 1500,
@@ -271,7 +296,7 @@ def run_mesh_bench(
     if unknown:
         raise ValueError(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
     chosen = [VARIANTS[n] for n in VARIANTS if n in variants or n == FLOOR]
-    with tempfile.TemporaryDirectory(prefix="mesh-bench-") as tmp:
+    with _terminate_unwinds(), tempfile.TemporaryDirectory(prefix="mesh-bench-") as tmp:
         root = work_dir or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
         windows: dict[str, list[Window]] = {v.name: [] for v in chosen}
