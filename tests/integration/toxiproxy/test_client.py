@@ -5,11 +5,17 @@ from __future__ import annotations
 import pytest
 
 from chaos.toxiproxy.client import ToxiproxyClient, ToxiproxyError
-from tests.integration.toxiproxy.toxiproxy_helpers import connect, listen_port, round_trip_ms
+from tests.integration.toxiproxy.toxiproxy_helpers import (
+    BOTH_SERVERS,
+    connect,
+    listen_port,
+    round_trip_ms,
+)
 
 pytestmark = pytest.mark.timeout(20)
 
 
+@BOTH_SERVERS
 def test_client_round_trip(client: ToxiproxyClient, echo_port: int) -> None:
     upstream = f"127.0.0.1:{echo_port}"
     assert client.version() == "2.12.0"
@@ -46,6 +52,7 @@ def test_client_round_trip(client: ToxiproxyClient, echo_port: int) -> None:
         (lambda c: c.populate([{"name": "x"}]), 400, "missing required field: upstream at proxy 1"),
     ],
 )
+@BOTH_SERVERS
 def test_client_errors(
     client: ToxiproxyClient, echo_port: int, call: object, status: int, message: str
 ) -> None:

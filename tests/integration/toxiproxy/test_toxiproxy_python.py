@@ -15,16 +15,21 @@ from toxiproxy import Toxiproxy
 from toxiproxy.api import APIConsumer
 from toxiproxy.exceptions import InvalidToxic, NotFound, ProxyExists
 
-from tests.integration.toxiproxy.toxiproxy_helpers import RunningServer, connect, round_trip_ms
+from tests.integration.toxiproxy.toxiproxy_helpers import (
+    BOTH_SERVERS,
+    ApiServer,
+    connect,
+    round_trip_ms,
+)
 
-pytestmark = pytest.mark.timeout(20)
+pytestmark = [pytest.mark.timeout(20), BOTH_SERVERS]
 
 
 @pytest.fixture
-def tp(toxiproxy: RunningServer) -> Iterator[Toxiproxy]:
+def tp(toxiproxy: ApiServer) -> Iterator[Toxiproxy]:
     saved = (APIConsumer.host, APIConsumer.port)
     server = Toxiproxy()
-    server.update_api_consumer("127.0.0.1", toxiproxy.server.api_port)
+    server.update_api_consumer("127.0.0.1", int(toxiproxy.base_url.rsplit(":", 1)[1]))
     try:
         yield server
     finally:
