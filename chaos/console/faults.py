@@ -22,7 +22,7 @@ from typing import Any
 import grpc
 
 from chaos.toxiproxy.client import ToxiproxyClient, ToxiproxyError
-from mesh.topology import replica_of, service
+from mesh.topology import EDGES, edge_proxies, replica_of, service
 from mesh.v1 import admin_pb2, admin_pb2_grpc
 
 OWNERS_FILE = "fault-owners.json"
@@ -55,6 +55,23 @@ class AppFault:
     delay_s: float
     pushback_ms: int
     owner: str
+
+
+def proxies_of(edge_name: str) -> list[str]:
+    """An edge's proxies, one per replica of its dependency (as the experiments fault them);
+    a name that is no edge is passed on as it is, for Toxiproxy to judge."""
+    for e in EDGES:
+        if e.name == edge_name:
+            return [p.name for p in edge_proxies(e)]
+    return [edge_name]
+
+
+def edge_of(proxy_name: str) -> str:
+    """`gateway_to_profile-2` (replica 2's proxy) -> `gateway_to_profile`."""
+    for e in EDGES:
+        if proxy_name in (p.name for p in edge_proxies(e)):
+            return e.name
+    return proxy_name
 
 
 def toxic_owner(name: str) -> str:
@@ -138,19 +155,22 @@ class FaultControl:
         if self.client is None:
             return []
         proxies = self.proxies() if proxies is None else proxies
-        return [
-            Toxic(
-                edge,
-                t["name"],
-                t["type"],
-                t.get("stream", "downstream"),
-                float(t.get("toxicity", 1.0)),
-                dict(t.get("attributes") or {}),
-                toxic_owner(t["name"]),
-            )
-            for edge, proxy in sorted(proxies.items())
-            for t in proxy.get("toxics") or ()
-        ]
+        found: dict[tuple[str, str], Toxic] = {}  # a toxic on every replica's proxy shows once
+        for name, proxy in sorted(proxies.items()):
+            for t in proxy.get("toxics") or ():
+                found.setdefault(
+                    (edge_of(name), t["name"]),
+                    Toxic(
+                        edge_of(name),
+                        t["name"],
+                        t["type"],
+                        t.get("stream", "downstream"),
+                        float(t.get("toxicity", 1.0)),
+                        dict(t.get("attributes") or {}),
+                        toxic_owner(t["name"]),
+                    ),
+                )
+        return list(found.values())
 
     def add_toxic(
         self,
@@ -163,9 +183,15 @@ class FaultControl:
         owner_prefix: str = "console_",
     ) -> Toxic:
         name = name or f"{owner_prefix}{type}_{stream}"
+        client = self._toxiproxy()
+        done: list[str] = []
         try:
-            made = self._toxiproxy().add_toxic(edge, type, stream, toxicity, attributes, name)
+            for proxy in proxies_of(edge):
+                made = client.add_toxic(proxy, type, stream, toxicity, attributes, name)
+                done.append(proxy)
         except ToxiproxyError as err:
+            for proxy in done:  # all of the edge's proxies, or none
+                client.remove_toxic(proxy, name)
             raise FaultError(f"toxic {name} on {edge}: {err.message}") from None
         return Toxic(
             edge,
@@ -178,14 +204,20 @@ class FaultControl:
         )
 
     def remove_toxic(self, edge: str, name: str) -> None:
-        try:
-            self._toxiproxy().remove_toxic(edge, name)
-        except ToxiproxyError as err:
-            raise FaultError(f"toxic {name} on {edge}: {err.message}") from None
+        proxies = proxies_of(edge)
+        removed = 0
+        for proxy in proxies:
+            try:
+                self._toxiproxy().remove_toxic(proxy, name)
+                removed += 1
+            except ToxiproxyError as err:
+                if err.status != 404 or (proxy == proxies[-1] and not removed):
+                    raise FaultError(f"toxic {name} on {edge}: {err.message}") from None
 
     def set_enabled(self, edge: str, enabled: bool) -> None:
         try:
-            self._toxiproxy().update_proxy(edge, enabled=enabled)
+            for proxy in proxies_of(edge):
+                self._toxiproxy().update_proxy(proxy, enabled=enabled)
         except ToxiproxyError as err:
             raise FaultError(f"proxy {edge}: {err.message}") from None
 

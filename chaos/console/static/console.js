@@ -127,7 +127,8 @@ function drawGraph() {
     const [lx, ly] = LABELS[edge.name] || [Math.min(Math.max(mx - w / 2, 2), 1200 - w - 2), my + 10];
     items.push(el("svg:g", {
       class: edgeClass(edge), "data-edge": edge.name, "data-breaker": breaker,
-      "data-p99": s.p99_ms === null ? "" : s.p99_ms, onclick: () => select(edge.name),
+      "data-p50": s.p50_ms === null ? "" : s.p50_ms, "data-p99": s.p99_ms === null ? "" : s.p99_ms,
+      onclick: () => select(edge.name),
     },
     el("svg:line", {x1, y1, x2, y2}),
     el("svg:rect", {class: "proxy", x: mx - 5, y: my - 5, width: 10, height: 10, transform: `rotate(45 ${mx} ${my})`},
