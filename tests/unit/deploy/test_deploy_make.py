@@ -94,9 +94,12 @@ def test_every_makefile_target_has_a_help_line() -> None:
 
 
 def test_ci_runs_lint_typecheck_and_the_suite() -> None:
-    lines = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip()]
+    text = (ROOT / ".ci" / "run").read_text().splitlines()
+    lines = [line for line in text if line.strip() and not line.startswith("#")]
     assert "set -euo pipefail" in lines
-    assert lines[-2:] == ["make lint typecheck", "make test"]
+    # The compose rehearsal runs last, outside make test's budget (it passes, saying why,
+    # where podman can be neither run nor installed).
+    assert lines[-3:] == ["make lint typecheck", "make test", "make compose-rehearsal"]
 
 
 def test_lint_enforces_the_import_contracts_and_the_absence_of_cycles() -> None:
