@@ -15,6 +15,7 @@ import pytest
 from toxiproxy import Toxiproxy
 
 from tests.browser.conftest import ARTIFACTS, ConsoleMesh
+from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(240)]
 REC = "gateway_to_recommendation"
@@ -121,21 +122,33 @@ def console_mesh_toxiproxy(mesh: ConsoleMesh) -> tuple[str, int]:
 def test_a_trace_opened_from_the_list_shows_its_retry_and_fallback(
     page: Any, console_mesh: ConsoleMesh
 ) -> None:
-    api(console_mesh, "/api/faults", {"service": "recommendation", "method": "Recommend"})
     start_load(page)
+
+    def budget_full_and_closed() -> bool:
+        edge = next(e for e in api(console_mesh, "/api/state")["edges"] if e["name"] == REC)
+        stats = edge["stats"]
+        return stats["budget_tokens"] == stats["budget_max_tokens"] and all(
+            b["state"] == "closed" for b in stats["breakers"]
+        )
+
+    # Retries need tokens: a run before this one may have spent them (they come back with
+    # successes), and only the first failures after the fault retry before the breaker opens.
+    wait_until(budget_full_and_closed, 60, "a full retry budget and closed breakers", 0.5)
+    since_ns = time.time_ns()
+    api(console_mesh, "/api/faults", {"service": "recommendation", "method": "Recommend"})
 
     def both(trace_id: str) -> bool:
         names = {r["name"] for r in api(console_mesh, f"/api/traces/{trace_id}")["rows"]}
         return {"retry scheduled", "fallback served"} <= names
 
-    deadline = time.monotonic() + 60
-    found = None
-    while found is None and time.monotonic() < deadline:
-        listed = api(console_mesh, "/api/traces?filter=degraded&limit=20")["traces"]
-        found = next((t["trace_id"] for t in listed if both(t["trace_id"])), None)
-        if found is None:
-            time.sleep(0.5)
-    assert found is not None, "no degraded trace with a retry within 60 s"
+    def first_with_retry_and_fallback() -> str | None:
+        listed = api(console_mesh, "/api/traces?filter=degraded&limit=500")["traces"]
+        earliest = sorted(
+            (t for t in listed if t["start_ns"] >= since_ns), key=lambda t: t["start_ns"]
+        )[:10]
+        return next((t["trace_id"] for t in earliest if both(t["trace_id"])), None)
+
+    found = wait_until(first_with_retry_and_fallback, 60, "a degraded trace with a retry", 0.5)
     page.click("#load-stop")
     page.click(".tab[data-tab=traces]")
     page.click("#trace-filters [data-filter=degraded]")
