@@ -1,7 +1,8 @@
 """The running experiment's progress as a small JSON file in the mesh's state dir
 (`experiment.json`), which the console shows beside the graph: experiment, variant, phase,
-requests done of total. Written at most every `every_s`, atomically; `finished` at the end;
-only into the state dir of a mesh that is up (its mesh.json is there), never elsewhere."""
+requests done of total and their outcomes by code so far. Written at most every `every_s`,
+atomically, and `finished` at the end; only into the state dir of a mesh that is up (its
+mesh.json is there), never elsewhere."""
 
 from __future__ import annotations
 
@@ -22,6 +23,14 @@ class ProgressFile:
         self._every_s = every_s
         self._last_s = 0.0
         self.experiment = ""
+        self._label = ""
+        self._codes: dict[str, int] = {}
+
+    def count(self, label: str, code: str) -> None:
+        """One request of the load `label` ended with `code` (counts start again per load)."""
+        if label != self._label:
+            self._label, self._codes = label, {}
+        self._codes[code] = self._codes.get(code, 0) + 1
 
     def update(self, label: str, done: int, total: int) -> None:
         now = time.monotonic()
@@ -36,6 +45,7 @@ class ProgressFile:
                 "phase": phase or label,
                 "done": done,
                 "total": total,
+                "codes": dict(self._codes) if label == self._label else {},
             }
         )
 

@@ -99,6 +99,7 @@ class Runner:
         def tick(outcome: Outcome) -> None:
             nonlocal done
             done += 1
+            self.progress_file.count(label, outcome.code)
             self.progress(label, done, total)
             if on_outcome is not None:
                 on_outcome(outcome)

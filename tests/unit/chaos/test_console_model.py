@@ -20,6 +20,8 @@ def test_the_runners_progress_is_read_while_fresh_and_gone_once_finished(tmp_pat
     progress.update("full: fault", 40, 100)
     assert read_progress(tmp_path) is None  # no mesh runs here: nothing written
     (tmp_path / "mesh.json").write_text("{}")
+    for code in ("OK", "OK", "UNAVAILABLE"):
+        progress.count("full: fault", code)
     progress.update("full: fault", 40, 100)
     assert read_progress(tmp_path) == {
         "experiment": "provider-outage",
@@ -27,6 +29,7 @@ def test_the_runners_progress_is_read_while_fresh_and_gone_once_finished(tmp_pat
         "phase": "fault",
         "done": 40,
         "total": 100,
+        "codes": {"OK": 2, "UNAVAILABLE": 1},
     }
     assert read_progress(tmp_path, now_s=time.time() + 60) is None  # a run that died
     progress.finish()
