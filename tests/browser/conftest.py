@@ -16,6 +16,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,7 +47,20 @@ class ConsoleMesh:
 
 
 @pytest.fixture(scope="module")
-def console_mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleMesh]:
+def playwright_api() -> Any:
+    """Playwright's sync API, or a skip naming the target that provides the browser (checked
+    before any mesh starts)."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} missing: `make browser` installs Debian's chromium")
+    return pytest.importorskip(
+        "playwright.sync_api", reason="playwright missing: `make browser` installs it"
+    )
+
+
+@pytest.fixture(scope="module")
+def console_mesh(
+    playwright_api: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ConsoleMesh]:
     root = tmp_path_factory.mktemp("console")
     state_dir, reports_dir = root / "var", root / "reports"
     proc = subprocess.Popen(
@@ -78,12 +92,8 @@ def console_mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleMe
 
 
 @pytest.fixture(scope="module")
-def browser_page(console_mesh: ConsoleMesh) -> Iterator[object]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} missing: `make browser` installs Debian's chromium")
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="playwright missing: `make browser` installs it"
-    )
+def browser_page(playwright_api: Any, console_mesh: ConsoleMesh) -> Iterator[object]:
+    sync_api = playwright_api
     ARTIFACTS.mkdir(exist_ok=True)
     profile = tempfile.mkdtemp(prefix="console-chromium-")
     try:
