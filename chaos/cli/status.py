@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
+from rich import box
+from rich.console import Console, Group
 from rich.table import Table
 
 from chaos.cli.json_out import JsonOpt, human_output_to_stderr, write_json
@@ -50,45 +51,55 @@ def _n(value: float | None, digits: int = 1, unit: str = "") -> str:
 
 
 def breakers_text(stats: dict[str, Any]) -> str:
+    """Breakers that are not closed, by method; `closed` when none is (or `-`: no breaker)."""
     parts = []
     for b in stats["breakers"]:
         method = b["method"].rsplit("/", 1)[-1]
         if b["state"] == "open":
-            parts.append(f"[red]{method} open ({b['probe_in_s']:.1f}s to probe)[/red]")
+            parts.append(f"[red]{method} open {b['probe_in_s']:.1f}s[/red]")
         elif b["state"] == "half-open":
             parts.append(f"[yellow]{method} half-open[/yellow]")
-        else:
-            parts.append(f"{method} closed")
-    return "\n".join(parts) or "-"
+    return "\n".join(parts) or ("closed" if stats["breakers"] else "-")
 
 
-def faults_text(edge: dict[str, Any]) -> str:
-    parts = [f"{t['type']} {t['attributes']} ({t['owner']})" for t in edge["toxics"]]
-    parts += [
-        f"{f['method'].rsplit('/', 1)[-1]} {f['code']} {f['error_rate']:.0%}"
-        + (f" +{f['delay_s']:g}s" if f["delay_s"] else "")
-        + f" ({f['owner']})"
-        for f in edge["app_faults"]
-    ]
-    if edge["proxy"] is not None and not edge["proxy"]["enabled"]:
-        parts.append("[red]proxy disabled[/red]")
-    return "\n".join(parts) or "-"
+def fault_lines(snapshot: dict[str, Any]) -> list[str]:
+    """One line per edge with faults: its toxics and app faults, and who set each."""
+    lines = []
+    for edge in snapshot["edges"]:
+        parts = [
+            f"{t['type']} "
+            + " ".join(f"{k}={v}" for k, v in t["attributes"].items())
+            + f" {t['stream']} ({t['owner']})"
+            for t in edge["toxics"]
+        ]
+        parts += [
+            f"{f['method'].rsplit('/', 1)[-1]} {f['code']} {f['error_rate']:.0%}"
+            + (f" +{f['delay_s']:g}s" if f["delay_s"] else "")
+            + f" ({f['owner']})"
+            for f in edge["app_faults"]
+        ]
+        if edge["proxy"] is not None and not edge["proxy"]["enabled"]:
+            parts.append("[red]proxy disabled[/red]")
+        if parts:
+            lines.append(f"{edge['name']}: " + "; ".join(parts))
+    return lines
 
 
 def edge_table(snapshot: dict[str, Any], title: str) -> Table:
-    table = Table(title=title, title_justify="left")
+    table = Table(
+        title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False
+    )
     for name, justify in (
         ("edge", "left"),
-        ("calls/s", "right"),
+        ("req/s", "right"),
         ("err", "right"),
         ("p50", "right"),
         ("p99", "right"),
-        ("retries/s", "right"),
-        ("fallb/s", "right"),
+        ("retry", "right"),
+        ("fallb", "right"),
+        ("bulkhd", "right"),
+        ("tokens", "right"),
         ("breakers", "left"),
-        ("bulkhead", "right"),
-        ("budget", "right"),
-        ("faults", "left"),
     ):
         # The edge's name whole, always: the other columns wrap first.
         wide = {"no_wrap": True, "min_width": 25} if name == "edge" else {}
@@ -109,16 +120,21 @@ def edge_table(snapshot: dict[str, Any], title: str) -> Table:
             edge["name"],
             _n(s["calls_per_s"]),
             f"{s['error_rate']:.0%}",
-            _n(s["p50_ms"], 1, "ms"),
-            _n(s["p99_ms"], 1, "ms"),
+            _n(s["p50_ms"], 1),
+            _n(s["p99_ms"], 1),
             _n(s["retries_per_s"]),
             _n(s["fallbacks_per_s"]),
-            breakers_text(s),
             bulkhead,
             budget,
-            faults_text(edge),
+            breakers_text(s),
         )
     return table
+
+
+def edge_view(snapshot: dict[str, Any], title: str) -> Group:
+    """The table, then the faults under it (`faults: none` when there are none)."""
+    lines = fault_lines(snapshot) or ["none"]
+    return Group(edge_table(snapshot, title), "faults: " + lines[0], *lines[1:])
 
 
 def snapshot_over(view: MeshView, window_s: float) -> dict[str, Any]:
@@ -141,7 +157,8 @@ def status(
     try:
         with human_output_to_stderr(json_path, console):
             snap = snapshot_over(view, window)
-            console.print(edge_table(snap, f"mesh status (policy {state.policy}, {window:g}s)"))
+            title = f"mesh status (policy {state.policy}; per second over {window:g}s; ms)"
+            console.print(edge_view(snap, title))
             for error in snap["errors"]:
                 console.print(f"[yellow]{error}[/yellow]", soft_wrap=True)
             if snap["experiment"]:

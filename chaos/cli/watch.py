@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.live import Live
 
-from chaos.cli.status import StateDirOpt, console, edge_table, running_state
+from chaos.cli.status import StateDirOpt, console, edge_view, running_state
 from chaos.console.view import MeshView
 
 
@@ -32,8 +32,8 @@ def watch(
             while count is None or done < count:
                 time.sleep(interval)
                 snap = view.snapshot()
-                title = f"mesh watch (policy {state.policy}; every {interval:g}s; Ctrl-C stops)"
-                live.update(edge_table(snap, title), refresh=True)
+                title = f"mesh watch (policy {state.policy}; every {interval:g}s; ms; Ctrl-C stops)"
+                live.update(edge_view(snap, title), refresh=True)
                 done += 1
     except KeyboardInterrupt:
         pass
