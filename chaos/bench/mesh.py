@@ -301,10 +301,10 @@ def run_mesh_bench(
         root.mkdir(parents=True, exist_ok=True)
         windows: dict[str, list[Window]] = {v.name: [] for v in chosen}
         started = time.monotonic()
-        floor_ports = dict(
-            zip(("profile", "recommendation", "gateway"), free_ports(3), strict=True)
-        )
-        from chaos.bench.plain_mesh import PlainMesh
+        from chaos.bench.plain_mesh import PlainMesh, floor_instances
+
+        instances = floor_instances()
+        floor_ports = dict(zip(instances, free_ports(len(instances)), strict=True))
 
         mesh_variants = [v for v in chosen if v.name != FLOOR]
         first = mesh_variants[0] if mesh_variants else None
@@ -326,9 +326,7 @@ def run_mesh_bench(
                     for variant in chosen:
                         if variant.name == FLOOR:
                             target, key = plain.gateway, None
-                            pids: dict[str, tuple[int, ...]] = {
-                                n: (pid,) for n, pid in plain.pids().items()
-                            }
+                            pids: dict[str, tuple[int, ...]] = plain.pids()
                         else:
                             _configure(mesh, variant, sink)
                             target, pids, key = mesh.gateway, _mesh_pids(mesh), mesh.api_key

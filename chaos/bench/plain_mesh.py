@@ -4,7 +4,9 @@ Gateway, recommendation and profile run their own servicer classes (the same `bu
 service's __main__ runs), each on a bare `grpc.aio.server()` with no interceptors, no
 proxies, no tracing, metrics or admin port, and plain insecure channels between them. What
 is left is the services' business logic plus grpc.aio itself: what the mesh is measured
-against.
+against. The floor runs the mesh's replicas too (topology.REPLICAS: two profile and two
+recommendation processes), balanced by gRPC's own round_robin over an `ipv4:` target, so
+both sides of the ratio pay for the same processes and the same balancing.
 
 `python -m chaos.bench.plain_mesh --service NAME --listen ADDR [--profile ADDR]
 [--recommendation ADDR]`; PlainMesh starts the three and stops them by PID.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import json
 import signal
 import subprocess
 import sys
@@ -25,8 +28,17 @@ from typing import Any
 
 import grpc
 
+from mesh.topology import replica_of
+
 FLOOR_SERVICES = ("profile", "recommendation", "gateway")
 """GetHome's call graph, callees first (each must serve before its caller starts)."""
+
+
+def floor_instances() -> tuple[str, ...]:
+    """Every floor process, as the mesh names its replicas: callees (every replica) first."""
+    from mesh.topology import replicas
+
+    return tuple(spec.name for name in FLOOR_SERVICES for spec in replicas(name))
 
 
 def _bare_runtime(name: str, deps: dict[str, str]) -> Any:
@@ -52,7 +64,12 @@ def _bare_runtime(name: str, deps: dict[str, str]) -> Any:
 
     class BareRuntime(Runtime):
         def channel_to(self, callee: str) -> grpc.aio.Channel:
-            channel = grpc.aio.insecure_channel(self.config.dependencies[callee])
+            from mesh.resilience.channel import ROUND_ROBIN, balanced_target
+
+            addresses = self.config.dependencies[callee].split(",")
+            target = balanced_target(addresses) or addresses[0]
+            options = [("grpc.service_config", json.dumps(ROUND_ROBIN))]
+            channel = grpc.aio.insecure_channel(target, options=options)
             self.channels.append(channel)
             return channel
 
@@ -87,7 +104,8 @@ async def serve_plain(name: str, listen: str, deps: dict[str, str]) -> None:
 
 
 class PlainMesh:
-    """The three floor processes on the given ports; started callees first, stopped by PID."""
+    """The floor processes (every replica) on the given ports, keyed by instance name
+    (`floor_instances()`); started callees first, stopped by PID."""
 
     def __init__(self, ports: dict[str, int], log_dir: Path, start_timeout_s: float = 30.0):
         self.ports = ports
@@ -99,23 +117,34 @@ class PlainMesh:
     def gateway(self) -> str:
         return f"127.0.0.1:{self.ports['gateway']}"
 
-    def pids(self) -> dict[str, int]:
-        return {name: p.pid for name, p in self.procs.items()}
+    def pids(self) -> dict[str, tuple[int, ...]]:
+        """Each service's processes, every replica under its service's name."""
+        by_role: dict[str, list[int]] = {}
+        for instance, popen in self.procs.items():
+            by_role.setdefault(replica_of(instance), []).append(popen.pid)
+        return {name: tuple(pids) for name, pids in by_role.items()}
+
+    def _addresses(self, service: str) -> str:
+        """Every replica of `service`, comma-separated, as `<DEP>_ADDR` lists them."""
+        from mesh.topology import replicas
+
+        return ",".join(f"127.0.0.1:{self.ports[spec.name]}" for spec in replicas(service))
 
     def start(self) -> None:
         from chaos.launch.processes import ChildProcess, wait_serving
 
         self.log_dir.mkdir(parents=True, exist_ok=True)
         try:
-            for name in FLOOR_SERVICES:
-                addr = f"127.0.0.1:{self.ports[name]}"
+            for instance in floor_instances():
+                name = replica_of(instance)
+                addr = f"127.0.0.1:{self.ports[instance]}"
                 deps = [
                     arg
                     for callee in ("profile", "recommendation")
                     if callee != name and FLOOR_SERVICES.index(callee) < FLOOR_SERVICES.index(name)
-                    for arg in (f"--{callee}", f"127.0.0.1:{self.ports[callee]}")
+                    for arg in (f"--{callee}", self._addresses(callee))
                 ]
-                log_path = self.log_dir / f"plain-{name}.log"
+                log_path = self.log_dir / f"plain-{instance}.log"
                 with log_path.open("wb") as log:
                     popen = subprocess.Popen(
                         [
@@ -133,8 +162,8 @@ class PlainMesh:
                         stdin=subprocess.DEVNULL,
                         start_new_session=True,
                     )
-                self.procs[name] = popen
-                child = ChildProcess(f"plain-{name}", popen, log_path, {})
+                self.procs[instance] = popen
+                child = ChildProcess(f"plain-{instance}", popen, log_path, {})
                 wait_serving(addr, self.start_timeout_s, child, None)
         except BaseException:
             self.stop()

@@ -4,6 +4,7 @@ stops what it started."""
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -45,3 +46,22 @@ def test_sigterm_unwinds_the_bench_so_its_processes_are_stopped() -> None:
             stopped.append(True)  # where the bench's `with` blocks stop what they started
     assert stopped == [True]
     assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_the_floor_runs_the_same_replicas_as_the_mesh() -> None:
+    # the floor had one process per service while the mesh ran two profile and two
+    # recommendation replicas: the ratio charged the mesh for processes the floor never ran
+    from chaos.bench.plain_mesh import PlainMesh, floor_instances
+    from mesh.topology import replicas
+
+    instances = floor_instances()
+    for service in ("profile", "recommendation", "gateway"):
+        assert {spec.name for spec in replicas(service)} <= set(instances)
+    assert instances.index("gateway") == len(instances) - 1  # callees serve first
+    plain = PlainMesh({name: 7000 + i for i, name in enumerate(instances)}, Path("/nonexistent"))
+    both = plain._addresses("profile").split(",")
+    assert len(both) == len(replicas("profile")) == 2
+    plain.procs = {name: SimpleNamespace(pid=10 + i) for i, name in enumerate(instances)}  # type: ignore[misc]
+    pids = plain.pids()
+    assert len(pids["profile"]) == 2 and len(pids["recommendation"]) == 2
+    assert len(pids["gateway"]) == 1
