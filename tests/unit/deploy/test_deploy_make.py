@@ -97,9 +97,15 @@ def test_ci_runs_lint_typecheck_and_the_suite() -> None:
     text = (ROOT / ".ci" / "run").read_text().splitlines()
     lines = [line for line in text if line.strip() and not line.startswith("#")]
     assert "set -euo pipefail" in lines
-    # The compose rehearsal runs last, outside make test's budget (it passes, saying why,
+    # The peers' build and the browser's install come before the suite, and the compose
+    # rehearsal last, both outside make test's budget (the rehearsal passes, saying why,
     # where podman can be neither run nor installed).
-    assert lines[-3:] == ["make lint typecheck", "make test", "make compose-rehearsal"]
+    assert lines[-4:] == [
+        "make lint typecheck",
+        "make peers browser",
+        "make test",
+        "make compose-rehearsal",
+    ]
 
 
 def test_lint_enforces_the_import_contracts_and_the_absence_of_cycles() -> None:
