@@ -21,6 +21,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from chaos.launch.polling import poll_until
 from mesh.runtime.tls import CA_CERT
+from mesh.topology import replica_of
 
 GRACE_S = 10.0
 """How long a stopped process gets to exit after SIGTERM before SIGKILL (services drain
@@ -91,11 +92,13 @@ def log_tail(path: Path, lines: int = 15) -> str:
 
 
 def health_channel(addr: str, tls_dir: Path | None = None, name: str = "") -> grpc.Channel:
-    """A blocking channel for probes: TLS (verifying `name` against the mesh CA) if `tls_dir`."""
+    """A blocking channel for probes: TLS (verifying `name` against the mesh CA) if `tls_dir`.
+    A replica (`profile-2`) serves under its service's certificate, so that name is verified."""
     if tls_dir is None:
         return grpc.insecure_channel(addr)
     creds = grpc.ssl_channel_credentials((tls_dir / CA_CERT).read_bytes())
-    return grpc.secure_channel(addr, creds, options=[("grpc.ssl_target_name_override", name)])
+    override = [("grpc.ssl_target_name_override", replica_of(name))]
+    return grpc.secure_channel(addr, creds, options=override)
 
 
 def wait_ready(

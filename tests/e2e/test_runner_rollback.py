@@ -73,7 +73,14 @@ async def test_a_crash_of_the_load_midway_removes_every_fault(
 
     monkeypatch.setattr(runner, "_load", crashing_load)
     result = await runner.run("rollback", path, exp)
-    assert len(seen_during[0]) == 2, "both faults were on while the load ran"
+    # both faults were on while the load ran: the toxic on every replica's proxy of the edge,
+    # the app fault on every replica of profile
+    assert sorted(seen_during[0]) == [
+        "gateway_to_recommendation-2: exp0_latency_downstream",
+        "gateway_to_recommendation: exp0_latency_downstream",
+        "profile-2: /mesh.v1.ProfileService/GetProfile",
+        "profile: /mesh.v1.ProfileService/GetProfile",
+    ]
     assert "the load generator crashed" in result.aborted
     assert not result.held
     assert faults_left(mesh) == []

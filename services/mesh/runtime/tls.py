@@ -22,6 +22,7 @@ from typing import Any
 import grpc
 
 from mesh.config_error import ConfigError
+from mesh.topology import replica_of
 
 CA_CERT = "ca.crt"
 PLAINTEXT_LISTENERS = frozenset({"gateway"})
@@ -67,7 +68,9 @@ class MeshTls:
         return name not in PLAINTEXT_LISTENERS
 
     def server_credentials(self, name: str) -> grpc.ServerCredentials:
-        cert, key = cert_paths(self.directory, name)
+        """A replica (`profile-2`) serves under its service's identity: callers verify the
+        service name, whichever replica round_robin picked."""
+        cert, key = cert_paths(self.directory, replica_of(name))
         return grpc.ssl_server_credentials([(self._read(key), self._read(cert))])
 
     def channel_credentials(self) -> grpc.ChannelCredentials:
