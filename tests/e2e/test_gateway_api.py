@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -124,9 +125,19 @@ def test_ledger_survives_a_restart_of_payment(mesh: Mesh, gateway, md) -> None: 
     key = _key()
     before = _checkout(gateway, md, idempotency_key=key)
     mesh.restart_service("payment")
-    after = gateway.GetCharge(
-        payment_pb2.GetChargeRequest(idempotency_key=key), timeout=5, metadata=md
-    )
+    # the gateway's channel may still hold the reset connection of the killed payment for a
+    # moment (UNAVAILABLE, as a client retrying would see): ask again until it answers, 15 s
+    give_up = time.monotonic() + 15
+    while True:
+        try:
+            after = gateway.GetCharge(
+                payment_pb2.GetChargeRequest(idempotency_key=key), timeout=5, metadata=md
+            )
+            break
+        except grpc.RpcError as err:
+            if err.code() != SC.UNAVAILABLE or time.monotonic() > give_up:
+                raise
+            time.sleep(0.2)
     assert after.charge_id == before.charge_id
     assert after.status == payment_pb2.CHARGE_STATUS_SUCCEEDED
     again = _checkout(gateway, md, idempotency_key=key)
