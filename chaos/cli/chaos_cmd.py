@@ -26,6 +26,7 @@ from rich.table import Table
 from rich.text import Text
 
 from chaos.cli.json_out import JsonOpt, human_output_to_stderr, write_json
+from chaos.cli.toxiproxy import ServerChoice, choose_server
 from chaos.experiment.lesson_order import in_lesson_order
 from chaos.experiment.loading import load_experiment
 from chaos.experiment.model import EXPERIMENTS_DIR, Experiment, ExperimentError
@@ -40,7 +41,6 @@ from chaos.results import ExperimentResult
 from chaos.run.eta import Eta, about, expected_s, kind
 from chaos.run.runner import Runner
 from chaos.run.target import Target
-from chaos.toxiproxy.real import RealToxiproxyError, use_server
 from mesh.resilience.policy import PolicyError
 
 app = typer.Typer(
@@ -340,21 +340,11 @@ def run(
             "hypothesis holds only if it held in every run.",
         ),
     ] = 1,
-    toxiproxy: Annotated[
-        str,
-        typer.Option(
-            envvar="MESH_TOXIPROXY",
-            help="embedded (the default), or real: Toxiproxy 2.12 from .peers/bin (`make peers`).",
-        ),
-    ] = "embedded",
+    toxiproxy: ServerChoice = "embedded",
 ) -> None:
     """Run experiments; exit 1 when a hypothesis does not hold, 2 on bad input."""
     names = _catalogue_names() if all_ else list(experiments or [])
-    try:
-        use_server(toxiproxy)
-    except RealToxiproxyError as err:
-        console.print(f"[red]mesh chaos run:[/red] {err}", soft_wrap=True)
-        raise typer.Exit(2) from None
+    choose_server(toxiproxy, "mesh chaos run", console)
     with human_output_to_stderr(json_path, console):
         results = execute(names, target, json_path, reports, state_dir, repeat)
     if not all(r.held for r in results):

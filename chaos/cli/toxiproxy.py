@@ -7,6 +7,28 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
+
+from chaos.toxiproxy.real import RealToxiproxyError, use_server
+
+ServerChoice = Annotated[
+    str,
+    typer.Option(
+        "--toxiproxy",
+        envvar="MESH_TOXIPROXY",
+        help="embedded (the default), or real: Toxiproxy 2.12 from .peers/bin (`make peers`).",
+    ),
+]
+"""`--toxiproxy embedded|real` (MESH_TOXIPROXY), shared by `mesh up` and `mesh chaos run`."""
+
+
+def choose_server(choice: str, command: str, console: Console) -> None:
+    """Select the Toxiproxy server for this run; a bad choice or a missing binary exits 2."""
+    try:
+        use_server(choice)
+    except RealToxiproxyError as err:
+        console.print(f"[red]{command}:[/red] {err}", soft_wrap=True)
+        raise typer.Exit(2) from None
 
 
 def toxiproxy(

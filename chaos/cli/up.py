@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from chaos.cli.toxiproxy import ServerChoice, choose_server
 from chaos.console.server import ConsoleServer
 from chaos.launch.control import ControlServer
 from chaos.launch.mesh import Mesh
@@ -22,7 +23,6 @@ from chaos.launch.ports import Ports
 from chaos.launch.processes import LaunchError
 from chaos.launch.state import MeshState, StateDirInUse
 from chaos.launch.supervisor import Supervisor, SupervisorEvent
-from chaos.toxiproxy.real import RealToxiproxyError, use_server
 from mesh.runtime.logging import JsonFormatter
 
 console = Console()
@@ -67,13 +67,7 @@ def up(
     state_dir: Annotated[Path, typer.Option(help="Ledger, logs, traces and mesh.json.")] = Path(
         "var"
     ),
-    toxiproxy: Annotated[
-        str,
-        typer.Option(
-            envvar="MESH_TOXIPROXY",
-            help="embedded (the default), or real: Toxiproxy 2.12 from .peers/bin (`make peers`).",
-        ),
-    ] = "embedded",
+    toxiproxy: ServerChoice = "embedded",
     console_port: Annotated[
         int,
         typer.Option(help="The console's port on 127.0.0.1 (0: any free one; busy: another)."),
@@ -88,11 +82,7 @@ def up(
     while it keeps failing; `mesh restart SERVICE` restarts one on purpose. Ctrl-C or SIGTERM
     stops every process cleanly. One mesh per --state-dir: a second one exits 2.
     """
-    try:
-        use_server(toxiproxy)
-    except RealToxiproxyError as err:
-        console.print(f"[red]mesh up:[/red] {err}", soft_wrap=True)
-        raise typer.Exit(2) from None
+    choose_server(toxiproxy, "mesh up", console)
     ports = Ports.auto() if auto_ports else Ports.default(gateway_port)
     mesh = Mesh(state_dir=state_dir, ports=ports, direct=direct, policy=policy)
     try:
