@@ -46,7 +46,9 @@ def run(tmp_path: Path, server: str, experiments: list[Path]) -> dict[str, dict[
     args += ["--toxiproxy", server, "--json", str(out), "--reports", str(tmp_path / server)]
     args += ["--state-dir", str(tmp_path / f"var-{server}")]
     done = subprocess.run(args, capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # 1 = a hypothesis did not hold: a verdict, which `make verify` judges; this test compares
+    # what reached the dependency. Anything else (2 bad input, a crash) fails here.
+    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
     results = json.loads(out.read_text())
     return {
         r["name"]: next(v for v in r["variants"] if v["name"] == "full")["phases"]["fault"][
