@@ -125,8 +125,8 @@ def resilient_channel(
     if len(addresses) == 1 and balanced is not None:
         return channel(balanced, [interceptor, interceptor.streams()])
     # The host channel balances with round_robin over the `ipv4:` target when the router lets
-    # it (ejection off); otherwise the router sends each attempt on a replica's own channel
-    # (made on first use: a channel connects lazily).
+    # it (ejection off); otherwise the router sends each attempt, a stream's included, on a
+    # replica's own channel (made on first use: a channel connects lazily).
     router = ReplicaRouter(
         dependency or (services[0] if services else target),
         addresses,
@@ -136,7 +136,10 @@ def resilient_channel(
         clock or SystemClock(),
         balanced=balanced is not None,
     )
-    host = channel(balanced or addresses[0], [interceptor, interceptor.streams(), router])
+    host = channel(
+        balanced or addresses[0],
+        [interceptor, interceptor.streams(), router, router.streams()],
+    )
     _ROUTERS[host] = router
     _ROUTER_OF[interceptor] = router
     return host

@@ -1,10 +1,11 @@
 """Round robin over a dependency's replicas, skipping the ejected: the innermost interceptor.
 
-It sits inside the ResilienceInterceptor, so every attempt (each retry included) is picked
-anew: a retry after a failure on one replica goes to the next one in rotation. Each replica
-has its own channel; the outcome of each attempt feeds the OutlierDetector. Used when an edge
-has several replica addresses and outlier ejection on (or addresses gRPC's `ipv4:` resolver
-cannot take); otherwise gRPC's own round_robin balances (mesh.resilience.channel).
+It sits inside the ResilienceInterceptor (and, for server streams, its `streams()`
+interceptor), so every attempt (each retry included) is picked anew: a retry after a failure
+on one replica goes to the next one in rotation. Each replica has its own channel; the outcome
+of each attempt (a stream's when it ends) feeds the OutlierDetector. Used when an edge has
+several replica addresses and outlier ejection on (or addresses gRPC's `ipv4:` resolver cannot
+take); otherwise gRPC's own round_robin balances (mesh.resilience.channel).
 """
 
 from __future__ import annotations
@@ -79,6 +80,8 @@ class ReplicaRouter(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
         self._clock = clock
         self._turn = 0
         self._callables: dict[tuple[str, str], Multicallable] = {}
+        self._judging: set[asyncio.Future[None]] = set()
+        """Streams' outcomes still to be judged (held so none is collected unfinished)."""
         self.use(policy)
 
     def use(self, policy: OutlierPolicy) -> None:
@@ -116,15 +119,34 @@ class ReplicaRouter(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
             return grpc.ChannelConnectivity.IDLE
         return found.get_state(try_to_connect=False)
 
-    def _callable(self, address: str, method: str, request: Any) -> Multicallable:
+    def _callable(self, address: str, method: str, request: Any, stream: bool) -> Multicallable:
         found = self._callables.get((address, method))
         if found is None:
-            found = self._callables[(address, method)] = self._channel(address).unary_unary(
+            channel = self._channel(address)
+            opens = channel.unary_stream if stream else channel.unary_unary
+            found = self._callables[(address, method)] = opens(
                 method,
                 request_serializer=type(request).SerializeToString,
                 response_deserializer=_response_type(method),
             )
         return found
+
+    def _start(
+        self, details: grpc.aio.ClientCallDetails, request: Any, *, stream: bool
+    ) -> tuple[str, Any]:
+        """Picks this attempt's replica and starts the call on its channel."""
+        raw = details.method
+        method = raw.decode() if isinstance(raw, bytes) else str(raw)
+        failed = _failed_on.get()
+        address = self.pick(failed[1] if failed is not None and failed[0] is request else None)
+        call = self._callable(address, method, request, stream)(
+            request,
+            timeout=details.timeout,
+            metadata=details.metadata,
+            credentials=details.credentials,
+            wait_for_ready=details.wait_for_ready,
+        )
+        return address, call
 
     async def intercept_unary_unary(
         self,
@@ -136,16 +158,7 @@ class ReplicaRouter(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
         if self._balanced and not self._ejecting:
             # gRPC's own round_robin over the host channel's `ipv4:` target picks the replica.
             return await continuation(details, request)
-        method = details.method.decode() if isinstance(details.method, bytes) else details.method
-        failed = _failed_on.get()
-        address = self.pick(failed[1] if failed is not None and failed[0] is request else None)
-        call = self._callable(address, method, request)(
-            request,
-            timeout=details.timeout,
-            metadata=details.metadata,
-            credentials=details.credentials,
-            wait_for_ready=details.wait_for_ready,
-        )
+        address, call = self._start(details, request, stream=False)
         try:
             await call
         except asyncio.CancelledError:
@@ -160,6 +173,56 @@ class ReplicaRouter(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
             self.detector.record(address, False)
         return call
 
+    def streams(self) -> StreamReplicaRouter:
+        """The interceptor that routes the channel's server-streaming calls (gRPC files an
+        interceptor under one kind only, so streams need an object of their own)."""
+        return StreamReplicaRouter(self)
+
+    async def open_stream(
+        self,
+        continuation: Continuation,
+        details: grpc.aio.ClientCallDetails,
+        request: Any,
+    ) -> Any:
+        """One attempt of a server stream on the picked replica: the replica's own call, as
+        it is, for the stream layer above to read (mesh.resilience.streaming)."""
+        if self._balanced and not self._ejecting:
+            return await continuation(details, request)
+        address, call = self._start(details, request, stream=True)
+        # A stream's attempt is retried only when it failed before its first message (or sent
+        # none in time), and its attempts run in one task: the next attempt of this request in
+        # this task is a retry, and avoids this replica.
+        _failed_on.set((request, address))
+        if self._ejecting:
+            judging = asyncio.ensure_future(self._judge(address, call))
+            self._judging.add(judging)
+            judging.add_done_callback(self._judging.discard)
+        return call
+
+    async def _judge(self, address: str, call: Any) -> None:
+        """Feeds the detector with how a stream ended, before or after its messages; not when
+        it was cancelled (its caller went away, or gave up waiting for its first message)."""
+        code = await call.code()
+        if code is not grpc.StatusCode.CANCELLED and self._ejecting:
+            self.detector.record(address, code in REPLICA_FAILURES)
+
     async def close(self) -> None:
         for channel in list(self.channels.values()):
             await channel.close()
+        for judging in list(self._judging):
+            judging.cancel()
+
+
+class StreamReplicaRouter(grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc]
+    """The ReplicaRouter's server-streaming side: each attempt of a stream on a replica."""
+
+    def __init__(self, router: ReplicaRouter) -> None:
+        self.router = router
+
+    async def intercept_unary_stream(
+        self,
+        continuation: Continuation,
+        client_call_details: grpc.aio.ClientCallDetails,
+        request: Any,
+    ) -> Any:
+        return await self.router.open_stream(continuation, client_call_details, request)
