@@ -72,12 +72,6 @@ def test_set_policy_changes_the_gateway_limits_in_place(mesh: Mesh) -> None:
             grpc.StatusCode.INVALID_ARGUMENT,
             "max_attempts",
         ),
-        (
-            "name: x\nedges: {gateway_to_recommendation: {retry: {max_attempts: 1}, "
-            "native_retry: {enabled: true}}}",
-            grpc.StatusCode.FAILED_PRECONDITION,
-            "restart",
-        ),
     ],
 )
 def test_bad_policies_are_refused_and_change_nothing(

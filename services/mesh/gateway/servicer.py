@@ -62,12 +62,13 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
     """GetHome degrades recommendations instead of failing; Checkout never charges twice."""
 
     def __init__(self, runtime: Runtime) -> None:
-        self._profiles = profile_pb2_grpc.ProfileServiceStub(runtime.channel_to("profile"))
-        self._payments = payment_pb2_grpc.PaymentServiceStub(runtime.channel_to("payment"))
+        # Stubs from stub_to follow their edge's channel through a policy swap.
+        self._profiles = runtime.stub_to("profile", profile_pb2_grpc.ProfileServiceStub)
+        self._payments = runtime.stub_to("payment", payment_pb2_grpc.PaymentServiceStub)
         self._retried = {dep: runtime.retries_on(dep) for dep in RELAYED}
         self._busy_pushback_ms = runtime.policy.server(runtime.config.name).shed_pushback_ms
-        self._recommender = recommendation_pb2_grpc.RecommendationServiceStub(
-            runtime.channel_to("recommendation")
+        self._recommender = runtime.stub_to(
+            "recommendation", recommendation_pb2_grpc.RecommendationServiceStub
         )
         self.recommendations = RecommendationsWithFallback(
             self._recommender,

@@ -82,7 +82,7 @@ class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServic
 
 async def build(runtime: Runtime) -> Service:
     servicer = RecommendationServicer(
-        profile_pb2_grpc.ProfileServiceStub(runtime.channel_to("profile")),
+        runtime.stub_to("profile", profile_pb2_grpc.ProfileServiceStub),
         retried=runtime.retries_on("profile"),
     )
 

@@ -15,17 +15,14 @@ if TYPE_CHECKING:
     from mesh.runtime.server import Runtime
 
 
-class PolicyNeedsRestart(Exception):
-    """The change cannot be applied in place (e.g. gRPC's own retries are switched)."""
-
-
 def policy_yaml(policy: MeshPolicy) -> str:
     return yaml.safe_dump(policy.model_dump(mode="json"), sort_keys=False)
 
 
 class PolicyAdminServicer(admin_pb2_grpc.PolicyAdminServicer):
     """SetPolicy validates the document, then swaps every pipeline of this service at once:
-    calls already in flight finish under the old one, new calls start under the new one.
+    calls already in flight finish under the old one, new calls start under the new one
+    (gRPC's own retries included: their edge gets a new channel, Runtime.apply_policy).
 
     The document is parsed by mesh.safe_yaml (size, depth and alias limits) in a worker thread,
     so the largest document it accepts (64 KiB, about 0.2 s of parsing) does not hold the event
@@ -44,10 +41,7 @@ class PolicyAdminServicer(admin_pb2_grpc.PolicyAdminServicer):
             policy = await asyncio.to_thread(load_policy_text, request.yaml, "SetPolicy.yaml")
         except PolicyError as err:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
-        try:
-            self._runtime.apply_policy(policy)
-        except PolicyNeedsRestart as err:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(err))
+        self._runtime.apply_policy(policy)
         return admin_pb2.PolicyInfo(name=policy.name, yaml=policy_yaml(policy))
 
     async def GetPolicy(

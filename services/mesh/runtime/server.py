@@ -10,7 +10,7 @@ import signal
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 
 from mesh.config_error import ConfigError
 from mesh.resilience.bulkhead import Bulkhead
-from mesh.resilience.channel import replica_router, resilient_channel, router_of
+from mesh.resilience.channel import resilient_channel, router_of
 from mesh.resilience.clock import SystemClock
 from mesh.resilience.events import EventBus
 from mesh.resilience.fault_admin import FaultAdminServicer
@@ -30,10 +30,11 @@ from mesh.resilience.shedding import SheddingInterceptor
 from mesh.runtime.collector import freeze_startup_objects
 from mesh.runtime.config import ServiceConfig
 from mesh.runtime.decoding import RequestDecodingInterceptor
+from mesh.runtime.edge_channels import EdgeStubs, Retirements, close_edge_channel
 from mesh.runtime.interceptors import server_interceptors
 from mesh.runtime.log_limit import limit_invalid_metadata_logs
 from mesh.runtime.logging import setup_logging
-from mesh.runtime.policy_admin import PolicyAdminServicer, PolicyNeedsRestart
+from mesh.runtime.policy_admin import PolicyAdminServicer
 from mesh.runtime.reflection import enable_reflection
 from mesh.runtime.tls import MeshTls
 from mesh.telemetry.metrics import MeshMetrics
@@ -42,6 +43,8 @@ from mesh.topology import service
 from mesh.v1 import admin_pb2, admin_pb2_grpc
 
 log = logging.getLogger("mesh.runtime")
+
+S = TypeVar("S")
 
 
 @dataclass
@@ -62,6 +65,10 @@ class Runtime:
     policy_hooks: list[Callable[[MeshPolicy], None]] = field(default_factory=list)
     environ: Mapping[str, str] = field(default_factory=dict)
     """The environment the service was started with (for a service's own settings)."""
+    edge_channels: dict[str, grpc.aio.Channel] = field(default_factory=dict)
+    """Each outbound edge's current channel (a swap of gRPC's own retries replaces it)."""
+    stubs: EdgeStubs = field(default_factory=EdgeStubs)
+    retiring: Retirements = field(default_factory=Retirements)
 
     def on_policy(self, hook: Callable[[MeshPolicy], None]) -> None:
         """Call `hook` with the new policy whenever PolicyAdmin replaces it."""
@@ -84,24 +91,40 @@ class Runtime:
     def apply_policy(self, policy: MeshPolicy) -> None:
         """Swap every edge's pipeline (fresh breakers, budgets, bulkheads) and tell the hooks.
 
-        gRPC's own retries live in the channel's service config, so switching them needs a
-        restart; everything else changes in place.
+        Every change applies in place; calls in flight finish under what they started with.
+        An edge whose gRPC retries change (`native_retry`: the channel's service config) gets
+        a new channel for its next calls (mesh.runtime.edge_channels).
         """
-        for dependency in self.interceptors:
-            edge = f"{self.config.name}_to_{dependency}"
-            if policy.edge(edge).native_retry != self.policy.edge(edge).native_retry:
-                raise PolicyNeedsRestart(f"{edge}: native_retry changes need a restart")
         pools: dict[str, Bulkhead] = {}
-        for dependency, interceptor in self.interceptors.items():
+        pipelines: dict[str, Pipeline] = {}
+        channels: dict[str, grpc.aio.Channel] = {}
+        for dependency in self.interceptors:
             edge_policy = policy.edge(f"{self.config.name}_to_{dependency}")
-            interceptor.pipeline = self._pipeline(dependency, edge_policy, pools)
+            pipelines[dependency] = self._pipeline(dependency, edge_policy, pools)
+            if edge_policy.native_retry != self.edge_policy(dependency).native_retry:
+                channels[dependency] = self._channel(
+                    dependency, self.interceptors[dependency], edge_policy
+                )
+        for dependency, interceptor in self.interceptors.items():
+            interceptor.pipeline = pipelines[dependency]
+            if dependency in channels:
+                self._replace_channel(dependency, channels[dependency])
+                continue  # its router, if any, is new, made with this policy's outlier
             router = router_of(interceptor)
             if router is not None:  # ejection on or off, in place
-                router.use(edge_policy.outlier)
+                router.use(policy.edge(f"{self.config.name}_to_{dependency}").outlier)
         self.bulkhead_pools = pools
         self.policy = policy
         for hook in self.policy_hooks:
             hook(policy)
+
+    def _replace_channel(self, dependency: str, channel: grpc.aio.Channel) -> None:
+        """New calls to `dependency` go on `channel`; the old one drains, then closes."""
+        old = self.edge_channels[dependency]
+        self.edge_channels[dependency] = channel
+        self.channels[self.channels.index(old)] = channel
+        self.stubs.repoint(dependency, channel)
+        self.retiring.retire(old, self.config.grace_s)
 
     def edge_policy(self, dependency: str) -> EdgePolicy:
         return self.policy.edge(f"{self.config.name}_to_{dependency}")
@@ -111,15 +134,31 @@ class Runtime:
         edge = self.edge_policy(dependency)
         return edge.retry.max_attempts > 1 or edge.native_retry.enabled
 
+    def stub_to(self, dependency: str, make: Callable[[grpc.aio.Channel], S]) -> S:
+        """`make(channel_to(dependency))`, kept pointing at the edge's current channel: hold
+        this, not the channel, since a policy swap may give the edge a new one."""
+        return self.stubs.add(dependency, make(self.channel_to(dependency)), make)
+
     def channel_to(self, dependency: str) -> grpc.aio.Channel:
-        """A channel to `dependency` guarded by this edge's resilience pipeline."""
+        """A channel to `dependency` guarded by this edge's resilience pipeline (the edge's
+        channel until a swap of gRPC's own retries replaces it: servicers use stub_to)."""
         policy = self.edge_policy(dependency)
         interceptor = ResilienceInterceptor(
             self._pipeline(dependency, policy, self.bulkhead_pools),
             dependency=dependency,
             clock=SystemClock(),
         )
-        channel = resilient_channel(
+        channel = self._channel(dependency, interceptor, policy)
+        self.interceptors[dependency] = interceptor
+        self.edge_channels[dependency] = channel
+        self.channels.append(channel)
+        return channel
+
+    def _channel(
+        self, dependency: str, interceptor: ResilienceInterceptor, policy: EdgePolicy
+    ) -> grpc.aio.Channel:
+        """The one way an edge's channel is made, at start and when a swap replaces it."""
+        return resilient_channel(
             self.config.dependencies[dependency],
             interceptor,
             native_retry=policy.native_retry,
@@ -133,9 +172,6 @@ class Runtime:
             bus=self.bus,
             dependency=dependency,
         )
-        self.interceptors[dependency] = interceptor
-        self.channels.append(channel)
-        return channel
 
 
 @dataclass
@@ -305,11 +341,9 @@ async def serve(
     await health_servicer.enter_graceful_shutdown()
     await admin.stop(0)
     await server.stop(config.grace_s)
+    await runtime.retiring.close()  # channels a swap replaced, still draining
     for channel in runtime.channels:
-        router = replica_router(channel)  # the replicas' own channels, if any
-        if router is not None:
-            await router.close()
-        await channel.close()
+        await close_edge_channel(channel)
     if built.close is not None:
         await built.close()
     if tracing is not None:
