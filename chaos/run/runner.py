@@ -14,6 +14,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import grpc
@@ -41,11 +42,12 @@ from chaos.run.measure import (
     load_metrics,
     vs_steady,
 )
+from chaos.run.policy_swap import PolicySwapFailed, swap_policy
 from chaos.run.progress_file import ProgressFile
 from chaos.run.target import Target
 from chaos.toxiproxy.client import ToxiproxyClient
 from mesh.topology import INSTANCES
-from mesh.v1 import admin_pb2, admin_pb2_grpc
+from mesh.v1 import admin_pb2_grpc
 
 log = logging.getLogger("chaos.runner")
 
@@ -54,6 +56,10 @@ CALIBRATION_S = 3.0
 closed loop's goodput is steady within a second or two, and `make demo` has 5 minutes."""
 Progress = Callable[[str, int, int], None]
 """progress(label, done, total): called as requests complete."""
+
+
+class NoAdminAddress(Exception):
+    """The target names no admin address for some service: its policy cannot be swapped."""
 
 
 class Runner:
@@ -248,21 +254,24 @@ class Runner:
             sent += 1
         return sent
 
-    async def _set_policy(self, source: str) -> bool:
+    async def _set_policy(self, source: str) -> None:
         """Swap every service's policy in place through its loopback PolicyAdmin: fresh
-        breakers, budgets and bulkheads without a restart. False when some service cannot
-        (no admin address, or a change such as gRPC's own retries that needs a restart)."""
-        services = {s.name for s in INSTANCES}  # every replica
-        if not services <= set(self.target.admin):
-            return False
-        request = admin_pb2.SetPolicyRequest(yaml=policy_text(source))
-        try:
-            for service in sorted(services):
-                async with grpc.aio.insecure_channel(self.target.admin[service]) as channel:
-                    await admin_pb2_grpc.PolicyAdminStub(channel).SetPolicy(request, timeout=5)
-        except grpc.aio.AioRpcError:
-            return False
-        return True
+        breakers, budgets and bulkheads without a restart, on every service or on none
+        (chaos.run.policy_swap). PolicySwapFailed says why not."""
+        services = sorted({s.name for s in INSTANCES})  # every replica
+        missing = [s for s in services if s not in self.target.admin]
+        if missing:
+            raise NoAdminAddress(f"no admin address for {', '.join(missing)}")
+        async with AsyncExitStack() as channels:
+            admins = {
+                s: admin_pb2_grpc.PolicyAdminStub(
+                    await channels.enter_async_context(
+                        grpc.aio.insecure_channel(self.target.admin[s])
+                    )
+                )
+                for s in services
+            }
+            await swap_policy(admins, policy_text(source))
 
     async def _settle(self, limit_s: float = 15.0) -> float:
         """Wait until no service has a call in flight (the backlog of an overload drained)."""
@@ -280,19 +289,25 @@ class Runner:
         policy = materialise_policy(path, name, variant, self.target.state_dir / "policies")
         result = VariantResult(variant, policy)
         await self.injector.reset_all()
-        if await self._set_policy(policy):
+        try:
+            await self._set_policy(policy)
+        except (NoAdminAddress, PolicySwapFailed) as err:
+            if self.target.mesh is not None:  # ours: a restart under the variant's policy
+                log.warning("%s: policy swap failed (%s); restarting the mesh", variant.name, err)
+                await asyncio.to_thread(self.target.mesh.restart_services, policy)
+            elif isinstance(err, PolicySwapFailed):
+                result.error = f"policy swap failed, no variant measured: {err}"
+                return result
+            elif variant.policy != "full" or variant.overrides:
+                result.skipped = (
+                    f"the target's policy cannot be changed in place ({err}: try --target "
+                    "running); deploy it with MESH_POLICY and run this variant alone"
+                )
+                return result
+        else:
             self._swapped = True
             if self.target.mesh is not None:
                 self.target.mesh.record_policy(policy)
-        elif self.target.mesh is not None:
-            await asyncio.to_thread(self.target.mesh.restart_services, policy)
-        elif variant.policy != "full" or variant.overrides:
-            result.skipped = (
-                "the target's policy cannot be changed in place (no admin address for every "
-                "service: try --target running; or a change that needs a restart); "
-                "deploy it with MESH_POLICY and run this variant alone"
-            )
-            return result
         if exp.scenario is not None:
             return await self._run_scenario(exp, variant, result)
         result.steady_before = await self._steady(exp, f"{variant.name}: steady state before")
@@ -391,10 +406,8 @@ class Runner:
         if not self._swapped or self.target.mesh is not None or self.target.policy is None:
             return
         try:
-            restored = await self._set_policy(self.target.policy)
-        except OSError:
-            restored = False
-        if restored:
-            self._swapped = False
+            await self._set_policy(self.target.policy)
+        except (NoAdminAddress, PolicySwapFailed, OSError) as err:
+            log.error("could not put the target back on its policy %s: %s", self.target.policy, err)
         else:
-            log.error("could not put the target back on its policy %s", self.target.policy)
+            self._swapped = False
