@@ -38,6 +38,7 @@ from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import build_pipeline
 from mesh.resilience.policy import load_policy
 from mesh.runtime.collector import freeze_startup_objects
+from mesh.runtime.edge_channels import close_edge_channel
 from mesh.runtime.interceptors import server_interceptors
 from mesh.telemetry.tracing import MeshTracing, server_tracing, setup_tracing
 from mesh.v1 import profile_pb2, profile_pb2_grpc
@@ -153,20 +154,25 @@ async def run_overhead_bench(
     exporters: dict[str, _EncodingExporter] = {}
     traces_dir = Path(tempfile.mkdtemp(prefix="mesh-bench-traces-"))
 
-    async def full_stack(name: str, tracing_on: MeshTracing | None) -> None:
+    async def full_stack(
+        name: str, tracing_on: MeshTracing | None, replicas: int = 1, ejection: bool = True
+    ) -> None:
         bus = EventBus()
         if tracing_on is not None:
             bus.subscribe(tracing_on.listener)
-        server, target = await _start(
-            server_interceptors(
-                "profile",
-                policy.server("profile"),
-                bus,
-                FaultTable(),
-                tracing=server_tracing(tracing_on),
+        targets = []
+        for _ in range(replicas):
+            server, target = await _start(
+                server_interceptors(
+                    "profile",
+                    policy.server("profile"),
+                    bus,
+                    FaultTable(),
+                    tracing=server_tracing(tracing_on),
+                )
             )
-        )
-        servers.append(server)
+            servers.append(server)
+            targets.append(target)
         pipeline = build_pipeline(
             edge,
             dependency="profile",
@@ -176,7 +182,14 @@ async def run_overhead_bench(
             call_observer=tracing_on.call_observer if tracing_on else None,
         )
         interceptor = ResilienceInterceptor(pipeline, dependency="profile", clock=SystemClock())
-        channels[name] = resilient_channel(target, interceptor, native_retry=edge.native_retry)
+        channels[name] = resilient_channel(
+            ",".join(targets),
+            interceptor,
+            native_retry=edge.native_retry,
+            outlier=edge.outlier.model_copy(update={"enabled": ejection}),
+            bus=bus,
+            dependency="profile",
+        )
 
     raw_server, raw_target = await _start([])
     servers.append(raw_server)
@@ -187,6 +200,11 @@ async def run_overhead_bench(
         floor_target, options=[NO_BUILTIN_RETRIES], interceptors=[_NoopClientInterceptor()]
     )
     await full_stack("full", None)
+    # The mesh's own topology: two replicas, the edge's replica router (ejection on in the
+    # full policy) picking one per attempt; and the same with ejection off, where gRPC's
+    # round_robin balances (the difference is what routing costs).
+    await full_stack("full+replicas", None, replicas=2)
+    await full_stack("full+replicas-rr", None, replicas=2, ejection=False)
     if tracing:
         # A dev dependency: imported only when asked for.
         from opentelemetry.instrumentation.grpc import (
@@ -232,7 +250,7 @@ async def run_overhead_bench(
                 cpu[name] += cpu_s
     finally:
         for channel in channels.values():
-            await channel.close()
+            await close_edge_channel(channel)
         for server in servers:
             await server.stop(None)
         for provider in providers:

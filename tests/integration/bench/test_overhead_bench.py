@@ -15,7 +15,7 @@ pytestmark = pytest.mark.timeout(60)
 async def test_every_variant_is_measured_with_ratios_to_raw() -> None:
     result = await run_overhead_bench(calls=40, concurrency=4, rounds=2)
     variants = result["variants"]
-    assert list(variants) == ["raw", "floor", "full"]
+    assert list(variants) == ["raw", "floor", "full", "full+replicas", "full+replicas-rr"]
     for row in variants.values():
         assert row["throughput_rps"] > 0
         assert row["loop_cpu_us_per_call"] > 0
@@ -34,6 +34,8 @@ async def test_tracing_variants_export_one_span_per_hop_and_attempt() -> None:
         "raw",
         "floor",
         "full",
+        "full+replicas",
+        "full+replicas-rr",
         "full+tracing",
         "full+tracing-file",
         "raw+stock-otel",
