@@ -1,4 +1,5 @@
-"""Build the Go-built peers (real Toxiproxy, Jaeger v2, Mailpit) once into .peers/bin/.
+"""Build the Go-built peers (real Toxiproxy, Jaeger v2, Mailpit, our load generator) once into
+.peers/bin/.
 
     python -m tools.peers [--only NAME ...] [--bin DIR]
 
@@ -7,7 +8,9 @@ a binary whose stamp names the wanted version is skipped, so a second run costs 
 Go module proxy refuses the pinned version, the nearest version it serves (`go list -m -versions`)
 is built instead, and the stamp's second line records what was refused. Jaeger's module carries
 replace directives that `go install module@version` refuses, so it is built the way the module is
-meant to be consumed: `go get -tool` in a throwaway Go module under .peers/src/jaeger.
+meant to be consumed: `go get -tool` in a throwaway Go module under .peers/src/jaeger. A peer whose
+source is in this repo (tools/loadgen: mesh-loadgen) is built with `go build` there, and its stamp
+is the hash of its sources, so an edit rebuilds it and nothing else does.
 Exit status 0 when every peer is there, 1 when one failed to build, 2 when `go` is missing.
 """
 
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import hashlib
 import os
 import re
 import shutil
@@ -41,6 +45,7 @@ class Peer:
     version: str
     tool_module: bool = False  # built via `go get -tool` in a module of our own
     version_var: str = ""  # the Go variable the release build stamps (-ldflags -X), if any
+    in_repo: bool = False  # `package` is a Go module of this repo, built with `go build`
 
 
 # As the release builds stamp them: `toxiproxy-server -version` and GET /version say 2.12.0.
@@ -65,10 +70,26 @@ PEERS = (
     ),
     Peer("mailpit", "github.com/axllent/mailpit", "", "v1.33.1", version_var=_MAILPIT_VERSION),
     Peer("jaeger", "github.com/jaegertracing/jaeger", "cmd/jaeger", "v1.76.0", tool_module=True),
+    Peer("mesh-loadgen", "mesh/tools/loadgen", "tools/loadgen", "", in_repo=True),  # issue 16
 )
 
 
+def wanted_version(peer: Peer) -> str:
+    """The pinned version; for a peer built from this repo, `src-` and a hash of its sources."""
+    if not peer.in_repo:
+        return peer.version
+    digest = hashlib.sha256()
+    source = ROOT / peer.package
+    for path in sorted(source.rglob("*")):
+        if path.is_file() and (path.suffix == ".go" or path.name in ("go.mod", "go.sum")):
+            digest.update(f"{path.relative_to(source)}\0{path.stat().st_size}\0".encode())
+            digest.update(path.read_bytes())
+    return "src-" + digest.hexdigest()[:16]
+
+
 def import_path(peer: Peer) -> str:
+    if peer.in_repo:
+        return peer.package
     return f"{peer.module}/{peer.package}" if peer.package else peer.module
 
 
@@ -92,6 +113,8 @@ def is_current(bin_dir: Path, peer: Peer) -> bool:
     version = built_version(bin_dir, peer)
     if version is None:
         return False
+    if peer.in_repo:
+        return version == wanted_version(peer)
     return version == peer.version or f"refused {peer.version}" in stamp.read_text()
 
 
@@ -103,6 +126,11 @@ def _go(args: Sequence[str], cwd: Path, env: dict[str, str]) -> subprocess.Compl
 
 def _build(peer: Peer, version: str, bin_dir: Path, env: dict[str, str]) -> tuple[bool, str]:
     """Build one version; (ok, stderr)."""
+    if peer.in_repo:
+        out = str(bin_dir / peer.name)
+        flags = ["-trimpath", "-buildvcs=false"]
+        done = _go(["build", *flags, "-o", out, "."], ROOT / peer.package, env)
+        return done.returncode == 0, done.stderr
     target = f"{import_path(peer)}@{version}"
     if not peer.tool_module:
         # Toxiproxy's tags are v-prefixed; its Version variable is not (2.12.0); Mailpit keeps it.
@@ -150,11 +178,12 @@ def ensure(peer: Peer, bin_dir: Path, env: dict[str, str]) -> bool:
     if is_current(bin_dir, peer):
         print(f"peers: {peer.name} {built_version(bin_dir, peer)} already built (skip)", flush=True)
         return True
-    print(f"peers: building {peer.name} {peer.version} ...", flush=True)
+    version = wanted_version(peer)
+    print(f"peers: building {peer.name} {version} ...", flush=True)
     started = time.monotonic()
-    ok, stderr = _build(peer, peer.version, bin_dir, env)
+    ok, stderr = _build(peer, version, bin_dir, env)
     note = ""
-    if not ok and _REFUSED.search(stderr):
+    if not ok and not peer.in_repo and _REFUSED.search(stderr):
         stand_in = nearest_served(peer, env)
         refused = f"{peer.module}@{peer.version}"
         print(f"peers: the Go module proxy refused {refused}; trying {stand_in}", flush=True)
@@ -167,7 +196,7 @@ def ensure(peer: Peer, bin_dir: Path, env: dict[str, str]) -> bool:
             f"peers: {peer.name} FAILED after {elapsed:.0f} s:\n{stderr.strip()}", file=sys.stderr
         )
         return False
-    used = note.rsplit(" ", 1)[-1] if note else peer.version
+    used = note.rsplit(" ", 1)[-1] if note else version
     stamp_path(bin_dir, peer).write_text(f"{used}\n{note}\n" if note else f"{used}\n")
     print(
         f"peers: built {peer.name} {used} ({import_path(peer)}) in {elapsed:.0f} s {note}".rstrip(),

@@ -79,3 +79,45 @@ def test_compose_pins_the_versions_make_peers_builds() -> None:
     major, minor, patch = (int(part) for part in built["jaeger"].removeprefix("v").split("."))
     assert major == 1
     assert images["JAEGER_IMAGE"] == f"2.{minor - 63}.{patch}"
+
+
+class FakeGoBuild:
+    """Stands in for `go build -o OUT .`: writes OUT and counts builds."""
+
+    def __init__(self) -> None:
+        self.builds: list[Path] = []
+
+    def __call__(
+        self, args: Sequence[str], cwd: Path, env: dict[str, str]
+    ) -> subprocess.CompletedProcess[str]:
+        assert args[0] == "build"
+        self.builds.append(cwd)
+        Path(args[args.index("-o") + 1]).write_text("binary")
+        return subprocess.CompletedProcess(list(args), 0, "", "")
+
+
+def test_the_load_generator_is_rebuilt_when_its_source_changes_and_only_then(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (loadgen,) = [peer for peer in peers.PEERS if peer.name == "mesh-loadgen"]
+    source = tmp_path / "repo" / "tools" / "loadgen"
+    source.mkdir(parents=True)
+    (source / "main.go").write_text("package main\n")
+    (source / "go.mod").write_text("module mesh/tools/loadgen\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = FakeGoBuild()
+    monkeypatch.setattr(peers, "ROOT", tmp_path / "repo")
+    monkeypatch.setattr(peers, "_go", fake)
+    assert peers.ensure(loadgen, bin_dir, {})
+    assert fake.builds == [source] and (bin_dir / "mesh-loadgen").read_text() == "binary"
+    first = (bin_dir / "mesh-loadgen.version").read_text().strip()
+    assert first.startswith("src-")
+    assert peers.ensure(loadgen, bin_dir, {})  # up to date: skipped
+    (source / "README").write_text("not a source")
+    assert peers.ensure(loadgen, bin_dir, {})  # nor does a file that is not built
+    assert len(fake.builds) == 1
+    (source / "main.go").write_text("package main // edited\n")
+    assert peers.ensure(loadgen, bin_dir, {})
+    assert len(fake.builds) == 2
+    assert (bin_dir / "mesh-loadgen.version").read_text().strip() not in ("", first)
