@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import itertools
 import math
+import os
 import secrets
 import sys
 import time
@@ -13,6 +14,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -367,19 +369,45 @@ def outcome_of(plan: Plan, record: Sequence[object]) -> Outcome:
     )
 
 
+GO_GENERATOR = Path(__file__).resolve().parents[1] / ".peers" / "bin" / "mesh-loadgen"
+"""The Go generator (tools/loadgen, built by `make peers`): the same protocol at a fraction
+of the Python one's CPU per call."""
+
+
+class LoadGeneratorError(ValueError):
+    """MESH_LOADGEN names no generator, or one that is not built."""
+
+
+def generator_command(environ: dict[str, str] | None = None) -> tuple[str, list[str]]:
+    """("go" or "python", its command): `MESH_LOADGEN=python|go` forces one; by default the
+    Go generator when it is built, else the Python one."""
+    env = os.environ if environ is None else environ
+    wanted = env.get("MESH_LOADGEN", "")
+    built = os.access(GO_GENERATOR, os.X_OK)
+    if wanted not in ("", "python", "go"):
+        raise LoadGeneratorError(f"MESH_LOADGEN={wanted}: expected python or go")
+    if wanted == "python" or (wanted == "" and not built):
+        return "python", [sys.executable, "-m", "chaos.loadgen.generator"]
+    if not built:
+        raise LoadGeneratorError(f"MESH_LOADGEN=go: no {GO_GENERATOR}; run `make peers`")
+    return "go", [str(GO_GENERATOR)]
+
+
 class LoadGenerator:
-    """The load generator process (chaos/loadgen/generator.py), started once and reused for
-    every load of a run: its CPU is its own and measured, and no load pays its start-up."""
+    """The load generator process (tools/loadgen's Go one when built, else chaos/loadgen/
+    generator.py; generator_command), started once and reused for every load of a run: its
+    CPU is its own and measured, and no load pays its start-up."""
 
     def __init__(self) -> None:
         self._proc: asyncio.subprocess.Process | None = None
+        self.kind: str | None = None
+        """Which generator ran ("go" or "python"); None before the first load."""
 
     async def _started(self) -> asyncio.subprocess.Process:
         if self._proc is None or self._proc.returncode is not None:
+            self.kind, command = generator_command()
             self._proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "chaos.loadgen.generator",
+                *command,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 limit=2**26,

@@ -33,6 +33,7 @@ from chaos.experiment.model import EXPERIMENTS_DIR, Experiment, ExperimentError
 from chaos.launch.mesh import Mesh
 from chaos.launch.ports import Ports
 from chaos.launch.processes import LaunchError
+from chaos.load import generator_command
 from chaos.report.index import write_index
 from chaos.report.repeat import spreads
 from chaos.report.table_fit import Column, FitTable
@@ -261,6 +262,7 @@ def execute(
             raise ExperimentError("name at least one experiment, or --all")
         resolved = [(Path(n).stem, *load_experiment(n)) for n in names]
         remote = Target.parse(target) if target else None
+        generator_command()  # MESH_LOADGEN names a generator that is there (LoadGeneratorError)
     except (ExperimentError, ValueError) as err:
         _refuse(err)
 
@@ -303,7 +305,7 @@ def execute(
                 f"capacity ({'+'.join(key)}): {cap['capacity_per_s']:.0f} req/s, measured once "
                 "for the whole run"
             )
-        console.print(runner.cpu.line())
+        console.print(runner.cpu.line(runner.generator.kind))
     return results
 
 

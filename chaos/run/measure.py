@@ -182,12 +182,14 @@ class CpuTally:
             return None
         return self.generator_s / self.mesh_s
 
-    def line(self) -> str:
+    def line(self, generator: str | None = None) -> str:
+        """The run's summary; `generator` names the one that ran ("go", "python")."""
         per = self.generator_s * 1000 / self.requests if self.requests else 0.0
         share = self.share
         shown = "n/a (a mesh this process did not start)" if share is None else f"{share:.1%}"
+        which = f" ({generator})" if generator else ""
         return (
-            f"load generator: {per:.2f} ms CPU per request, {shown} of the mesh's CPU "
+            f"load generator{which}: {per:.2f} ms CPU per request, {shown} of the mesh's CPU "
             f"over {self.requests} requests"
         )
 
