@@ -5,9 +5,10 @@ A target may list several replicas (`host:port,host:port`). Then either gRPC bal
 its `round_robin` policy over an `ipv4:` target (one DNS name: over its A records, as a
 Kubernetes headless Service gives), or, when the edge's outlier ejection is on (or the hosts
 are names `ipv4:` cannot take), mesh.resilience.outlier_router does: round robin over one
-channel per replica, skipping the ejected ones, with the ejections as events. The router sits
-on every channel over several replicas and decides per call, so a policy swap turns ejection
-on or off in place.
+channel per replica, skipping the ejected ones, with the ejections as events. Every channel
+over several replicas has a router, and the interceptor asks it at each call's start whether
+it routes, so a policy swap turns ejection on or off in place. The channel still has one
+interceptor (and its streams side): the router is called in place of gRPC's continuation.
 """
 
 from __future__ import annotations
@@ -51,9 +52,6 @@ __all__ = [
 ]
 
 _ROUTERS: weakref.WeakKeyDictionary[grpc.aio.Channel, ReplicaRouter] = weakref.WeakKeyDictionary()
-_ROUTER_OF: weakref.WeakKeyDictionary[ResilienceInterceptor, ReplicaRouter] = (
-    weakref.WeakKeyDictionary()
-)
 
 
 def _is_ipv4(host: str) -> bool:
@@ -81,7 +79,7 @@ def replica_router(channel: grpc.aio.Channel) -> ReplicaRouter | None:
 
 def router_of(interceptor: ResilienceInterceptor) -> ReplicaRouter | None:
     """The router of the channel built around `interceptor` (a policy swap updates it)."""
-    return _ROUTER_OF.get(interceptor)
+    return interceptor.router
 
 
 def resilient_channel(
@@ -123,11 +121,12 @@ def resilient_channel(
     addresses = [a.strip() for a in target.split(",")]
     balanced = balanced_target(addresses)
     if len(addresses) == 1 and balanced is not None:
+        interceptor.router = None
         return channel(balanced, [interceptor, interceptor.streams()])
     # The host channel balances with round_robin over the `ipv4:` target when the router lets
     # it (ejection off); otherwise the router sends each attempt, a stream's included, on a
     # replica's own channel (made on first use: a channel connects lazily).
-    router = ReplicaRouter(
+    router = interceptor.router = ReplicaRouter(
         dependency or (services[0] if services else target),
         addresses,
         lambda address: channel(address, []),
@@ -136,12 +135,8 @@ def resilient_channel(
         clock or SystemClock(),
         balanced=balanced is not None,
     )
-    host = channel(
-        balanced or addresses[0],
-        [interceptor, interceptor.streams(), router, router.streams()],
-    )
+    host = channel(balanced or addresses[0], [interceptor, interceptor.streams()])
     _ROUTERS[host] = router
-    _ROUTER_OF[interceptor] = router
     return host
 
 

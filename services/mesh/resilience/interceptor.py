@@ -1,4 +1,9 @@
-"""The one client interceptor that runs every unary call of a channel through its pipeline."""
+"""The one client interceptor that runs every call of a channel through its pipeline.
+
+Over several replicas the channel's ReplicaRouter is no interceptor of its own: while it
+routes, each attempt the pipeline makes goes to `router.send` (a stream's to
+`router.open_stream`) in place of gRPC's continuation, so a call crosses this one layer.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +15,9 @@ import grpc.aio
 from mesh.resilience.clock import Clock
 from mesh.resilience.context import CallContext, Continuation
 from mesh.resilience.deadline import inbound_deadline
+from mesh.resilience.outlier_router import ReplicaRouter
 from mesh.resilience.pipeline import Pipeline
-from mesh.resilience.streaming import StreamResilienceInterceptor
+from mesh.resilience.streaming import ResilientStreamCall, StreamResilienceInterceptor
 
 
 class ResilienceInterceptor(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
@@ -23,11 +29,14 @@ class ResilienceInterceptor(grpc.aio.UnaryUnaryClientInterceptor):  # type: igno
         self._dependency = dependency
         self._clock = clock
         self._method_names: dict[bytes | str, str] = {}
+        self.router: ReplicaRouter | None = None
+        """The replica router of the channel built around this interceptor, if it is over
+        several replicas (set by mesh.resilience.channel); read at each call's start."""
 
     def streams(self) -> StreamResilienceInterceptor:
         """The interceptor that runs the channel's server-streaming calls through this same
         (swappable) pipeline, under the commit rule (mesh.resilience.streaming)."""
-        return StreamResilienceInterceptor(self, dependency=self._dependency, clock=self._clock)
+        return RoutedStreamInterceptor(self, dependency=self._dependency, clock=self._clock)
 
     async def intercept_unary_unary(
         self,
@@ -47,7 +56,30 @@ class ResilienceInterceptor(grpc.aio.UnaryUnaryClientInterceptor):  # type: igno
         inbound_s = inbound_deadline()
         if inbound_s is not None and inbound_s < deadline_s:
             deadline_s = inbound_s
+        router = self.router
+        if router is not None and router.routes:
+            continuation = router.send
         ctx = CallContext(
             self._dependency, method, request, client_call_details, continuation, deadline_s
         )
         return await self.pipeline.run(ctx)
+
+
+class RoutedStreamInterceptor(StreamResilienceInterceptor):
+    """A ResilienceInterceptor's server-streaming side: while its channel's router routes,
+    each attempt of a stream opens on the replica the router picks."""
+
+    def __init__(self, unary: ResilienceInterceptor, *, dependency: str, clock: Clock) -> None:
+        super().__init__(unary, dependency=dependency, clock=clock)
+        self._routed_by = unary
+
+    async def intercept_unary_stream(
+        self,
+        continuation: Continuation,
+        client_call_details: grpc.aio.ClientCallDetails,
+        request: Any,
+    ) -> ResilientStreamCall:
+        router = self._routed_by.router
+        if router is not None and router.routes:
+            continuation = router.open_stream
+        return await super().intercept_unary_stream(continuation, client_call_details, request)

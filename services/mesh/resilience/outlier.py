@@ -4,6 +4,7 @@
     tick()                    once per interval: failure-percentage ejection over the interval
                               that ended, and the ejection multiplier decays for the healthy
     available()               the replicas in rotation (an ejection that ran out returns)
+    next_change_s()           until when available() stays as it is, bar a record()
 
 An ejection lasts min(base_ejection_s * ejections, max(base_ejection_s, max_ejection_s)) and is
 refused when it would put `max_ejected_percent` or more of the replicas out (A50's check:
@@ -63,6 +64,12 @@ class OutlierDetector:
                 r.ejected_at = None
                 r.consecutive = 0
         return [n for n, r in self._replicas.items() if r.ejected_at is None]
+
+    def next_change_s(self) -> float:
+        """From when available() may answer otherwise with no record() in between: the end of
+        this interval (a tick) or of the first ejection to run out."""
+        until = [r.ejected_until for r in self._replicas.values() if r.ejected_at is not None]
+        return min([self._next_tick, *until])
 
     def record(self, name: str, failed: bool) -> None:
         """One outcome of a call to replica `name` (only calls it could have failed count)."""

@@ -1,17 +1,23 @@
-"""Round robin over a dependency's replicas, skipping the ejected: the innermost interceptor.
+"""Round robin over a dependency's replicas, skipping the ejected and the disconnected.
 
-It sits inside the ResilienceInterceptor (and, for server streams, its `streams()`
-interceptor), so every attempt (each retry included) is picked anew: a retry after a failure
-on one replica goes to the next one in rotation. Each replica has its own channel; the outcome
-of each attempt (a stream's when it ends) feeds the OutlierDetector. Used when an edge has
-several replica addresses and outlier ejection on (or addresses gRPC's `ipv4:` resolver cannot
-take); otherwise gRPC's own round_robin balances (mesh.resilience.channel).
+Not an interceptor of its own: the ResilienceInterceptor (and its `streams()` interceptor)
+hands each attempt of a call to `send()` (`open_stream()`) in place of gRPC's continuation, so
+a call crosses one interceptor layer and every attempt (each retry included) is picked anew: a
+retry after a failure on one replica goes to another. Each replica has its own channel; the
+outcome of each attempt (a stream's when it ends) feeds the OutlierDetector. Used when an edge
+has several replica addresses and outlier ejection on (or addresses gRPC's `ipv4:` resolver
+cannot take); otherwise gRPC's own round_robin balances (mesh.resilience.channel).
+
+The rotation (replicas in, connection not failed) is worked out again only when it can have
+changed: an ejection or a return, the detector's next interval, a replica channel's
+connectivity (watched, one task per replica channel), a policy swap; not per attempt.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,8 +26,7 @@ import grpc.aio
 from google.protobuf import descriptor_pool, message_factory
 
 from mesh.resilience.clock import Clock
-from mesh.resilience.context import Continuation
-from mesh.resilience.events import EventBus
+from mesh.resilience.events import Event, EventBus, ReplicaEjected, ReplicaReturned
 from mesh.resilience.outlier import OutlierDetector
 from mesh.resilience.outlier_policy import OutlierPolicy
 
@@ -56,7 +61,7 @@ def _response_type(method: str) -> Callable[[bytes], Any]:
     return message_factory.GetMessageClass(found.output_type).FromString  # type: ignore[no-any-return]
 
 
-class ReplicaRouter(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+class ReplicaRouter:
     """Sends each attempt to the next replica in rotation, on that replica's channel."""
 
     def __init__(
@@ -79,39 +84,74 @@ class ReplicaRouter(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
         self._bus = bus
         self._clock = clock
         self._turn = 0
-        self._callables: dict[tuple[str, str], Multicallable] = {}
-        self._judging: set[asyncio.Future[None]] = set()
-        """Streams' outcomes still to be judged (held so none is collected unfinished)."""
+        self._ring: tuple[str, ...] | None = None
+        """The replicas in rotation; None once something it depends on changed."""
+        self._ring_until_s = math.inf
+        self._callables: dict[tuple[str, Any], Multicallable] = {}
+        self._tasks: set[asyncio.Future[None]] = set()
+        """Connectivity watchers, and streams' outcomes still to be judged (held so none is
+        collected unfinished)."""
         self.use(policy)
 
     def use(self, policy: OutlierPolicy) -> None:
         """Take on `policy` (a policy swap): a fresh detector, no replica ejected."""
         self.policy = policy
         self._ejecting = policy.enabled
+        self.routes = self._ejecting or not self._balanced
+        """Whether calls go through send()/open_stream(); if not, the host channel's own
+        round_robin picks (read at each call's start, so a swap applies to the next call)."""
         self.detector = OutlierDetector(
-            self.dependency, self.addresses, policy, self._clock, self._bus.emit
+            self.dependency, self.addresses, policy, self._clock, self._emit
         )
+        self._ring = None
+
+    def _emit(self, event: Event) -> None:
+        if isinstance(event, ReplicaEjected | ReplicaReturned):
+            self._ring = None
+        self._bus.emit(event)
 
     def pick(self, avoid: str | None = None) -> str:
         """The next replica in rotation (not ejected, connection not failed) other than `avoid`
         (where this call's last attempt failed) if another is in; if none is, any."""
-        ring: Sequence[str] = self.detector.available() if self._ejecting else self.addresses
-        # Like gRPC's round_robin, skip a replica whose connection failed (a dead process is
-        # noticed by its connection long before its failures could eject it).
-        connected = [a for a in ring if self._state(a) not in _DOWN]
-        ring = connected or ring
-        if avoid is not None and len(ring) > 1:
-            ring = [a for a in ring if a != avoid]
-        if not ring:
-            ring = self.addresses
+        ring = self._ring
+        if ring is None or self._clock.now() >= self._ring_until_s:
+            ring = self._ring = self._rotation()
+        if avoid is not None and len(ring) > 1 and avoid in ring:
+            ring = tuple(a for a in ring if a != avoid)
         self._turn += 1
         return ring[self._turn % len(ring)]
+
+    def _rotation(self) -> tuple[str, ...]:
+        if self._ejecting:
+            ring: Sequence[str] = self.detector.available()
+            self._ring_until_s = self.detector.next_change_s()
+        else:
+            ring, self._ring_until_s = self.addresses, math.inf
+        # Like gRPC's round_robin, skip a replica whose connection failed (a dead process is
+        # noticed by its connection long before its failures could eject it).
+        connected = tuple(a for a in ring if self._state(a) not in _DOWN)
+        return connected or tuple(ring) or self.addresses
 
     def _channel(self, address: str) -> grpc.aio.Channel:
         found = self.channels.get(address)
         if found is None:
             found = self.channels[address] = self._make_channel(address)
+            self._hold(asyncio.ensure_future(self._watch(found)))
         return found
+
+    async def _watch(self, channel: grpc.aio.Channel) -> None:
+        """Drops the rotation at each connectivity change of a replica's channel (one since it
+        was made included), until the channel is closed."""
+        while True:
+            self._ring = None
+            state = channel.get_state(try_to_connect=False)
+            if state is grpc.ChannelConnectivity.SHUTDOWN:
+                return
+            await channel.wait_for_state_change(state)  # at once if it is no longer `state`
+
+    def _hold(self, task: asyncio.Future[None]) -> None:
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _state(self, address: str) -> grpc.ChannelConnectivity:
         found = self.channels.get(address)
@@ -119,12 +159,13 @@ class ReplicaRouter(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
             return grpc.ChannelConnectivity.IDLE
         return found.get_state(try_to_connect=False)
 
-    def _callable(self, address: str, method: str, request: Any, stream: bool) -> Multicallable:
-        found = self._callables.get((address, method))
+    def _callable(self, address: str, raw: Any, request: Any, stream: bool) -> Multicallable:
+        found = self._callables.get((address, raw))
         if found is None:
+            method = raw.decode() if isinstance(raw, bytes) else str(raw)
             channel = self._channel(address)
             opens = channel.unary_stream if stream else channel.unary_unary
-            found = self._callables[(address, method)] = opens(
+            found = self._callables[(address, raw)] = opens(
                 method,
                 request_serializer=type(request).SerializeToString,
                 response_deserializer=_response_type(method),
@@ -135,11 +176,9 @@ class ReplicaRouter(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
         self, details: grpc.aio.ClientCallDetails, request: Any, *, stream: bool
     ) -> tuple[str, Any]:
         """Picks this attempt's replica and starts the call on its channel."""
-        raw = details.method
-        method = raw.decode() if isinstance(raw, bytes) else str(raw)
         failed = _failed_on.get()
         address = self.pick(failed[1] if failed is not None and failed[0] is request else None)
-        call = self._callable(address, method, request, stream)(
+        call = self._callable(address, details.method, request, stream)(
             request,
             timeout=details.timeout,
             metadata=details.metadata,
@@ -148,16 +187,9 @@ class ReplicaRouter(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
         )
         return address, call
 
-    async def intercept_unary_unary(
-        self,
-        continuation: Continuation,
-        client_call_details: grpc.aio.ClientCallDetails,
-        request: Any,
-    ) -> Any:
-        details = client_call_details
-        if self._balanced and not self._ejecting:
-            # gRPC's own round_robin over the host channel's `ipv4:` target picks the replica.
-            return await continuation(details, request)
+    async def send(self, details: grpc.aio.ClientCallDetails, request: Any) -> Any:
+        """One attempt of a unary call on the picked replica (a continuation's shape): the
+        replica's call, ended, its outcome recorded."""
         address, call = self._start(details, request, stream=False)
         try:
             await call
@@ -173,30 +205,17 @@ class ReplicaRouter(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
             self.detector.record(address, False)
         return call
 
-    def streams(self) -> StreamReplicaRouter:
-        """The interceptor that routes the channel's server-streaming calls (gRPC files an
-        interceptor under one kind only, so streams need an object of their own)."""
-        return StreamReplicaRouter(self)
-
-    async def open_stream(
-        self,
-        continuation: Continuation,
-        details: grpc.aio.ClientCallDetails,
-        request: Any,
-    ) -> Any:
-        """One attempt of a server stream on the picked replica: the replica's own call, as
-        it is, for the stream layer above to read (mesh.resilience.streaming)."""
-        if self._balanced and not self._ejecting:
-            return await continuation(details, request)
+    async def open_stream(self, details: grpc.aio.ClientCallDetails, request: Any) -> Any:
+        """One attempt of a server stream on the picked replica (a continuation's shape): the
+        replica's own call, as it is, for the stream layer above to read
+        (mesh.resilience.streaming)."""
         address, call = self._start(details, request, stream=True)
         # A stream's attempt is retried only when it failed before its first message (or sent
         # none in time), and its attempts run in one task: the next attempt of this request in
         # this task is a retry, and avoids this replica.
         _failed_on.set((request, address))
         if self._ejecting:
-            judging = asyncio.ensure_future(self._judge(address, call))
-            self._judging.add(judging)
-            judging.add_done_callback(self._judging.discard)
+            self._hold(asyncio.ensure_future(self._judge(address, call)))
         return call
 
     async def _judge(self, address: str, call: Any) -> None:
@@ -209,20 +228,5 @@ class ReplicaRouter(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
     async def close(self) -> None:
         for channel in list(self.channels.values()):
             await channel.close()
-        for judging in list(self._judging):
-            judging.cancel()
-
-
-class StreamReplicaRouter(grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc]
-    """The ReplicaRouter's server-streaming side: each attempt of a stream on a replica."""
-
-    def __init__(self, router: ReplicaRouter) -> None:
-        self.router = router
-
-    async def intercept_unary_stream(
-        self,
-        continuation: Continuation,
-        client_call_details: grpc.aio.ClientCallDetails,
-        request: Any,
-    ) -> Any:
-        return await self.router.open_stream(continuation, client_call_details, request)
+        for task in list(self._tasks):
+            task.cancel()
