@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ from tests.compose.stack import Stack
 
 # The embedded mesh the trace test compares with: `mesh up` as the e2e tests start it.
 from tests.e2e.conftest import mesh_up  # noqa: F401
+from tests.e2e.mesh_up_process import MESH
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -29,4 +32,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def stack() -> Stack:
     binary = Path(os.environ["REHEARSAL_COMPOSE"])
     assert binary.exists(), f"{binary}: no docker-compose binary (make compose-rehearsal)"
-    return Stack(binary)
+    stack = Stack(binary)
+    answered(stack)
+    return stack
+
+
+def answered(stack: Stack, limit_s: float = 90.0) -> None:
+    """Wait until a home request answers end to end. Each container's healthcheck says it
+    serves, not that its callers' first connections (through Toxiproxy, by service name on
+    podman's network) are made: on a loaded machine the first homes after `up` can miss the
+    gateway's profile deadline for a few seconds. A stack that never answers fails here."""
+    deadline = time.monotonic() + limit_s
+    env = {**os.environ, "MESH_API_KEY": stack.api_key}
+    while True:
+        done = subprocess.run(
+            [*MESH, "call", "home", "--user", "u-0001", "--addr", stack.gateway, "--json", "-"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        if done.returncode == 0:
+            return
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"no home answered within {limit_s:g} s: {done.stderr[-500:]}")
+        time.sleep(1)
