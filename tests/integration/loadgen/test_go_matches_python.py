@@ -2,7 +2,7 @@
 the same plans to the same fake gateway and report the same records, times aside: the same
 requests (byte for byte, with the same metadata), codes, degraded parts, checkout status and
 charge id, pushback and details, in open and closed loops, with client retries, dropped calls
-and a stop in the middle of a load; started_s on the runner's own perf_counter clock."""
+and a stop in the middle of a load (or EOF); started_s on the runner's own perf_counter clock."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 import grpc
 import pytest
 
-from chaos.load import LoadGenerator, LoadResult, Outcome
+from chaos.load import LoadGenerator, LoadResult, Outcome, generator_command
 from chaos.loadgen.generator import serialise
-from chaos.loadgen.protocol import Plan, Request
+from chaos.loadgen.protocol import Plan, Request, decode
 from mesh.v1 import gateway_pb2, payment_pb2
 from tests.support.peers import peer_binary
 
@@ -282,3 +282,30 @@ async def test_stop_ends_the_load_and_the_next_plan_runs(
     ]
     assert timeless(go_second) == timeless(py_second)
     assert [o.code for o in go_second.outcomes if o.rpc == "checkout"] == ["OK"]
+
+
+async def test_closing_stdin_ends_the_load_and_the_process(
+    gateway: FakeGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    long = plan(gateway.address, [1] * 1000, concurrency=4, rate_per_s=20.0, batch_s=0.05)
+    for kind in ("python", "go"):
+        monkeypatch.setenv("MESH_LOADGEN", kind)
+        _, command = generator_command()
+        proc = await asyncio.create_subprocess_exec(
+            *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(long.dumps().encode() + b"\n")
+        await proc.stdin.drain()
+        try:
+            first = await asyncio.wait_for(proc.stdout.readline(), timeout=20)
+            assert first.startswith(b"R [[0,"), first[:80]
+            proc.stdin.close()  # EOF: the runner is gone, or wants the load to end
+            rest = await asyncio.wait_for(proc.stdout.read(), timeout=20)
+            assert await asyncio.wait_for(proc.wait(), timeout=20) == 0
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        kind_, end = decode(rest.decode().splitlines()[-1])
+        assert kind_ == "E" and end["elapsed_s"] < 15  # not the 50 s the plan would take
