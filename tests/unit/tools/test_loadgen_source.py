@@ -10,6 +10,7 @@ from pathlib import Path
 
 import grpc
 
+from chaos.loadgen.generator import METHODS, TICK_S
 from mesh.resilience.classify import RETRYABLE_CODES
 from mesh.resilience.errors import PUSHBACK_KEY
 from mesh.v1 import gateway_pb2, payment_pb2
@@ -63,3 +64,11 @@ def test_status_code_names_are_grpcs() -> None:
 def test_retryable_codes_and_pushback_key_are_the_meshs() -> None:
     assert set(go_strings("retryable")) == {code.name for code in RETRYABLE_CODES}
     assert f'const pushbackKey = "{PUSHBACK_KEY}"' in SOURCE
+
+
+def test_methods_and_tick_are_the_python_generators() -> None:
+    tick = re.search(r"^const tick = (\d+) \* time\.Millisecond", SOURCE, re.M)
+    assert tick and int(tick.group(1)) / 1000 == TICK_S
+    found = re.search(r"^var methods = map\[string\]string\{(.*?)\}", SOURCE, re.M)
+    assert found
+    assert dict(re.findall(r'"(\w+)": "([^"]+)"', found.group(1))) == METHODS
