@@ -333,10 +333,10 @@ def test_provider_outage_through_the_stack_counts_the_calls_the_embedded_run_cou
     # every variant is measured through the stack, none skipped, and compared.
     spec = safe_yaml.load_file(str(ROOT / "chaos" / "experiments" / "provider-outage.yaml"))
     every = {v["name"] for v in spec["variants"]}
-    for report, calls in ((in_stack, compose_calls), (embedded, embedded_calls)):
+    for report, measured in ((in_stack, compose_calls), (embedded, embedded_calls)):
         variants = json.loads(report.read_text())[0]["variants"]
         not_measured = {v["name"]: v["skipped"] or v["error"] for v in variants}
-        assert set(calls) == every, f"{report.name}: {not_measured}"
+        assert set(measured) == every, f"{report.name}: {not_measured}"
     bounds: dict[str, list[dict[str, Any]]] = {}
     for e in spec["expectations"]:
         if e["metric"] == "dependency_calls" and e.get("phase", "fault") == "fault":
