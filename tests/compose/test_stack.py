@@ -361,17 +361,22 @@ def test_provider_outage_through_the_stack_counts_the_calls_the_embedded_run_cou
 async def checkout_load(
     stack: Stack, acked: dict[str, str], stop: asyncio.Event, workers: int = 4
 ) -> int:
-    """Checkouts with fresh idempotency keys until `stop` (at most 400 per worker); every
-    SUCCEEDED answer goes into `acked` (key -> charge id). Returns the calls made."""
+    """Checkouts with fresh idempotency keys until `stop` (at most 4,000 per worker and 280 s,
+    the test's own limit); every SUCCEEDED answer goes into `acked` (key -> charge id). A
+    refused checkout is followed by a 0.2 s pause, as a client backs off: while payment is
+    down the gateway refuses at once (breaker open), and the load must outlast the restart
+    and the healthcheck that follows it (a count of 400 per worker ran out in 20 s of that).
+    Returns the calls made."""
     md = (("authorization", f"Bearer {stack.api_key}"),)
     made = 0
+    ends_at = time.monotonic() + 280
 
     async def worker(n: int) -> None:
         nonlocal made
         async with grpc.aio.insecure_channel(stack.gateway) as channel:
             stub = gateway_pb2_grpc.GatewayStub(channel)
-            for _ in range(400):
-                if stop.is_set():
+            for _ in range(4000):
+                if stop.is_set() or time.monotonic() > ends_at:
                     return
                 key = f"kill-{n}-{uuid.uuid4().hex}"
                 request = gateway_pb2.CheckoutRequest(
@@ -384,7 +389,7 @@ async def checkout_load(
                 try:
                     reply = await stub.Checkout(request, timeout=5, metadata=md)
                 except grpc.aio.AioRpcError:
-                    await asyncio.sleep(0.05)
+                    await asyncio.sleep(0.2)
                     continue
                 if reply.status == payment_pb2.CHARGE_STATUS_SUCCEEDED:
                     acked[key] = reply.charge_id
@@ -416,7 +421,12 @@ async def test_a_killed_payment_container_loses_no_acknowledged_charge(stack: St
 
         await _until(back, 120, "payment restarted (unless-stopped) and healthy again")
         at_back = len(acked)
-        await _until(lambda: len(acked) >= at_back + 20, 60, "20 more charges after the restart")
+        await _until(
+            lambda: len(acked) >= at_back + 20 or load.done(),
+            60,
+            "20 more charges after the restart",
+        )
+        assert not load.done(), "the checkout load ended before 20 charges after the restart"
     finally:
         stop.set()
         made = await load
