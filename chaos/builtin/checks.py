@@ -164,6 +164,9 @@ async def flapping(ctx: CheckContext) -> dict[str, float]:
         if after:
             first = after[0]
             recoveries.append(first.started_s - t0 + first.latency_s - up)
+        else:  # never recovered before the load ended: at least that long, never left out
+            ended = max(o.started_s - t0 + o.latency_s for o in outcomes)
+            recoveries.append(max(ended - up, 0.0))
     snap = ctx.phase.counters
     return {
         "outages": float(len(windows)),
