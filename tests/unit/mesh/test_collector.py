@@ -22,7 +22,8 @@ def test_start_up_garbage_is_collected_and_what_lives_leaves_the_generations() -
     try:
         frozen = freeze_startup_objects()
         assert dead() is None  # collected, not pinned for the life of the process
-        assert frozen == gc.get_freeze_count() > 0
+        # what was frozen can still be freed (by this or another thread): never more than then
+        assert 0 < gc.get_freeze_count() <= frozen
         assert not any(o is alive for o in gc.get_objects())  # no collection walks it now
     finally:
         gc.unfreeze()
