@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated
 
@@ -57,7 +56,7 @@ def toxiproxy(
 ) -> None:
     """Run the embedded Toxiproxy server (same HTTP API as Toxiproxy 2.12) until Ctrl-C."""
     from chaos.toxiproxy.real import SERVERS, RealToxiproxyError, exec_real
-    from chaos.toxiproxy.server import serve_forever
+    from chaos.toxiproxy.server import proxy_loop, run_loop, serve_forever
 
     if config is not None and not config.is_file():
         typer.echo(f"error: --config {config}: no such file", err=True)
@@ -71,8 +70,14 @@ def toxiproxy(
         except RealToxiproxyError as err:
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(2) from None
-    asyncio.run(
+    try:
+        loop = proxy_loop()
+    except ValueError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
+    run_loop(
         serve_forever(
             host, port, str(config) if config else None, allow_non_loopback=allow_non_loopback
-        )
+        ),
+        loop,
     )

@@ -40,12 +40,22 @@ class Side(asyncio.Protocol):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def data_received(self, data: bytes) -> None:
-        if self.conn is not None and not self.conn.closed:
-            self.conn.outgoing(self).feed(data)
+        conn = self.conn
+        if conn is not None and not conn.closed:
+            link = conn.outgoing(self)
+            if link is not None:
+                link.feed(data)
+            else:
+                conn.hold(self, data)
 
     def eof_received(self) -> bool:
-        if self.conn is not None and not self.conn.closed:
-            self.conn.outgoing(self).feed_eof()
+        conn = self.conn
+        if conn is not None and not conn.closed:
+            link = conn.outgoing(self)
+            if link is not None:
+                link.feed_eof()
+            else:
+                conn.hold(self, None)
         # Keep the socket half-open: the other direction may still be carrying data.
         return True
 
@@ -138,6 +148,10 @@ class Connection:
         self.upstream.conn = self
         self.closed = False
         self._links: dict[Side, Link] = {}
+        self._held: list[tuple[Side, bytes | None]] = []
+        """What a side delivered before the links existed (None: its EOF), in order. The
+        client is paused until then, but an event loop may hand over what it had already
+        read (uvloop can), and the upstream may speak first (an HTTP/2 server's SETTINGS)."""
         self._opening = asyncio.get_running_loop().create_task(self._open())
 
     async def _open(self) -> None:
@@ -158,10 +172,23 @@ class Connection:
         self._links = {self.client: up, self.upstream: down}
         toxics.attach(up)
         toxics.attach(down)
+        held, self._held = self._held, []
+        for side, data in held:
+            if self.closed:
+                return
+            if data is None:
+                self._links[side].feed_eof()
+            else:
+                self._links[side].feed(data)
         self.client.resume_reading_for("dialing")
 
-    def outgoing(self, side: Side) -> Link:
-        return self._links[side]
+    def outgoing(self, side: Side) -> Link | None:
+        """The link `side`'s bytes go out on; None until both sockets are connected."""
+        return self._links.get(side)
+
+    def hold(self, side: Side, data: bytes | None) -> None:
+        """Keeps bytes (None: an EOF) that arrived before the links existed, for _open."""
+        self._held.append((side, data))
 
     def peer(self, side: Side) -> Side:
         return self.upstream if side is self.client else self.client

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import logging
+import os
 import signal
 import socket
-from collections.abc import Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -121,10 +123,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    asyncio.run(
-        serve_forever(args.host, args.port, args.config, allow_non_loopback=args.allow_non_loopback)
+    try:
+        loop = proxy_loop()
+    except ValueError as err:
+        parser.error(str(err))
+    run_loop(
+        serve_forever(
+            args.host, args.port, args.config, allow_non_loopback=args.allow_non_loopback
+        ),
+        loop,
     )
     return 0
+
+
+LOOP_ENV = "MESH_PROXY_LOOP"
+"""`asyncio` runs the proxy process on the standard library's loop instead of uvloop."""
+
+
+def proxy_loop(environ: Mapping[str, str] = os.environ) -> str:
+    """The event loop the proxy process runs on: `uvloop` when it is installed (libuv moves
+    the bytes; only the relay's own Python is left per chunk), else `asyncio`. Every byte of
+    every hop crosses this process twice, so its loop is a cost each request pays (issue 15
+    in BENCHMARKS.md). MESH_PROXY_LOOP=asyncio forces the standard library's loop."""
+    choice = environ.get(LOOP_ENV, "uvloop")
+    if choice not in ("uvloop", "asyncio"):
+        raise ValueError(f"{LOOP_ENV}={choice!r}: expected uvloop or asyncio")
+    if choice == "uvloop" and importlib.util.find_spec("uvloop") is None:
+        return "asyncio"
+    return choice
+
+
+def run_loop(main: Coroutine[Any, Any, None], loop: str) -> None:
+    """Runs `main` to completion on `loop` (what proxy_loop chose)."""
+    if loop == "uvloop":
+        import uvloop
+
+        uvloop.run(main)
+    else:
+        asyncio.run(main)
 
 
 if __name__ == "__main__":

@@ -3,14 +3,15 @@
 The embedded server runs on a background thread so that blocking clients (urllib,
 toxiproxy-python, plain sockets) can drive it from the test thread without stalling its event
 loop. A module marked with `BOTH_SERVERS` runs each test twice: against the embedded server and
-against real Toxiproxy 2.12 (`make peers` builds it; the real half skips, saying so, without it).
+against real Toxiproxy 2.12 (`make peers` builds it; the real half skips, saying so, without it),
+and the embedded server once more on uvloop, the loop `mesh up`'s proxy process runs on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -27,8 +28,11 @@ from tests.integration.toxiproxy.toxiproxy_helpers import (
 from tests.support.peers import peer_binary
 
 
-def _running(server: ToxiproxyServer) -> Iterator[RunningServer]:
-    loop = asyncio.new_event_loop()
+def _running(
+    server: ToxiproxyServer,
+    new_loop: Callable[[], asyncio.AbstractEventLoop] = asyncio.new_event_loop,
+) -> Iterator[RunningServer]:
+    loop = new_loop()
     thread = threading.Thread(target=loop.run_forever, name="toxiproxy", daemon=True)
     thread.start()
     running = RunningServer(server, loop)
@@ -44,10 +48,17 @@ def _running(server: ToxiproxyServer) -> Iterator[RunningServer]:
 
 @pytest.fixture
 def toxiproxy(request: pytest.FixtureRequest) -> Iterator[ApiServer]:
-    """The embedded server, or real Toxiproxy where a test is parametrised with "real"."""
-    if getattr(request, "param", "embedded") == "real":
+    """The embedded server, or real Toxiproxy where a test is parametrised with "real"; with
+    "uvloop", the embedded server on the loop its process runs on (chaos.toxiproxy.server)."""
+    param = getattr(request, "param", "embedded")
+    if param == "real":
         with RealToxiproxy(binary=peer_binary("toxiproxy-server")) as real:
             yield RealServer(real.base_url)
+        return
+    if param == "uvloop":
+        import uvloop
+
+        yield from _running(ToxiproxyServer("127.0.0.1", 0), uvloop.new_event_loop)
         return
     yield from _running(ToxiproxyServer("127.0.0.1", 0))
 

@@ -17,8 +17,9 @@ import pytest
 
 from chaos.toxiproxy.server import ToxiproxyServer
 
-# Runs every test of a module against the embedded server and against real Toxiproxy.
-BOTH_SERVERS = pytest.mark.parametrize("toxiproxy", ["embedded", "real"], indirect=True)
+# Runs every test of a module against the embedded server (on asyncio's loop and on uvloop,
+# which its process uses) and against real Toxiproxy.
+BOTH_SERVERS = pytest.mark.parametrize("toxiproxy", ["embedded", "uvloop", "real"], indirect=True)
 
 
 def listen_port(proxy: dict[str, Any]) -> int:
