@@ -167,6 +167,7 @@ class CallSpan:
                 extra[n.CALL_BUDGET_S] = self.budget_s
             _end_client_span(span, exc, extra)
         span.end()
+        self._ctx = self._call_token = self._token = None  # type: ignore[assignment]
 
 
 class AttemptSpan:
