@@ -13,10 +13,11 @@ from __future__ import annotations
 import gc
 from collections import Counter
 from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-import grpc.aio
 import pytest
 
 from mesh.resilience.channel import resilient_channel
@@ -29,6 +30,7 @@ from mesh.resilience.policy import load_policy
 from mesh.runtime.interceptors import server_interceptors
 from mesh.telemetry.tracing import MeshTracing, server_tracing, setup_tracing
 from mesh.v1 import profile_pb2, profile_pb2_grpc
+from tests.integration.resilience.servers import serving
 
 CALLS = 40
 GRPC_OWN = {"_Metadatum", "tuple", "_HandlerCallDetails", "cython_function_or_method"}
@@ -52,21 +54,10 @@ async def traced_stub(
     bus = EventBus()
     bus.subscribe(tracing.listener)
     policy = load_policy("full", {})
-    servers, targets = [], []
-    for _ in range(request.param):
-        server = grpc.aio.server(
-            interceptors=server_interceptors(
-                "profile",
-                policy.server("profile"),
-                bus,
-                FaultTable(),
-                tracing=server_tracing(tracing),
-            )
-        )
-        profile_pb2_grpc.add_ProfileServiceServicer_to_server(_Profile(), server)
-        targets.append(f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}")
-        await server.start()
-        servers.append(server)
+    interceptors = server_interceptors(
+        "profile", policy.server("profile"), bus, FaultTable(), tracing=server_tracing(tracing)
+    )
+    register = partial(profile_pb2_grpc.add_ProfileServiceServicer_to_server, _Profile())
     edge = policy.edge("gateway_to_profile")
     pipeline = build_pipeline(
         edge,
@@ -76,21 +67,24 @@ async def traced_stub(
         attempt_observer=tracing.attempt_observer,
         call_observer=tracing.call_observer,
     )
-    channel = resilient_channel(
-        ",".join(targets),
-        ResilienceInterceptor(pipeline, dependency="profile", clock=SystemClock()),
-        native_retry=edge.native_retry,
-        outlier=edge.outlier,
-        bus=bus,
-        dependency="profile",
-    )
-    try:
-        yield profile_pb2_grpc.ProfileServiceStub(channel)
-    finally:
-        await channel.close()
-        for server in servers:
-            await server.stop(None)
-        await tracing.shutdown()
+    async with AsyncExitStack() as servers:
+        targets = [
+            await servers.enter_async_context(serving(register, interceptors))
+            for _ in range(request.param)
+        ]
+        channel = resilient_channel(
+            ",".join(targets),
+            ResilienceInterceptor(pipeline, dependency="profile", clock=SystemClock()),
+            native_retry=edge.native_retry,
+            outlier=edge.outlier,
+            bus=bus,
+            dependency="profile",
+        )
+        try:
+            yield profile_pb2_grpc.ProfileServiceStub(channel)
+        finally:
+            await channel.close()
+    await tracing.shutdown()
 
 
 async def test_a_traced_call_leaves_no_cycle_of_its_own(
