@@ -80,6 +80,7 @@ class ReceiptWorker:
         self.worker.on("stalled", self._on_stalled)
         self.worker.on("error", self._on_error)
         self._task: asyncio.Task[None] | None = None
+        self._closed = False
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="receipt-worker")
@@ -176,7 +177,10 @@ class ReceiptWorker:
         log.warning("worker error", extra={"error": f"{type(err).__name__}: {err}"})
 
     async def close(self) -> None:
-        """Finish the jobs in hand, then stop (SIGTERM's graceful path)."""
+        """Finish the jobs in hand, then stop (SIGTERM's graceful path); once."""
+        if self._closed:
+            return
+        self._closed = True
         if self._task is not None and self.worker.running:
             await self.worker.close()
         if self._task is not None:

@@ -102,6 +102,7 @@ async def test_charge_committed_while_redis_is_down_gets_its_receipt_when_it_ret
     )
     relay.start()
     redis = None
+    worker = None
     try:
         record, _ = await ledger.charge("outbox-key-1", "u-0002", 4200, "USD", "")
         declined, _ = await ledger.charge("outbox-key-2", "u-0002", 4300, "USD", "card_blocked")
@@ -115,7 +116,7 @@ async def test_charge_committed_while_redis_is_down_gets_its_receipt_when_it_ret
         assert [row.charge_id for row in await ledger.unsent()] == [record.charge_id]
 
         redis = start_redis(port, tmp_path / "redis")
-        run_worker(worker_config(addr, smtp_sink.addr, QUEUE))
+        worker = run_worker(worker_config(addr, smtp_sink.addr, QUEUE))
         await await_until(
             lambda: record.charge_id in {m.charge_id for m in smtp_sink.mailbox.messages()},
             timeout_s=15,
@@ -128,5 +129,9 @@ async def test_charge_committed_while_redis_is_down_gets_its_receipt_when_it_ret
     finally:
         await relay.close()
         await ledger.close()
+        if worker is not None:
+            # Before its Redis goes: BullMQ's close against a stopped Redis waited up to 10 s
+            # here, and once past the test timeout its cancelled close spun forever (CI hung).
+            await worker.close()
         if redis is not None:
             redis.stop()
