@@ -24,11 +24,12 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP) $(DEMO_STAMP)
 
 # The demo needs the package and its tools, not the dev extras (test, lint, browser; ~8 s
-# more to install into a fresh .venv): `make test` adds those when it first runs.
+# more to install into a fresh .venv): `make test` adds those when it first runs. Nothing is
+# byte-compiled up front (~5 s): Python compiles the modules the demo imports as it goes.
 $(DEMO_STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[tools]'
+	$(BIN)/python -m pip install --quiet --no-compile -e '.[tools]'
 	@touch $(DEMO_STAMP)
 
 venv: $(STAMP) ## Create .venv and install the package with its tools and dev extras
