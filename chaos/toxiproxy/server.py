@@ -111,31 +111,6 @@ async def serve_forever(
         loop.remove_signal_handler(signum)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Toxiproxy-compatible server")
-    parser.add_argument("--host", default="127.0.0.1", help="API host (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8474, help="API port (default 8474)")
-    parser.add_argument("--config", default=None, help="JSON list of proxies to populate")
-    parser.add_argument(
-        "--allow-non-loopback",
-        action="store_true",
-        help="let proxies listen beyond 127.0.0.1/::1 (refused by default, unlike Toxiproxy)",
-    )
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    try:
-        loop = proxy_loop()
-    except ValueError as err:
-        parser.error(str(err))
-    run_loop(
-        serve_forever(
-            args.host, args.port, args.config, allow_non_loopback=args.allow_non_loopback
-        ),
-        loop,
-    )
-    return 0
-
-
 LOOP_ENV = "MESH_PROXY_LOOP"
 """`asyncio` runs the proxy process on the standard library's loop instead of uvloop."""
 
@@ -161,6 +136,31 @@ def run_loop(main: Coroutine[Any, Any, None], loop: str) -> None:
         uvloop.run(main)
     else:
         asyncio.run(main)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Toxiproxy-compatible server")
+    parser.add_argument("--host", default="127.0.0.1", help="API host (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8474, help="API port (default 8474)")
+    parser.add_argument("--config", default=None, help="JSON list of proxies to populate")
+    parser.add_argument(
+        "--allow-non-loopback",
+        action="store_true",
+        help="let proxies listen beyond 127.0.0.1/::1 (refused by default, unlike Toxiproxy)",
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    try:
+        loop = proxy_loop()
+    except ValueError as err:
+        parser.error(str(err))
+    run_loop(
+        serve_forever(
+            args.host, args.port, args.config, allow_non_loopback=args.allow_non_loopback
+        ),
+        loop,
+    )
+    return 0
 
 
 if __name__ == "__main__":
