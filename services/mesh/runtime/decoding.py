@@ -56,28 +56,30 @@ class RequestDecodingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mi
         )
 
 
-async def _decode(
-    request: bytes, decode: Any, method: str, context: grpc.aio.ServicerContext
-) -> Any:
-    try:
-        return decode(request)
-    except Exception:  # DecodeError, invalid UTF-8, ...: all mean a corrupt payload
-        await context.abort(
-            grpc.StatusCode.INVALID_ARGUMENT,
-            f"request: not a valid encoding of the {method.rsplit('/', 1)[-1]} request",
-        )
+async def _refuse(method: str, context: grpc.aio.ServicerContext) -> None:
+    await context.abort(
+        grpc.StatusCode.INVALID_ARGUMENT,
+        f"request: not a valid encoding of the {method.rsplit('/', 1)[-1]} request",
+    )
 
 
 def _decoding(inner: Behaviour, decode: Any, method: str) -> Behaviour:
     async def behaviour(request: bytes, context: grpc.aio.ServicerContext) -> Any:
-        return await inner(await _decode(request, decode, method, context), context)
+        try:
+            message = decode(request)
+        except Exception:  # DecodeError, invalid UTF-8, ...: all mean a corrupt payload
+            await _refuse(method, context)
+        return await inner(message, context)
 
     return behaviour
 
 
 def _decoding_stream(inner: StreamBehaviour, decode: Any, method: str) -> StreamBehaviour:
     async def behaviour(request: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-        message = await _decode(request, decode, method, context)
+        try:
+            message = decode(request)
+        except Exception:  # as above
+            await _refuse(method, context)
         async for response in responses(inner, message, context):
             yield response
 

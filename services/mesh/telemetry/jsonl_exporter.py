@@ -5,11 +5,14 @@ service, start_ns, end_ns, status {code, description}, attributes, events [{name
 attributes}]. `mesh traces` reads these files. A file that outgrows `max_bytes` is moved to
 `<svc>.jsonl.1` (one generation kept) so a long chaos run cannot fill the disk.
 
-In a service, `JsonLinesSpanProcessor` does the work (not the SDK's BatchSpanProcessor): each
-span is encoded by hand when it ends (a few microseconds on the ending thread, see span_json)
-and queued as text; a writer thread appends the queued lines in bulk. The writer does no
-per-span Python beyond a pop, so it hardly competes for the GIL, and a stuck disk cannot
-stall the event loop: the queue is bounded and a full queue drops (and counts) new spans.
+In a service, `JsonLinesSpanProcessor` does the work (not the SDK's BatchSpanProcessor). The
+mesh's own spans (light_spans) are queued as they end and encoded by hand (span_json) in
+batches of ENCODE_BATCH on the loop's thread: one encoding right after another runs with the
+encoder's code and data hot in the CPU's caches, several times faster than one encoding between
+two calls' work. What is left of a batch when the writer thread wakes (every delay, or when
+WAKE_AT lines wait) the writer encodes; then it appends every queued line in one write. SDK
+spans (another processor is mounted, say) are encoded as they end. A stuck disk cannot stall
+the event loop: the queue is bounded and a full queue drops (and counts) new spans.
 """
 
 from __future__ import annotations
@@ -20,13 +23,16 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from mesh.telemetry.span_json import service_json, span_line
+from mesh.telemetry.span_json import light_span_line, service_json, span_line
+
+if TYPE_CHECKING:
+    from mesh.telemetry.light_spans import LightSpan
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +41,8 @@ DEFAULT_DELAY_S = 1.0
 DEFAULT_MAX_QUEUE = 65536
 WAKE_AT = 512
 """Queued lines that wake the writer before its delay is up."""
+ENCODE_BATCH = 128
+"""Ended spans the loop's thread encodes together (a pause of a few hundred microseconds)."""
 
 
 def _value(value: Any) -> Any:
@@ -126,7 +134,11 @@ class JsonLinesSpanProcessor(SpanProcessor):
         self.dropped = 0
         """Spans not written because the queue was full (the writer is stuck or too slow)."""
         self.failed_writes = 0
+        self.unencodable = 0
+        """Spans whose line could not be encoded (an attribute set to something unexpected)."""
         self._lines: deque[str] = deque()
+        self._spans: deque[tuple[LightSpan, str]] = deque()
+        """Ended light spans (with their escaped service name) not encoded yet."""
         self._services: dict[int, str] = {}
         self._wake = threading.Event()
         self._flush_waiters: deque[threading.Event] = deque()
@@ -153,17 +165,36 @@ class JsonLinesSpanProcessor(SpanProcessor):
         if len(lines) == WAKE_AT:
             self._wake.set()
 
-    def queue_line(self, line: str) -> None:
-        """Queues one already-encoded line (light_spans' path), under the same bound."""
-        lines = self._lines
+    def queue_span(self, span: LightSpan, service: str) -> None:
+        """Queues an ended light span (light_spans' path), under the same bound; every
+        ENCODE_BATCH of them are encoded here, on the calling thread."""
         if self._stopping:
             return
-        if len(lines) >= self.max_queue:
+        spans = self._spans
+        if len(spans) + len(self._lines) >= self.max_queue:
             self.dropped += 1
             return
-        lines.append(line)
-        if len(lines) == WAKE_AT:
-            self._wake.set()
+        spans.append((span, service))
+        if len(spans) >= ENCODE_BATCH:
+            self._encode_spans()
+            if len(self._lines) >= WAKE_AT:
+                self._wake.set()
+
+    def _encode_spans(self) -> None:
+        """Encodes the queued light spans into lines (the loop's thread or the writer: each
+        span is taken by one of them)."""
+        pop = self._spans.popleft
+        lines = []
+        for _ in range(len(self._spans)):
+            try:
+                span, service = pop()
+            except IndexError:  # the other thread took the rest
+                break
+            try:
+                lines.append(light_span_line(span, service))
+            except Exception:  # a value the encoder cannot write loses its span, not the batch
+                self.unencodable += 1
+        self._lines.extend(lines)
 
     def _run(self) -> None:
         while not self._stopping:
@@ -174,6 +205,7 @@ class JsonLinesSpanProcessor(SpanProcessor):
 
     def _write_queued(self) -> None:
         waiters = [self._flush_waiters.popleft() for _ in range(len(self._flush_waiters))]
+        self._encode_spans()
         lines = self._lines
         pop = lines.popleft
         text = "".join([pop() for _ in range(len(lines))])
@@ -185,7 +217,7 @@ class JsonLinesSpanProcessor(SpanProcessor):
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """True once every line queued before the call is written (False after the timeout)."""
         if not self._writer.is_alive():
-            return not self._lines
+            return not self._lines and not self._spans
         done = threading.Event()
         self._flush_waiters.append(done)
         self._wake.set()
@@ -200,10 +232,12 @@ class JsonLinesSpanProcessor(SpanProcessor):
         self._writer.join(30.0)
         if not self._writer.is_alive():
             self.exporter.shutdown()
-        if self.dropped or self.failed_writes:
+        if self.dropped or self.failed_writes or self.unencodable:
             log.warning(
-                "spans not written to %s: %d dropped (queue full), %d failed writes",
+                "spans not written to %s: %d dropped (queue full), %d failed writes, "
+                "%d not encodable",
                 self.exporter.path,
                 self.dropped,
                 self.failed_writes,
+                self.unencodable,
             )

@@ -5,8 +5,9 @@ a validation per attribute), BoundedLists for events and links, and at its end a
 copy for the processors: ~10-18 us per span before any export. When a provider only writes
 JSON lines (JsonLinesSpanProcessor, the default) or exports nothing, and samples the default
 way (parentbased_always_on: every span kept, a parent's "not sampled" flag followed), a
-`LightTracer` records our spans as plain slots and a dict, and encodes each one's line when it
-ends (span_json.light_span_line: the same line the SDK span would give). They are
+`LightTracer` records our spans as plain slots and a dict, and hands each to the processor when
+it ends, which encodes them in batches (span_json.light_span_line: the same line the SDK span
+would give). They are
 OpenTelemetry API spans: current in the context, read by the log formatter and propagators.
 
 Anything else (OTLP, another processor or sampler, a custom id generator) goes to the SDK's own
@@ -30,7 +31,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 from opentelemetry.util import types
 
 from mesh.telemetry.jsonl_exporter import JsonLinesSpanProcessor
-from mesh.telemetry.span_json import light_span_line, service_name_json
+from mesh.telemetry.span_json import service_name_json
 from mesh.telemetry.traceparent import parse_ids
 
 DEFAULT_SAMPLER = (
@@ -72,7 +73,7 @@ def clean_attributes(attributes: types.Attributes) -> dict[str, Any]:
 
 
 class LightSpan(trace.Span):
-    """A recording span held as plain fields; its line is written when it ends."""
+    """A recording span held as plain fields; its line is queued when it ends."""
 
     __slots__ = (
         "_context",
@@ -244,7 +245,30 @@ class LightTracer(trace.Tracer):
                 name, context, kind, attributes, links, start_time,
                 record_exception, set_status_on_exception,
             )  # fmt: skip
-        parent = trace.get_current_span(context)
+        return self._child(name, kind, trace.get_current_span(context), attributes, sink)
+
+    def start_child(
+        self, name: str, kind: SpanKind, parent: trace.Span, attributes: Mapping[str, Any]
+    ) -> trace.Span:
+        """`start_span` with `parent` as the parent span, without a Context to hold it."""
+        processors = self._active._span_processors
+        if processors is not self._seen:
+            self._refresh(processors)
+        sink = self._sink
+        if sink is None:
+            return self._sdk.start_span(
+                name, trace.set_span_in_context(parent), kind, attributes
+            )  # fmt: skip
+        return self._child(name, kind, parent, attributes, sink)
+
+    def _child(
+        self,
+        name: str,
+        kind: SpanKind,
+        parent: trace.Span,
+        attributes: types.Attributes,
+        sink: Sink,
+    ) -> trace.Span:
         if type(parent) is LightSpan:
             trace_id = parent.trace_id
             parent_id: int | None = parent.span_id
@@ -304,13 +328,12 @@ class LightTracer(trace.Tracer):
             return _discard
         service = self._service
         if len(writers) == 1:
-            queue = writers[0].queue_line
-            return lambda span: queue(light_span_line(span, service))
+            queue = writers[0].queue_span
+            return lambda span: queue(span, service)
 
         def to_all(span: LightSpan) -> None:
-            line = light_span_line(span, service)
             for writer in writers:
-                writer.queue_line(line)
+                writer.queue_span(span, service)
 
         return to_all
 

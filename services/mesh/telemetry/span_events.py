@@ -1,8 +1,9 @@
 """The tracing listener: resilience events become events on the span that is current.
 
-Strategies emit synchronously inside the call they act on, so the current span is the right
-one: retry, deadline, breaker and bulkhead events land on the logical call's `Sent.` span,
-shedding, faults and fallbacks on the service's `Recv.` span. (Pushback is recorded by the
+Strategies emit synchronously inside the call they act on, so the span of the call whose
+pipeline is running is the right one: retry, deadline, breaker and bulkhead events land on the
+logical call's `Sent.` span; outside a pipeline, the current span takes them: shedding, faults
+and fallbacks land on the service's `Recv.` span. (Pushback is recorded by the
 attempt span itself, which sees the trailers.)
 """
 
@@ -15,7 +16,7 @@ from opentelemetry import trace
 
 from mesh.resilience import events as ev
 from mesh.telemetry import names as n
-from mesh.telemetry.spans import current_server_span
+from mesh.telemetry.spans import current_call_span, current_server_span
 
 
 def _retry(span: trace.Span, e: ev.RetryScheduled) -> None:
@@ -152,6 +153,6 @@ def tracing_listener(event: ev.Event) -> None:
     handler = _HANDLERS.get(type(event))
     if handler is None:
         return
-    span = trace.get_current_span()
+    span = current_call_span() or trace.get_current_span()
     if span.is_recording():
         handler(span, event)

@@ -32,7 +32,7 @@ from opentelemetry.util.types import AttributeValue
 from mesh.resilience import classify
 from mesh.resilience.context import CallContext
 from mesh.resilience.deadline import inbound_deadline
-from mesh.resilience.handlers import Behaviour, HandlerLookup, is_exempt
+from mesh.resilience.handlers import Behaviour, HandlerLookup, WrappedHandlers, is_exempt
 from mesh.resilience.streaming_server import StreamBehaviour, StreamStatus, tracked
 from mesh.telemetry import names as n
 from mesh.telemetry.light_spans import LightSpan, LightTracer, light_tracer
@@ -95,6 +95,17 @@ class SpanFactory:
             found = self._names[method] = MethodNames.of(method)
         return found
 
+    def child(
+        self, name: str, kind: SpanKind, parent: trace.Span, attributes: Mapping[str, Any]
+    ) -> trace.Span:
+        """A span whose parent is `parent`, not the context's current span."""
+        tracer = self.tracer
+        if type(tracer) is LightTracer:
+            return tracer.start_child(name, kind, parent, attributes)
+        return tracer.start_span(
+            name, trace.set_span_in_context(parent), kind=kind, attributes=attributes
+        )
+
     def call_observer(self, ctx: CallContext) -> CallSpan:
         return CallSpan(self, ctx)
 
@@ -127,13 +138,21 @@ def _end_client_span(span: trace.Span, exc: BaseException | None, extra: dict[st
 _current_call: contextvars.ContextVar[CallSpan | None] = contextvars.ContextVar(
     "mesh_call_span", default=None
 )
-"""The logical call whose pipeline is running (its first attempt notes the call's budget)."""
+"""The logical call whose pipeline is running: its attempts are its children, strategy events
+land on its span, and its first attempt notes the call's budget. (Not made the OpenTelemetry
+context's current span: nothing else in the pipeline reads that, and attaching costs more.)"""
+
+
+def current_call_span() -> trace.Span | None:
+    """The `Sent.` span of the logical call whose pipeline is running, if any."""
+    call = _current_call.get()
+    return None if call is None else call._span
 
 
 class CallSpan:
-    """The logical call: current while the pipeline runs, so strategy events land on it."""
+    """The logical call: the call whose pipeline runs, so strategy events land on its span."""
 
-    __slots__ = ("_call_token", "_ctx", "_factory", "_span", "_token", "budget_s")
+    __slots__ = ("_call_token", "_ctx", "_factory", "_span", "budget_s")
 
     def __init__(self, factory: SpanFactory, ctx: CallContext) -> None:
         self._factory = factory
@@ -148,7 +167,6 @@ class CallSpan:
             names.call, kind=SpanKind.INTERNAL, attributes={n.DEPENDENCY: ctx.dependency}
         )
         self._span = span
-        self._token = otel_context.attach(trace.set_span_in_context(span))
         self._call_token = _current_call.set(self)
         return span
 
@@ -159,7 +177,6 @@ class CallSpan:
         tb: TracebackType | None,
     ) -> None:
         _current_call.reset(self._call_token)
-        otel_context.detach(self._token)
         span = self._span
         if span.is_recording():
             extra: dict[str, Any] = {n.ATTEMPTS_SENT: self._ctx.sent}
@@ -167,7 +184,7 @@ class CallSpan:
                 extra[n.CALL_BUDGET_S] = self.budget_s
             _end_client_span(span, exc, extra)
         span.end()
-        self._ctx = self._call_token = self._token = None  # type: ignore[assignment]
+        self._ctx = self._call_token = None  # type: ignore[assignment]
 
 
 class AttemptSpan:
@@ -191,9 +208,15 @@ class AttemptSpan:
         }
         if ctx.attempt_timeout_s != float("inf"):
             attributes[n.ATTEMPT_TIMEOUT_S] = ctx.attempt_timeout_s
-        if ctx.attempt == 1:
-            _note_call_deadline(ctx)
-        span = factory.tracer.start_span(names.attempt, kind=SpanKind.CLIENT, attributes=attributes)
+        call = _current_call.get()
+        if call is None:  # an attempt observed without its call: the current span's child
+            span = factory.tracer.start_span(
+                names.attempt, kind=SpanKind.CLIENT, attributes=attributes
+            )
+        else:
+            if ctx.attempt == 1:
+                _note_call_deadline(ctx, call)
+            span = factory.child(names.attempt, SpanKind.CLIENT, call._span, attributes)
         self._span = span
         metadata = ctx.attempt_metadata
         if metadata is not None:
@@ -227,11 +250,10 @@ class AttemptSpan:
         span.end()
 
 
-def _note_call_deadline(ctx: CallContext) -> None:
+def _note_call_deadline(ctx: CallContext, call: CallSpan) -> None:
     """On the call span: the budget the call got (written at its end, with its other late
     attributes: one locked update instead of two), and whether the inbound deadline cut it."""
-    call = _current_call.get()
-    if call is None or ctx.deadline_s == float("inf") or not call._span.is_recording():
+    if ctx.deadline_s == float("inf") or not call._span.is_recording():
         return
     left_s = ctx.deadline_s - time.monotonic()
     call.budget_s = left_s
@@ -258,6 +280,13 @@ def _server_code(context: grpc.aio.ServicerContext, default: grpc.StatusCode) ->
     return code if isinstance(code, grpc.StatusCode) else default
 
 
+_carrier: contextvars.ContextVar[dict[str, str]] = contextvars.ContextVar("mesh_trace_carrier")
+"""The trace headers of the call whose handler grpc.aio just asked for: set by the tracing
+interceptor, read by its behaviour, which grpc.aio runs next in the same task. The behaviour is
+then made once per method, not once per call."""
+_NO_CARRIER: dict[str, str] = {}
+
+
 class TracingServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Outermost on the server: a SERVER span per unary call, current for the handler (so
     client spans, strategy events and log lines nest under it); health, reflection and the
@@ -265,6 +294,7 @@ class TracingServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc
 
     def __init__(self, factory: SpanFactory) -> None:
         self._factory = factory
+        self._wrapped = WrappedHandlers()
 
     async def intercept_service(
         self, continuation: HandlerLookup, handler_call_details: grpc.HandlerCallDetails
@@ -276,18 +306,25 @@ class TracingServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc
         if handler.unary_unary is None and handler.unary_stream is None:
             return handler
         keys = self._factory.carrier_keys
-        carrier = {k: v for k, v in handler_call_details.invocation_metadata or () if k in keys}
+        _carrier.set({k: v for k, v in handler_call_details.invocation_metadata or () if k in keys})
         if handler.unary_stream is not None:
-            stream = self._wrap_stream(handler.unary_stream, method, carrier)
-            return handler._replace(unary_stream=stream)
-        return handler._replace(unary_unary=self._wrap(handler.unary_unary, method, carrier))
+            stream = handler.unary_stream
+            return self._wrapped.wrap(
+                method,
+                handler,
+                lambda: handler._replace(unary_stream=self._wrap_stream(stream, method)),
+            )
+        unary = handler.unary_unary
+        return self._wrapped.wrap(
+            method, handler, lambda: handler._replace(unary_unary=self._wrap(unary, method))
+        )
 
-    def _wrap(self, inner: Behaviour, method: str, carrier: dict[str, str]) -> Behaviour:
+    def _wrap(self, inner: Behaviour, method: str) -> Behaviour:
         factory = self._factory
         names = factory.names(method)
 
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            span, token, server_token = start_server_span(factory, names, carrier)
+            span, token, server_token = start_server_span(factory, names, _carrier.get(_NO_CARRIER))
             code = grpc.StatusCode.UNKNOWN
             try:
                 response = await inner(request, context)
@@ -306,16 +343,14 @@ class TracingServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc
 
         return behaviour
 
-    def _wrap_stream(
-        self, inner: StreamBehaviour, method: str, carrier: dict[str, str]
-    ) -> StreamBehaviour:
+    def _wrap_stream(self, inner: StreamBehaviour, method: str) -> StreamBehaviour:
         """A stream's span is current while it produces its messages, and ends with its final
         status and how many it sent (`mesh.messages`)."""
         factory = self._factory
         names = factory.names(method)
 
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            span, token, server_token = start_server_span(factory, names, carrier)
+            span, token, server_token = start_server_span(factory, names, _carrier.get(_NO_CARRIER))
             status = StreamStatus()
             try:
                 async for message in tracked(inner, request, context, status):
