@@ -34,6 +34,7 @@ from mesh.resilience.channel import NO_BUILTIN_RETRIES, resilient_channel
 from mesh.resilience.clock import SystemClock
 from mesh.resilience.events import EventBus
 from mesh.resilience.faults import FaultTable
+from mesh.resilience.handlers import ServerChain
 from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import build_pipeline
 from mesh.resilience.policy import load_policy
@@ -162,15 +163,14 @@ async def run_overhead_bench(
             bus.subscribe(tracing_on.listener)
         targets = []
         for _ in range(replicas):
-            server, target = await _start(
-                server_interceptors(
-                    "profile",
-                    policy.server("profile"),
-                    bus,
-                    FaultTable(),
-                    tracing=server_tracing(tracing_on),
-                )
+            layers = server_interceptors(
+                "profile",
+                policy.server("profile"),
+                bus,
+                FaultTable(),
+                tracing=server_tracing(tracing_on),
             )
+            server, target = await _start([ServerChain(layers)])  # as serve() mounts them
             servers.append(server)
             targets.append(target)
         pipeline = build_pipeline(

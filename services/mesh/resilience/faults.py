@@ -25,7 +25,7 @@ from mesh.config_error import ConfigError
 from mesh.resilience.clock import Clock, SystemClock
 from mesh.resilience.errors import InjectedFaultError
 from mesh.resilience.events import EventBus, FaultInjected
-from mesh.resilience.handlers import Behaviour, HandlerLookup, abort_with, is_exempt
+from mesh.resilience.handlers import Behaviour, ServerLayer, abort_with, is_exempt
 from mesh.resilience.streaming_server import StreamBehaviour, responses
 
 MAX_DELAY_S = 600.0
@@ -240,7 +240,7 @@ def _integer(item: dict[str, Any], field: str, default: int) -> int:
     return value
 
 
-class FaultInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+class FaultInterceptor(ServerLayer):
     """Delays and fails calls as the FaultTable says; untouched methods cost one dict lookup."""
 
     def __init__(
@@ -251,10 +251,9 @@ class FaultInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         self._bus = bus
         self._clock = clock or SystemClock()
 
-    async def intercept_service(
-        self, continuation: HandlerLookup, handler_call_details: grpc.HandlerCallDetails
+    def wrap(
+        self, handler: grpc.RpcMethodHandler | None, handler_call_details: grpc.HandlerCallDetails
     ) -> grpc.RpcMethodHandler | None:
-        handler = await continuation(handler_call_details)
         method = handler_call_details.method
         spec = self._faults.lookup(method)
         if spec is None or handler is None or is_exempt(method):

@@ -11,7 +11,7 @@ import grpc.aio
 
 from mesh.resilience.deadline import reset_inbound_deadline, set_inbound_deadline
 from mesh.resilience.events import EventBus, ServerCallFinished, ServerCallStarted
-from mesh.resilience.handlers import Behaviour, HandlerLookup, WrappedHandlers
+from mesh.resilience.handlers import Behaviour, ServerLayer, WrappedHandlers
 from mesh.resilience.streaming_server import inbound_stream
 
 
@@ -22,7 +22,7 @@ def _code_after(context: grpc.aio.ServicerContext, default: str) -> str:
     return default
 
 
-class InboundInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+class InboundInterceptor(ServerLayer):
     """Stores the inbound deadline as an absolute `time.monotonic()` value in a contextvar for
     outbound calls made while serving, and emits ServerCallFinished for every unary call."""
 
@@ -31,10 +31,9 @@ class InboundInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         self._bus = bus
         self._wrapped = WrappedHandlers()
 
-    async def intercept_service(
-        self, continuation: HandlerLookup, handler_call_details: grpc.HandlerCallDetails
+    def wrap(
+        self, handler: grpc.RpcMethodHandler | None, handler_call_details: grpc.HandlerCallDetails
     ) -> grpc.RpcMethodHandler | None:
-        handler = await continuation(handler_call_details)
         method = handler_call_details.method
         if handler is not None and handler.unary_stream is not None:
             stream = handler.unary_stream

@@ -12,7 +12,7 @@ from mesh.resilience.errors import ShedError
 from mesh.resilience.events import CallShed, EventBus
 from mesh.resilience.handlers import (
     Behaviour,
-    HandlerLookup,
+    ServerLayer,
     WrappedHandlers,
     abort_with,
     is_exempt,
@@ -21,7 +21,7 @@ from mesh.resilience.policy import ServerPolicy
 from mesh.resilience.streaming_server import StreamBehaviour, responses
 
 
-class SheddingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+class SheddingInterceptor(ServerLayer):
     """Refuses calls beyond `max_in_flight` at once with RESOURCE_EXHAUSTED and a pushback, so
     callers back off instead of queueing into a timeout (refuse some rather than fail all)."""
 
@@ -38,10 +38,9 @@ class SheddingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         self.limit = policy.max_in_flight
         self._pushback_s = policy.shed_pushback_ms / 1000.0
 
-    async def intercept_service(
-        self, continuation: HandlerLookup, handler_call_details: grpc.HandlerCallDetails
+    def wrap(
+        self, handler: grpc.RpcMethodHandler | None, handler_call_details: grpc.HandlerCallDetails
     ) -> grpc.RpcMethodHandler | None:
-        handler = await continuation(handler_call_details)
         method = handler_call_details.method
         if not self.limit or handler is None or is_exempt(method):
             return handler

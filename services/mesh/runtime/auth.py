@@ -22,7 +22,7 @@ import grpc
 import grpc.aio
 
 from mesh.config_error import ConfigError
-from mesh.resilience.handlers import HandlerLookup, is_exempt
+from mesh.resilience.handlers import ServerLayer, is_exempt
 
 BEARER = "bearer "
 UNAUTHENTICATED_DETAILS = "missing or invalid API key"
@@ -86,19 +86,22 @@ def rejection(
     return grpc.unary_unary_rpc_method_handler(reject)
 
 
-class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+class AuthInterceptor(ServerLayer):
     """Refuses non-exempt calls without a valid bearer key before anything else runs."""
 
     def __init__(self, keys: ApiKeys) -> None:
         self._keys = keys
         self._reject = rejection(grpc.StatusCode.UNAUTHENTICATED, UNAUTHENTICATED_DETAILS)
 
-    async def intercept_service(
-        self, continuation: HandlerLookup, handler_call_details: grpc.HandlerCallDetails
-    ) -> grpc.RpcMethodHandler | None:
+    def refuse(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         if not self._keys.enabled or is_exempt(handler_call_details.method):
-            return await continuation(handler_call_details)
+            return None
         presented = bearer_token(handler_call_details.invocation_metadata)
         if presented is None or self._keys.match(presented) is None:
             return self._reject
-        return await continuation(handler_call_details)
+        return None
+
+    def wrap(
+        self, handler: grpc.RpcMethodHandler | None, handler_call_details: grpc.HandlerCallDetails
+    ) -> grpc.RpcMethodHandler | None:
+        return handler

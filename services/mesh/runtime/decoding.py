@@ -15,21 +15,20 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from mesh.resilience.handlers import Behaviour, HandlerLookup, WrappedHandlers
+from mesh.resilience.handlers import Behaviour, ServerLayer, WrappedHandlers
 from mesh.resilience.streaming_server import StreamBehaviour, responses
 
 
-class RequestDecodingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+class RequestDecodingInterceptor(ServerLayer):
     """Decodes unary and server-streaming requests in the handler, so a corrupt payload gets a
     deliberate status."""
 
     def __init__(self) -> None:
         self._wrapped = WrappedHandlers()
 
-    async def intercept_service(
-        self, continuation: HandlerLookup, handler_call_details: grpc.HandlerCallDetails
+    def wrap(
+        self, handler: grpc.RpcMethodHandler | None, handler_call_details: grpc.HandlerCallDetails
     ) -> grpc.RpcMethodHandler | None:
-        handler = await continuation(handler_call_details)
         if handler is None or handler.request_deserializer is None:
             return handler
         method = handler_call_details.method

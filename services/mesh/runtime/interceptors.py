@@ -1,14 +1,13 @@
 """THE place that declares the order of a server's interceptors (the client side's is
-`mesh.resilience.pipeline.PIPELINE_ORDER`): `serve()` passes this one list to grpc.aio."""
+`mesh.resilience.pipeline.PIPELINE_ORDER`): `serve()` mounts this one list, as one ServerChain."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import grpc.aio
-
 from mesh.resilience.events import EventBus
 from mesh.resilience.faults import FaultInterceptor, FaultTable
+from mesh.resilience.handlers import ServerLayer
 from mesh.resilience.inbound import InboundInterceptor
 from mesh.resilience.policy import ServerPolicy
 from mesh.resilience.shedding import SheddingInterceptor
@@ -35,10 +34,10 @@ def server_interceptors(
     bus: EventBus,
     faults: FaultTable,
     *,
-    tracing: Sequence[grpc.aio.ServerInterceptor] = (),
-    front: Sequence[grpc.aio.ServerInterceptor] = (),
-    admission: Sequence[grpc.aio.ServerInterceptor] = (),
-) -> list[grpc.aio.ServerInterceptor]:
+    tracing: Sequence[ServerLayer] = (),
+    front: Sequence[ServerLayer] = (),
+    admission: Sequence[ServerLayer] = (),
+) -> list[ServerLayer]:
     """The server's interceptors, outermost first, in `SERVER_ORDER`."""
     return [
         RequestDecodingInterceptor(),

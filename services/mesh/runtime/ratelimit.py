@@ -22,7 +22,7 @@ from pydantic import Field
 from mesh import settings
 from mesh.resilience.clock import Clock, SystemClock
 from mesh.resilience.errors import PUSHBACK_KEY
-from mesh.resilience.handlers import HandlerLookup, is_exempt
+from mesh.resilience.handlers import ServerLayer, is_exempt
 from mesh.runtime.auth import ApiKeys, bearer_token, rejection
 from mesh.settings import EnvSettings, Float
 
@@ -68,7 +68,7 @@ class TokenBucket:
         return (1.0 - self._tokens) / self._rate
 
 
-class RateLimitInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+class RateLimitInterceptor(ServerLayer):
     """Mounted after AuthInterceptor: each call reaching it has a valid key (or auth is off).
     Inside the call counting, so a refusal here is counted like any other answer."""
 
@@ -89,10 +89,9 @@ class RateLimitInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             self._buckets[principal] = bucket
         return bucket
 
-    async def intercept_service(
-        self, continuation: HandlerLookup, handler_call_details: grpc.HandlerCallDetails
+    def wrap(
+        self, handler: grpc.RpcMethodHandler | None, handler_call_details: grpc.HandlerCallDetails
     ) -> grpc.RpcMethodHandler | None:
-        handler = await continuation(handler_call_details)
         if handler is None or not self._policy.rate_per_s:
             return handler  # an unknown method stays UNIMPLEMENTED, uncounted: no label for it
         if is_exempt(handler_call_details.method):

@@ -23,6 +23,7 @@ from mesh.resilience.clock import SystemClock
 from mesh.resilience.events import EventBus
 from mesh.resilience.fault_admin import FaultAdminServicer
 from mesh.resilience.faults import FaultTable
+from mesh.resilience.handlers import ServerChain, ServerLayer
 from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import Pipeline, build_pipeline
 from mesh.resilience.policy import EdgePolicy, MeshPolicy, load_policy
@@ -182,9 +183,9 @@ class Service:
     """Full service names, e.g. mesh.v1.ProfileService: health and reflection list them."""
     register: Callable[[grpc.aio.Server], None]
     close: Callable[[], Awaitable[None]] | None = None
-    front: Sequence[grpc.aio.ServerInterceptor] = ()
+    front: Sequence[ServerLayer] = ()
     """The service's own gate, before call counting (the gateway's API key check)."""
-    admission: Sequence[grpc.aio.ServerInterceptor] = ()
+    admission: Sequence[ServerLayer] = ()
     """The service's own admission, inside call counting (the gateway's per-key rate limit)."""
 
 
@@ -295,7 +296,7 @@ async def serve(
         if isinstance(interceptor, SheddingInterceptor):
             runtime.on_policy(partial(_update_shedding, interceptor, name))
     server = grpc.aio.server(
-        interceptors=interceptors,
+        interceptors=[ServerChain(interceptors)],
         options=[*message_size_options(config.max_message_bytes), *pending_call_options()],
     )
     built.register(server)

@@ -32,7 +32,7 @@ from opentelemetry.util.types import AttributeValue
 from mesh.resilience import classify
 from mesh.resilience.context import CallContext
 from mesh.resilience.deadline import inbound_deadline
-from mesh.resilience.handlers import Behaviour, HandlerLookup, WrappedHandlers, is_exempt
+from mesh.resilience.handlers import Behaviour, ServerLayer, WrappedHandlers, is_exempt
 from mesh.resilience.streaming_server import StreamBehaviour, StreamStatus, tracked
 from mesh.telemetry import names as n
 from mesh.telemetry.light_spans import LightSpan, LightTracer, light_tracer
@@ -287,7 +287,7 @@ then made once per method, not once per call."""
 _NO_CARRIER: dict[str, str] = {}
 
 
-class TracingServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+class TracingServerInterceptor(ServerLayer):
     """Outermost on the server: a SERVER span per unary call, current for the handler (so
     client spans, strategy events and log lines nest under it); health, reflection and the
     fault admin are not traced."""
@@ -296,10 +296,9 @@ class TracingServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc
         self._factory = factory
         self._wrapped = WrappedHandlers()
 
-    async def intercept_service(
-        self, continuation: HandlerLookup, handler_call_details: grpc.HandlerCallDetails
+    def wrap(
+        self, handler: grpc.RpcMethodHandler | None, handler_call_details: grpc.HandlerCallDetails
     ) -> grpc.RpcMethodHandler | None:
-        handler = await continuation(handler_call_details)
         method = handler_call_details.method
         if handler is None or is_exempt(method):
             return handler

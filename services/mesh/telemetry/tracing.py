@@ -20,7 +20,6 @@ import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 
-import grpc.aio
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
@@ -28,6 +27,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from mesh import settings
 from mesh.resilience.attempt import AttemptObserver
 from mesh.resilience.events import Listener
+from mesh.resilience.handlers import ServerLayer
 from mesh.telemetry.jsonl_exporter import (
     DEFAULT_DELAY_S,
     JsonLinesSpanExporter,
@@ -105,7 +105,7 @@ class MeshTracing:
         provider = setup_tracing(service_name, environ)
         return None if provider is None else cls(provider)
 
-    def server_interceptor(self) -> grpc.aio.ServerInterceptor:
+    def server_interceptor(self) -> ServerLayer:
         return TracingServerInterceptor(self.spans)
 
     async def shutdown(self) -> None:
@@ -113,6 +113,6 @@ class MeshTracing:
         await asyncio.to_thread(self.provider.shutdown)
 
 
-def server_tracing(tracing: MeshTracing | None) -> list[grpc.aio.ServerInterceptor]:
+def server_tracing(tracing: MeshTracing | None) -> list[ServerLayer]:
     """The interceptors to put first on the server: the tracing one, or none."""
     return [] if tracing is None else [tracing.server_interceptor()]
