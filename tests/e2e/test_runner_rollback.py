@@ -123,6 +123,9 @@ def test_ctrl_c_removes_every_fault(mesh: Mesh, tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env={**os.environ},
+        # Ctrl-C reaches a foreground process; a suite started in the background by a
+        # non-interactive shell inherits SIGINT ignored, and the run would never see it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
 
