@@ -62,7 +62,7 @@ browser: $(STAMP) ## Install Debian's chromium for the browser tests (root with 
 # `go` on the PATH, else where Go's own installer puts it (a shell without the login profile).
 GO_DIR := $(or $(patsubst %/,%,$(dir $(shell command -v go 2>/dev/null))),$(wildcard /usr/local/go/bin))
 .PHONY: peers
-peers: $(STAMP) ## Build real Toxiproxy, Jaeger v2, Mailpit, mesh-loadgen into .peers/bin (once; needs go)
+peers: $(STAMP) ## Build real Toxiproxy, Jaeger v2, Mailpit, mesh-loadgen, the limits differential into .peers/bin (once; needs go, mvn)
 	PATH="$(GO_DIR):$$PATH" $(BIN)/python -m tools.peers
 
 up: ## docker compose stack if a Docker engine answers, else the embedded mesh

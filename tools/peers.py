@@ -1,5 +1,5 @@
-"""Build the Go-built peers (real Toxiproxy, Jaeger v2, Mailpit, our load generator) once into
-.peers/bin/.
+"""Build the peers (real Toxiproxy, Jaeger v2, Mailpit, our load generator, the Java driver of
+Netflix's concurrency-limits) once into .peers/bin/.
 
     python -m tools.peers [--only NAME ...] [--bin DIR]
 
@@ -10,7 +10,11 @@ is built instead, and the stamp's second line records what was refused. Jaeger's
 replace directives that `go install module@version` refuses, so it is built the way the module is
 meant to be consumed: `go get -tool` in a throwaway Go module under .peers/src/jaeger. A peer whose
 source is in this repo (tools/loadgen: mesh-loadgen) is built with `go build` there, and its stamp
-is the hash of its sources, so an edit rebuilds it and nothing else does.
+is the hash of its sources, so an edit rebuilds it and nothing else does. A Maven project of this
+repo (tools/limits-differential) is built the same way, stamped by the hash of its pom.xml and
+.java files, with `mvn package` (offline first, online when the local repository lacks
+something) out of the source tree, into NAME.jar with its dependencies in NAME-lib/; without
+`mvn` or `java` it is skipped with a message (its tests skip too) and the exit status is unchanged.
 Exit status 0 when every peer is there, 1 when one failed to build, 2 when `go` is missing.
 """
 
@@ -46,6 +50,7 @@ class Peer:
     tool_module: bool = False  # built via `go get -tool` in a module of our own
     version_var: str = ""  # the Go variable the release build stamps (-ldflags -X), if any
     in_repo: bool = False  # `package` is a Go module of this repo, built with `go build`
+    builder: str = "go"  # or "maven": `package` is a Maven project of this repo (in_repo too)
 
 
 # As the release builds stamp them: `toxiproxy-server -version` and GET /version say 2.12.0.
@@ -71,7 +76,19 @@ PEERS = (
     Peer("mailpit", "github.com/axllent/mailpit", "", "v1.33.1", version_var=_MAILPIT_VERSION),
     Peer("jaeger", "github.com/jaegertracing/jaeger", "cmd/jaeger", "v1.76.0", tool_module=True),
     Peer("mesh-loadgen", "mesh/tools/loadgen", "tools/loadgen", "", in_repo=True),  # issue 16
+    # issue 27: the reference side of the adaptive limits' differential test.
+    Peer(
+        "limits-differential.jar",
+        "com.netflix.concurrency-limits:concurrency-limits-core",
+        "tools/limits-differential",
+        "0.5.4",
+        in_repo=True,
+        builder="maven",
+    ),
 )
+# What each builder needs on PATH, and which files of an in-repo peer are its sources.
+TOOLCHAINS = {"go": ("go",), "maven": ("mvn", "java")}
+_SOURCES = {"go": ({".go"}, {"go.mod", "go.sum"}), "maven": ({".java"}, {"pom.xml"})}
 
 
 def wanted_version(peer: Peer) -> str:
@@ -80,8 +97,9 @@ def wanted_version(peer: Peer) -> str:
         return peer.version
     digest = hashlib.sha256()
     source = ROOT / peer.package
+    suffixes, names = _SOURCES[peer.builder]
     for path in sorted(source.rglob("*")):
-        if path.is_file() and (path.suffix == ".go" or path.name in ("go.mod", "go.sum")):
+        if path.is_file() and (path.suffix in suffixes or path.name in names):
             digest.update(f"{path.relative_to(source)}\0{path.stat().st_size}\0".encode())
             digest.update(path.read_bytes())
     return "src-" + digest.hexdigest()[:16]
@@ -124,8 +142,32 @@ def _go(args: Sequence[str], cwd: Path, env: dict[str, str]) -> subprocess.Compl
     )
 
 
+def _mvn(args: Sequence[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["mvn", "-q", "-B", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
+
+
+def _build_maven(peer: Peer, bin_dir: Path, env: dict[str, str]) -> tuple[bool, str]:
+    """`mvn package` into .peers/src/NAME, then NAME.jar and NAME-lib/ into bin_dir."""
+    stem = peer.name.removesuffix(".jar")
+    out = bin_dir.parent / "src" / stem
+    args = ["package", f"-Dlimits.build.dir={out}"]
+    done = _mvn(["-o", *args], ROOT / peer.package, env)
+    if done.returncode != 0:  # the first build: resolve the plugins and the library online
+        done = _mvn(args, ROOT / peer.package, env)
+    if done.returncode != 0:
+        return False, done.stdout + done.stderr
+    shutil.rmtree(bin_dir / f"{stem}-lib", ignore_errors=True)
+    shutil.copytree(out / f"{stem}-lib", bin_dir / f"{stem}-lib")
+    shutil.copy2(out / f"{stem}.jar", bin_dir / peer.name)
+    return True, ""
+
+
 def _build(peer: Peer, version: str, bin_dir: Path, env: dict[str, str]) -> tuple[bool, str]:
     """Build one version; (ok, stderr)."""
+    if peer.builder == "maven":
+        return _build_maven(peer, bin_dir, env)
     if peer.in_repo:
         out = str(bin_dir / peer.name)
         flags = ["-trimpath", "-buildvcs=false"]
@@ -212,18 +254,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", action="append", choices=[p.name for p in PEERS])
     parser.add_argument("--bin", type=Path, default=DEFAULT_BIN, help="where binaries go")
     args = parser.parse_args(argv)
-    if shutil.which("go") is None:
-        print("peers: no `go` on PATH; tests that need a peer will skip", file=sys.stderr)
-        return 2
+    requested = [p for p in PEERS if not args.only or p.name in args.only]
+    wanted = [p for p in requested if _toolchain_present(p)]
+    no_go = any(p.builder == "go" and p not in wanted for p in requested)
     bin_dir: Path = args.bin.resolve()
     bin_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
-    wanted = [p for p in PEERS if not args.only or p.name in args.only]
     # Two `make test` runs at once share one build: the second waits, then finds the stamps.
     with (bin_dir.parent / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         results = [ensure(peer, bin_dir, env) for peer in wanted]
-    return 0 if all(results) else 1
+    if not all(results):
+        return 1
+    return 2 if no_go else 0
+
+
+def _toolchain_present(peer: Peer) -> bool:
+    """True when the peer's builder is on PATH; otherwise say which tool is missing."""
+    missing = [tool for tool in TOOLCHAINS[peer.builder] if shutil.which(tool) is None]
+    if missing:
+        tools = " and ".join(f"`{tool}`" for tool in missing)
+        print(
+            f"peers: no {tools} on PATH: {peer.name} not built; tests that need it will skip",
+            file=sys.stderr,
+        )
+    return not missing
 
 
 if __name__ == "__main__":

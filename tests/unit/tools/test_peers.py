@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -121,3 +122,72 @@ def test_the_load_generator_is_rebuilt_when_its_source_changes_and_only_then(
     assert peers.ensure(loadgen, bin_dir, {})
     assert len(fake.builds) == 2
     assert (bin_dir / "mesh-loadgen.version").read_text().strip() not in ("", first)
+
+
+class FakeMvn:
+    """Stands in for `mvn package -Dlimits.build.dir=OUT`: fails offline once if told to, then
+    writes OUT/NAME.jar and OUT/NAME-lib/."""
+
+    def __init__(self, offline_fails: bool) -> None:
+        self.offline_fails = offline_fails
+        self.calls: list[list[str]] = []
+
+    def __call__(
+        self, args: Sequence[str], cwd: Path, env: dict[str, str]
+    ) -> subprocess.CompletedProcess[str]:
+        self.calls.append(list(args))
+        if "-o" in args and self.offline_fails:
+            self.offline_fails = False
+            return subprocess.CompletedProcess(list(args), 1, "offline: artifact not cached", "")
+        out = Path(next(a for a in args if a.startswith("-Dlimits.build.dir=")).split("=", 1)[1])
+        (out / "limits-differential-lib").mkdir(parents=True, exist_ok=True)
+        (out / "limits-differential-lib" / "core.jar").write_text("library")
+        (out / "limits-differential.jar").write_text(f"jar {len(self.calls)}")
+        return subprocess.CompletedProcess(list(args), 0, "", "")
+
+
+def maven_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[peers.Peer, Path]:
+    (driver,) = [peer for peer in peers.PEERS if peer.builder == "maven"]
+    source = tmp_path / "repo" / driver.package
+    (source / "src").mkdir(parents=True)
+    (source / "pom.xml").write_text("<project/>")
+    (source / "src" / "Main.java").write_text("class Main {}")
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setattr(peers, "ROOT", tmp_path / "repo")
+    return driver, source
+
+
+def test_the_maven_driver_builds_offline_first_then_online_and_only_when_its_sources_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    driver, source = maven_project(tmp_path, monkeypatch)
+    fake = FakeMvn(offline_fails=True)
+    monkeypatch.setattr(peers, "_mvn", fake)
+    bin_dir = tmp_path / "bin"
+    assert peers.ensure(driver, bin_dir, {})
+    assert ["-o" in call for call in fake.calls] == [True, False]  # the cold build went online
+    assert (bin_dir / "limits-differential.jar").read_text() == "jar 2"
+    assert (bin_dir / "limits-differential-lib" / "core.jar").read_text() == "library"
+    assert (bin_dir / "limits-differential.jar.version").read_text().startswith("src-")
+    (source / "README.md").write_text("not a source")
+    assert peers.ensure(driver, bin_dir, {})
+    assert len(fake.calls) == 2
+    (source / "src" / "Main.java").write_text("class Main { int edited; }")
+    assert peers.ensure(driver, bin_dir, {})
+    assert fake.calls[-1][0] == "-o" and len(fake.calls) == 3  # warm: offline was enough
+
+
+def test_without_mvn_the_driver_is_skipped_with_a_message_and_the_go_peers_still_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    driver, _ = maven_project(tmp_path, monkeypatch)
+    monkeypatch.setattr(shutil, "which", lambda tool: None if tool == "mvn" else tool)
+    monkeypatch.setattr(peers, "_mvn", FakeMvn(offline_fails=False))
+    fake = FakeGo(refuse="none")
+    monkeypatch.setattr(peers, "_go", fake)
+    monkeypatch.setattr(peers, "PEERS", (PEER, driver))
+    bin_dir = tmp_path / "bin"
+    assert peers.main(["--bin", str(bin_dir)]) == 0
+    assert (bin_dir / "toxiproxy-server").is_file()
+    assert not (bin_dir / "limits-differential.jar").exists()
+    assert "no `mvn` on PATH: limits-differential.jar not built" in capsys.readouterr().err
