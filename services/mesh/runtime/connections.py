@@ -8,10 +8,10 @@ that says when a port is full (grpc core closes the connections past its cap wit
   once, any connection past it) and `grpc.server_handshake_timeout_ms` (a connection that has
   not sent its HTTP/2 preface and SETTINGS in time is closed: "Did not receive HTTP/2 settings
   before handshake timeout"). grpc core has no cap per peer; the handshake timeout is what bounds
-  how long a silent connection, from anyone, holds a place. The same timeout is given to
-  `grpc.http2.settings_timeout` (grpc's default: 60 s): a peer that never ACKs the server's
-  SETTINGS is disconnected after it. Until that ACK grpc core enforces the HTTP/2 default
-  header-list limit (16 MiB), not ours (16 KiB): docs/upstream/grpc-preauth-metadata.md.
+  how long a silent connection, from anyone, holds a place. `grpc.http2.settings_timeout`
+  (grpc's default: 60 s) disconnects a peer that does not ACK the server's SETTINGS in time:
+  until that ACK grpc core enforces the HTTP/2 default header-list limit (16 MiB), not ours
+  (16 KiB): docs/upstream/grpc-preauth-metadata.md.
 - `ConnectionWatch`: every `interval_s`, the port's established connections (Linux
   /proc/net/tcp and tcp6); at the cap it logs one WARNING, and one INFO when there is room again.
 """
@@ -75,12 +75,17 @@ class ConnectionCaps:
         return caps
 
 
-def connection_options(max_connections: int, handshake_timeout_s: float) -> list[tuple[str, Any]]:
-    timeout_ms = max(1, round(handshake_timeout_s * 1000))
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
+
+
+def connection_options(
+    max_connections: int, handshake_timeout_s: float, settings_ack_timeout_s: float
+) -> list[tuple[str, Any]]:
     return [
         ("grpc.max_allowed_incoming_connections", max_connections),
-        ("grpc.server_handshake_timeout_ms", timeout_ms),
-        ("grpc.http2.settings_timeout", timeout_ms),
+        ("grpc.server_handshake_timeout_ms", _ms(handshake_timeout_s)),
+        ("grpc.http2.settings_timeout", _ms(settings_ack_timeout_s)),
     ]
 
 

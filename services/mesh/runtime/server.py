@@ -244,7 +244,9 @@ async def _start_admin(runtime: Runtime, max_connections: int) -> tuple[grpc.aio
         interceptors=[RequestDecodingInterceptor()],
         options=[
             *message_size_options(config.max_message_bytes),
-            *connection_options(max_connections, config.handshake_timeout_s),
+            *connection_options(
+                max_connections, config.handshake_timeout_s, config.settings_ack_timeout_s
+            ),
         ],
     )
     admin_pb2_grpc.add_FaultAdminServicer_to_server(FaultAdminServicer(runtime.faults), admin)
@@ -305,7 +307,9 @@ async def serve(
         options=[
             *message_size_options(config.max_message_bytes),
             *pending_call_options(),
-            *connection_options(caps.public, config.handshake_timeout_s),
+            *connection_options(
+                caps.public, config.handshake_timeout_s, config.settings_ack_timeout_s
+            ),
         ],
     )
     built.register(server)

@@ -1,7 +1,7 @@
 """Header blocks sent before the client ACKs the gateway's SETTINGS: grpc core then holds them to
 the HTTP/2 default limit (16 MiB), not the gateway's 16 KiB (docs/upstream/
 grpc-preauth-metadata.md), so what bounds them is time: a peer that does not ACK within
-HANDSHAKE_TIMEOUT_S is disconnected, and what it sent is freed."""
+SETTINGS_ACK_TIMEOUT_S is disconnected, and what it sent is freed."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ STREAMS = 50
 VALUE_BYTES = 1024 * 1024
 """Far past the 16 KiB limit, far below core's 16 MiB before the ACK: held, not refused."""
 FRAME = 16 * 1024
-HANDSHAKE_TIMEOUT_S = 2.0
+SETTINGS_ACK_TIMEOUT_S = 2.0
 
 
 def _rss_mib() -> int:
@@ -77,7 +77,7 @@ async def _closed_by_server(reader: asyncio.StreamReader) -> float:
 
 
 async def test_unacked_header_blocks_are_dropped_with_their_connection() -> None:
-    env = {"MESH_API_KEYS": "preauth-key", "HANDSHAKE_TIMEOUT_S": str(HANDSHAKE_TIMEOUT_S)}
+    env = {"MESH_API_KEYS": "preauth-key", "SETTINGS_ACK_TIMEOUT_S": str(SETTINGS_ACK_TIMEOUT_S)}
     async with serving(env=env) as served:
         before = _rss_mib()
         started = time.monotonic()
@@ -96,4 +96,4 @@ async def test_unacked_header_blocks_are_dropped_with_their_connection() -> None
             f"RSS {before} MiB, {held} MiB with {STREAMS} x {VALUE_BYTES >> 20} MiB held"
             f" ({sent - started:.1f} s to send), {_rss_mib()} MiB after"
         )
-    assert max(ends) - started < sent - started + HANDSHAKE_TIMEOUT_S + 3.0
+    assert max(ends) - started < sent - started + SETTINGS_ACK_TIMEOUT_S + 3.0

@@ -24,11 +24,17 @@ def test_caps_and_timeout_have_documented_defaults() -> None:
     cfg = ServiceConfig.from_env("gateway", {})
     assert (cfg.max_connections, cfg.admin_max_connections) == (4096, 64)
     assert cfg.handshake_timeout_s == 5.0
-    options = dict(connection_options(cfg.max_connections, cfg.handshake_timeout_s))
+    assert cfg.settings_ack_timeout_s == 5.0  # the gateway's clients come from outside
+    assert ServiceConfig.from_env("payment", {}).settings_ack_timeout_s == 60.0
+    assert (
+        ServiceConfig.from_env("payment", {"SETTINGS_ACK_TIMEOUT_S": "2"}).settings_ack_timeout_s
+        == 2
+    )
+    options = dict(connection_options(cfg.max_connections, 5.0, 60.0))
     assert options == {
         "grpc.max_allowed_incoming_connections": 4096,
         "grpc.server_handshake_timeout_ms": 5000,
-        "grpc.http2.settings_timeout": 5000,
+        "grpc.http2.settings_timeout": 60000,
     }
 
 
@@ -41,6 +47,8 @@ def test_caps_and_timeout_have_documented_defaults() -> None:
         ({"HANDSHAKE_TIMEOUT_S": "0"}, "HANDSHAKE_TIMEOUT_S"),
         ({"HANDSHAKE_TIMEOUT_S": "inf"}, "HANDSHAKE_TIMEOUT_S"),
         ({"HANDSHAKE_TIMEOUT_S": "121"}, "HANDSHAKE_TIMEOUT_S"),
+        ({"SETTINGS_ACK_TIMEOUT_S": "0"}, "SETTINGS_ACK_TIMEOUT_S"),
+        ({"SETTINGS_ACK_TIMEOUT_S": "nan"}, "SETTINGS_ACK_TIMEOUT_S"),
     ],
 )
 def test_bad_caps_name_the_variable(env: dict[str, str], var: str) -> None:
