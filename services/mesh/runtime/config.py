@@ -22,6 +22,15 @@ __all__ = ["ConfigError", "ServiceConfig"]
 MAX_GRACE_S = 3600.0
 MIN_MESSAGE_BYTES = 4 * 1024
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+MAX_CONNECTIONS = 1_000_000
+MAX_HANDSHAKE_TIMEOUT_S = 120.0
+MAX_SETTINGS_ACK_TIMEOUT_S = 600.0
+EDGE_SETTINGS_ACK_TIMEOUT_S = 5.0
+"""The gateway's: its clients come from outside the mesh (docs/upstream/grpc-preauth-metadata.md
+says why a short one matters)."""
+INNER_SETTINGS_ACK_TIMEOUT_S = 60.0
+"""The others' (grpc's own default): their callers reach them through Toxiproxy, whose latency
+and timeout toxics hold a SETTINGS ACK as long as they hold anything else."""
 
 
 class _Env(EnvSettings):
@@ -35,6 +44,18 @@ class _Env(EnvSettings):
     max_message_bytes: Annotated[int, Int(MIN_MESSAGE_BYTES, MAX_MESSAGE_BYTES)] = Field(
         1024 * 1024, validation_alias="MAX_MESSAGE_BYTES"
     )
+    max_connections: Annotated[int, Int(1, MAX_CONNECTIONS)] = Field(
+        4096, validation_alias="MAX_CONNECTIONS"
+    )
+    admin_max_connections: Annotated[int, Int(1, MAX_CONNECTIONS)] = Field(
+        64, validation_alias="ADMIN_MAX_CONNECTIONS"
+    )
+    handshake_timeout_s: Annotated[
+        float, Float(0, MAX_HANDSHAKE_TIMEOUT_S, above=True, unit="seconds")
+    ] = Field(5.0, validation_alias="HANDSHAKE_TIMEOUT_S")
+    settings_ack_timeout_s: Annotated[
+        float | None, Float(0, MAX_SETTINGS_ACK_TIMEOUT_S, above=True, unit="seconds")
+    ] = Field(None, validation_alias="SETTINGS_ACK_TIMEOUT_S")
 
 
 @dataclass(frozen=True)
@@ -56,6 +77,22 @@ class ServiceConfig:
     max_message_bytes: int
     """MAX_MESSAGE_BYTES: largest request or response accepted, 4 KiB..256 MiB. Default 1 MiB:
     this API is small."""
+    max_connections: int
+    """MAX_CONNECTIONS: connections the public port holds at once, 1..1000000; grpc core closes
+    the ones past it as soon as it accepts them. Default 4096 (serve() lowers it to what the
+    descriptor limit leaves room for). grpc core has no per-peer cap: HANDSHAKE_TIMEOUT_S is
+    what bounds how long any one peer's silent connections hold a place."""
+    admin_max_connections: int
+    """ADMIN_MAX_CONNECTIONS: the same for ADMIN_ADDR, 1..1000000. Default 64."""
+    handshake_timeout_s: float
+    """HANDSHAKE_TIMEOUT_S: how long a new connection may take to send its HTTP/2 preface and
+    SETTINGS (and finish TLS) before it is closed, above 0 up to 120. Default 5 s (grpc's own
+    default is 120 s)."""
+    settings_ack_timeout_s: float
+    """SETTINGS_ACK_TIMEOUT_S: how long a peer may take to ACK the server's HTTP/2 SETTINGS
+    before it is disconnected, above 0 up to 600. Until that ACK grpc core holds request headers
+    to 16 MiB, not 16 KiB, so this is what bounds them in time. Default 5 s on the gateway, 60 s
+    (grpc's own) on the services behind it, whose callers come through Toxiproxy."""
     dependencies: Mapping[str, str]
     """<CALLEE>_ADDR for each edge leaving this service, e.g. PROFILE_ADDR: HOST:PORT, or the
     replicas' addresses separated by commas (mesh.resilience.channel balances over them)."""
@@ -81,5 +118,10 @@ class ServiceConfig:
             policy=env.policy,
             grace_s=env.grace_s,
             max_message_bytes=env.max_message_bytes,
+            max_connections=env.max_connections,
+            admin_max_connections=env.admin_max_connections,
+            handshake_timeout_s=env.handshake_timeout_s,
+            settings_ack_timeout_s=env.settings_ack_timeout_s
+            or (EDGE_SETTINGS_ACK_TIMEOUT_S if name == "gateway" else INNER_SETTINGS_ACK_TIMEOUT_S),
             dependencies=deps,
         )

@@ -30,6 +30,7 @@ from mesh.resilience.policy import EdgePolicy, MeshPolicy, load_policy
 from mesh.resilience.shedding import SheddingInterceptor
 from mesh.runtime.collector import freeze_startup_objects
 from mesh.runtime.config import ServiceConfig
+from mesh.runtime.connections import ConnectionCaps, ConnectionWatch, connection_options
 from mesh.runtime.decoding import RequestDecodingInterceptor
 from mesh.runtime.edge_channels import EdgeStubs, Retirements, close_edge_channel
 from mesh.runtime.interceptors import server_interceptors
@@ -237,11 +238,16 @@ def _update_shedding(shedding: SheddingInterceptor, name: str, policy: MeshPolic
     shedding.update(policy.server(name))
 
 
-async def _start_admin(runtime: Runtime) -> grpc.aio.Server:
+async def _start_admin(runtime: Runtime, max_connections: int) -> tuple[grpc.aio.Server, int]:
     config = runtime.config
     admin = grpc.aio.server(
         interceptors=[RequestDecodingInterceptor()],
-        options=message_size_options(config.max_message_bytes),
+        options=[
+            *message_size_options(config.max_message_bytes),
+            *connection_options(
+                max_connections, config.handshake_timeout_s, config.settings_ack_timeout_s
+            ),
+        ],
     )
     admin_pb2_grpc.add_FaultAdminServicer_to_server(FaultAdminServicer(runtime.faults), admin)
     admin_pb2_grpc.add_PolicyAdminServicer_to_server(PolicyAdminServicer(runtime), admin)
@@ -250,12 +256,12 @@ async def _start_admin(runtime: Runtime) -> grpc.aio.Server:
         admin,
     )
     try:
-        bind("ADMIN_ADDR", config.admin_addr, admin.add_insecure_port)
+        port = bind("ADMIN_ADDR", config.admin_addr, admin.add_insecure_port)
     except ConfigError:
         await admin.stop(0)
         raise
     await admin.start()
-    return admin
+    return admin, port
 
 
 async def serve(
@@ -268,6 +274,7 @@ async def serve(
     env: Mapping[str, str] = os.environ if environ is None else environ
     config = ServiceConfig.from_env(name, env)
     setup_logging(name)
+    caps = ConnectionCaps.at_start(config.max_connections, config.admin_max_connections)
     limit_invalid_metadata_logs()  # grpc logs a traceback per non-UTF-8 metadata value
     policy = load_policy(config.policy, env)
     bus = EventBus()
@@ -297,7 +304,13 @@ async def serve(
             runtime.on_policy(partial(_update_shedding, interceptor, name))
     server = grpc.aio.server(
         interceptors=[ServerChain(interceptors)],
-        options=[*message_size_options(config.max_message_bytes), *pending_call_options()],
+        options=[
+            *message_size_options(config.max_message_bytes),
+            *pending_call_options(),
+            *connection_options(
+                caps.public, config.handshake_timeout_s, config.settings_ack_timeout_s
+            ),
+        ],
     )
     built.register(server)
     health_servicer = health.aio.HealthServicer()
@@ -305,12 +318,14 @@ async def serve(
     enable_reflection((*built.names, health.SERVICE_NAME), server)  # this port's files only
     if tls is not None and tls.serves_tls(name):
         credentials = tls.server_credentials(name)
-        bind("LISTEN_ADDR", config.listen_addr, lambda a: server.add_secure_port(a, credentials))
+        port = bind(
+            "LISTEN_ADDR", config.listen_addr, lambda a: server.add_secure_port(a, credentials)
+        )
     else:
-        bind("LISTEN_ADDR", config.listen_addr, server.add_insecure_port)
+        port = bind("LISTEN_ADDR", config.listen_addr, server.add_insecure_port)
     await server.start()
     try:
-        admin = await _start_admin(runtime)
+        admin, admin_port = await _start_admin(runtime, caps.admin)
     except ConfigError:
         await server.stop(0)
         raise
@@ -332,6 +347,13 @@ async def serve(
         },
     )
 
+    watches = [
+        ConnectionWatch("MAX_CONNECTIONS", port, caps.public),
+        ConnectionWatch("ADMIN_MAX_CONNECTIONS", admin_port, caps.admin),
+    ]
+    for watch in watches:
+        watch.start()
+
     stop = stop_event or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -339,6 +361,8 @@ async def serve(
     await stop.wait()
 
     log.info("draining", extra={"grace_s": config.grace_s})
+    for watch in watches:
+        await watch.stop()
     await health_servicer.enter_graceful_shutdown()
     await admin.stop(0)
     await server.stop(config.grace_s)

@@ -1,0 +1,149 @@
+"""How many connections a service holds: its descriptor limit, grpc core's caps, and a watch
+that says when a port is full (grpc core closes the connections past its cap without a word).
+
+- `raise_descriptor_limit()`: the soft RLIMIT_NOFILE up to the hard one (often 1,024 of
+  1,048,576 or more): at 1,024, about a thousand idle TCP connections were enough to leave no
+  descriptor for a new client, whose calls then timed out.
+- `connection_options()`: `grpc.max_allowed_incoming_connections` (core accepts, then closes at
+  once, any connection past it) and `grpc.server_handshake_timeout_ms` (a connection that has
+  not sent its HTTP/2 preface and SETTINGS in time is closed: "Did not receive HTTP/2 settings
+  before handshake timeout"). grpc core has no cap per peer; the handshake timeout is what bounds
+  how long a silent connection, from anyone, holds a place. `grpc.http2.settings_timeout`
+  (grpc's default: 60 s) disconnects a peer that does not ACK the server's SETTINGS in time:
+  until that ACK grpc core enforces the HTTP/2 default header-list limit (16 MiB), not ours
+  (16 KiB): docs/upstream/grpc-preauth-metadata.md.
+- `ConnectionWatch`: every `interval_s`, the port's established connections (Linux
+  /proc/net/tcp and tcp6); at the cap it logs one WARNING, and one INFO when there is room again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import resource
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DESCRIPTOR_RESERVE = 256
+"""Descriptors kept back from the connection cap: log files, channels, the metrics port."""
+TCP_TABLES = (Path("/proc/net/tcp"), Path("/proc/net/tcp6"))
+ESTABLISHED = "01"
+
+log = logging.getLogger("mesh.runtime")
+
+
+def raise_descriptor_limit() -> tuple[int, int]:
+    """Raise the soft RLIMIT_NOFILE to the hard limit; (before, after)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (OSError, ValueError):
+            return soft, soft
+        return soft, hard
+    return soft, soft
+
+
+def connection_cap(wanted: int, descriptor_limit: int) -> int:
+    """`wanted`, or fewer when the descriptor limit leaves no room for that many."""
+    if descriptor_limit == resource.RLIM_INFINITY:
+        return wanted
+    return max(1, min(wanted, descriptor_limit - DESCRIPTOR_RESERVE))
+
+
+@dataclass(frozen=True)
+class ConnectionCaps:
+    """Each port's connection cap, as the descriptor limit allows."""
+
+    public: int
+    admin: int
+
+    @classmethod
+    def at_start(cls, public: int, admin: int) -> ConnectionCaps:
+        """Raise the soft descriptor limit to the hard one (logged once), then fit the caps."""
+        before, after = raise_descriptor_limit()
+        if after != before:
+            log.info("descriptor limit raised", extra={"from": before, "to": after})
+        caps = cls(connection_cap(public, after), connection_cap(admin, after))
+        if caps.public < public:
+            log.warning(
+                "connection cap lowered to fit the descriptor limit",
+                extra={"cap": f"MAX_CONNECTIONS={caps.public}", "descriptors": after},
+            )
+        return caps
+
+
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
+
+
+def connection_options(
+    max_connections: int, handshake_timeout_s: float, settings_ack_timeout_s: float
+) -> list[tuple[str, Any]]:
+    return [
+        ("grpc.max_allowed_incoming_connections", max_connections),
+        ("grpc.server_handshake_timeout_ms", _ms(handshake_timeout_s)),
+        ("grpc.http2.settings_timeout", _ms(settings_ack_timeout_s)),
+    ]
+
+
+def established(port: int, tables: Iterable[Path] = TCP_TABLES) -> int | None:
+    """Established TCP connections whose local port is `port`; None where /proc has no table."""
+    wanted, count, seen = f":{port:04X}", 0, False
+    for table in tables:
+        try:
+            lines = table.read_text().splitlines()[1:]
+        except OSError:
+            continue
+        seen = True
+        for line in lines:
+            fields = line.split(None, 4)
+            if len(fields) > 3 and fields[1].endswith(wanted) and fields[3] == ESTABLISHED:
+                count += 1
+    return count if seen else None
+
+
+@dataclass
+class ConnectionWatch:
+    """Logs when `port` holds `cap` connections (grpc core refuses the next ones silently)."""
+
+    name: str
+    """The variable that sets the cap, e.g. MAX_CONNECTIONS (the log line names it)."""
+    port: int
+    cap: int
+    interval_s: float = 2.0
+    count: Callable[[int], int | None] = established
+    full: bool = False
+    _task: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    def check(self) -> None:
+        held = self.count(self.port)
+        if held is None:
+            return
+        if held >= self.cap and not self.full:
+            self.full = True
+            log.warning(
+                "connections at the cap: new ones are refused",
+                extra={"port": self.port, "connections": held, "cap": f"{self.name}={self.cap}"},
+            )
+        elif held < self.cap and self.full:
+            self.full = False
+            log.info(
+                "connections below the cap again",
+                extra={"port": self.port, "connections": held, "cap": f"{self.name}={self.cap}"},
+            )
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval_s)
+            await asyncio.to_thread(self.check)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
