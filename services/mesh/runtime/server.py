@@ -28,6 +28,7 @@ from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import Pipeline, build_pipeline
 from mesh.resilience.policy import EdgePolicy, MeshPolicy, load_policy
 from mesh.resilience.shedding import SheddingInterceptor
+from mesh.runtime.admin_auth import AdminTokenLayer
 from mesh.runtime.collector import freeze_startup_objects
 from mesh.runtime.config import ServiceConfig
 from mesh.runtime.decoding import RequestDecodingInterceptor
@@ -239,8 +240,9 @@ def _update_shedding(shedding: SheddingInterceptor, name: str, policy: MeshPolic
 
 async def _start_admin(runtime: Runtime) -> grpc.aio.Server:
     config = runtime.config
+    gate = [AdminTokenLayer(config.admin_token)] if config.admin_token else []
     admin = grpc.aio.server(
-        interceptors=[RequestDecodingInterceptor()],
+        interceptors=[ServerChain([*gate, RequestDecodingInterceptor()])],
         options=message_size_options(config.max_message_bytes),
     )
     admin_pb2_grpc.add_FaultAdminServicer_to_server(FaultAdminServicer(runtime.faults), admin)
