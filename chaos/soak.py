@@ -196,9 +196,11 @@ async def run_soak(mesh: Mesh, config: SoakConfig, tick: Tick | None = None) -> 
     result = SoakResult(config)
     rng = random.Random(config.seed)
     vocabulary = fault_vocabulary()
+    token = state.admin_token
     injector = Injector(
-        ToxiproxyClient(state.toxiproxy, timeout_s=2.0) if state.toxiproxy else None,
+        ToxiproxyClient(state.toxiproxy, timeout_s=2.0, token=token) if state.toxiproxy else None,
         {name: addrs["admin"] for name, addrs in state.services.items()},
+        admin_token=token,
     )
     stop = asyncio.Event()
     current = [""]

@@ -23,17 +23,22 @@ from chaos.launch.mesh import Mesh
 from chaos.launch.ports import Ports
 
 
-def _poll(url: str | None, stop: threading.Event) -> None:
-    while url is not None and not stop.wait(1.0):
-        with urllib.request.urlopen(url + "api/state", timeout=10) as response:
+def _poll(console: ConsoleServer | None, stop: threading.Event) -> None:
+    """GET /api/state once a second, as an open page does, until `stop`."""
+    while console is not None and not stop.wait(1.0):
+        request = urllib.request.Request(console.url + "api/state")
+        request.add_header("Authorization", f"Bearer {console.token.value}")
+        with urllib.request.urlopen(request, timeout=10) as response:
             response.read()
 
 
-def _idle_cpu_ms_per_s(pids: dict[str, int], url: str | None, seconds: float) -> float:
-    """The mesh's CPU per second with no load, the console polled (`url`) or not."""
+def _idle_cpu_ms_per_s(
+    pids: dict[str, int], console: ConsoleServer | None, seconds: float
+) -> float:
+    """The mesh's CPU per second with no load, the console polled or not (None)."""
     stop = threading.Event()
-    poller = threading.Thread(target=_poll, args=(url, stop), daemon=True)
-    if url is not None:
+    poller = threading.Thread(target=_poll, args=(console, stop), daemon=True)
+    if console is not None:
         poller.start()
     before = sum(cpu_seconds(pid) for pid in pids.values())
     time.sleep(seconds)
@@ -84,10 +89,10 @@ def run(requests: int, concurrency: int, rounds: int, idle_s: float = 10.0) -> d
             for _ in range(rounds):
                 if idle_s > 0:
                     idle["closed"].append(_idle_cpu_ms_per_s(pids, None, idle_s))
-                    idle["open"].append(_idle_cpu_ms_per_s(pids, server.url, idle_s))
+                    idle["open"].append(_idle_cpu_ms_per_s(pids, server, idle_s))
                 for variant in ("closed", "open"):
                     stop = threading.Event()
-                    poller = threading.Thread(target=_poll, args=(server.url, stop), daemon=True)
+                    poller = threading.Thread(target=_poll, args=(server, stop), daemon=True)
                     if variant == "open":
                         poller.start()
                     try:

@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import json
 import os
+import secrets
 import socket
 import statistics
 import sys
@@ -18,6 +19,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from chaos.toxiproxy.api_token import TOKEN_ENV
 from chaos.toxiproxy.client import ToxiproxyClient, ToxiproxyError
 from chaos.toxiproxy.real import RealToxiproxy, binary_path
 
@@ -42,8 +44,10 @@ async def _health_server() -> AsyncIterator[int]:
 
 @asynccontextmanager
 async def _toxiproxy_process() -> AsyncIterator[ToxiproxyClient]:
-    """The proxy runs in its own process, as `mesh toxiproxy` does, so it gets its own GIL."""
+    """The proxy runs in its own process, as `mesh toxiproxy` does, so it gets its own GIL,
+    and with an API token, as `mesh up` starts it."""
     port = _free_port()
+    token = secrets.token_urlsafe(32)
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -52,8 +56,9 @@ async def _toxiproxy_process() -> AsyncIterator[ToxiproxyClient]:
         str(port),
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
+        env={**os.environ, TOKEN_ENV: token},
     )
-    client = ToxiproxyClient(f"http://127.0.0.1:{port}", timeout_s=2.0)
+    client = ToxiproxyClient(f"http://127.0.0.1:{port}", timeout_s=2.0, token=token)
     try:
         for _ in range(100):
             try:

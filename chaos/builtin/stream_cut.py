@@ -27,6 +27,7 @@ from chaos.load import metadata_for, traced
 from chaos.registry import ScenarioContext, ScenarioResult, scenario
 from chaos.stream_client import StreamRead, read_stream
 from chaos.traces import group_traces, load_spans, trace_files
+from mesh.runtime.admin_auth import admin_metadata
 from mesh.topology import replica_of
 from mesh.v1 import admin_pb2, admin_pb2_grpc, gateway_pb2_grpc
 
@@ -61,10 +62,12 @@ async def _set_fault(ctx: ScenarioContext, fault: admin_pb2.Fault | None) -> Non
     for addr in addrs:
         async with grpc.aio.insecure_channel(addr) as channel:
             stub = admin_pb2_grpc.FaultAdminStub(channel)
+            md = admin_metadata(ctx.target.admin_token)
             if fault is None:
-                await stub.ClearFaults(admin_pb2.ClearFaultsRequest(method=STREAM), timeout=2)
+                clear = admin_pb2.ClearFaultsRequest(method=STREAM)
+                await stub.ClearFaults(clear, timeout=2, metadata=md)
             else:
-                await stub.SetFault(admin_pb2.SetFaultRequest(fault=fault), timeout=2)
+                await stub.SetFault(admin_pb2.SetFaultRequest(fault=fault), timeout=2, metadata=md)
 
 
 def _outcomes_in(path: Path, trace_ids: set[str]) -> dict[str, str]:

@@ -321,8 +321,8 @@ def run(
         typer.Option(
             help="Run against a running mesh instead of starting one: `running` (the mesh "
             "`mesh up` describes in var/mesh.json), a mesh.json path, or "
-            "toxiproxy=URL,gateway=HOST:PORT[,api_key=KEY][,admin.SERVICE=ADDR]"
-            "[,metrics.SERVICE=URL]"
+            "toxiproxy=URL,gateway=HOST:PORT[,api_key=KEY][,admin_token=TOKEN]"
+            "[,admin.SERVICE=ADDR][,metrics.SERVICE=URL]"
         ),
     ] = None,
     json_path: JsonOpt = None,

@@ -36,6 +36,7 @@ def _control(state: MeshState) -> FaultControl:
         state.toxiproxy,
         {name: addrs["admin"] for name, addrs in state.services.items()},
         Path(state.state_dir),
+        admin_token=state.admin_token,
     )
 
 

@@ -54,7 +54,11 @@ def toxiproxy(
         ),
     ] = "embedded",
 ) -> None:
-    """Run the embedded Toxiproxy server (same HTTP API as Toxiproxy 2.12) until Ctrl-C."""
+    """Run the embedded Toxiproxy server (same HTTP API as Toxiproxy 2.12) until Ctrl-C.
+
+    With MESH_TOXIPROXY_TOKEN set, API requests (but GET /version) must send `Authorization:
+    Bearer <token>` or get 401; unset (the default), the API is open, as Toxiproxy's."""
+    from chaos.toxiproxy.api_token import TOKEN_ENV, token_from_env
     from chaos.toxiproxy.real import SERVERS, RealToxiproxyError, exec_real
     from chaos.toxiproxy.server import proxy_loop, run_loop, serve_forever
 
@@ -64,7 +68,10 @@ def toxiproxy(
     if server not in SERVERS:
         typer.echo(f"error: --server {server}: expected embedded or real", err=True)
         raise typer.Exit(2)
+    token = token_from_env()
     if server == "real":
+        if token:
+            typer.echo(f"warning: real Toxiproxy ignores {TOKEN_ENV}: its API is open", err=True)
         try:
             exec_real(host, port, config)
         except RealToxiproxyError as err:
@@ -77,7 +84,11 @@ def toxiproxy(
         raise typer.Exit(2) from None
     run_loop(
         serve_forever(
-            host, port, str(config) if config else None, allow_non_loopback=allow_non_loopback
+            host,
+            port,
+            str(config) if config else None,
+            allow_non_loopback=allow_non_loopback,
+            token=token,
         ),
         loop,
     )

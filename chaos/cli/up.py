@@ -143,7 +143,10 @@ def _banner(
     console.print(proxy_table(state))
     if console_server is not None:
         console.print(
-            f"\nconsole: [bold]{console_server.url}[/bold]   (or: mesh status, mesh watch)"
+            f"\nconsole: [bold]{console_server.token_url}[/bold]   (or: mesh status, mesh watch;"
+            f" the token is also in {console_server.token.path})",
+            soft_wrap=True,
+            highlight=False,
         )
     console.print(
         f"\ntry:  [bold]mesh call home --user u-0001[/bold]   "
@@ -155,6 +158,12 @@ def _banner(
             f"  export MESH_API_KEY={state.api_key}   # `mesh call` also finds it in mesh.json\n"
             f"  grpcurl -plaintext -H 'authorization: Bearer {state.api_key}' "
             f'-d \'{{"user_id": "u-0001"}}\' {state.gateway} mesh.v1.Gateway/GetHome'
+        )
+    if state.admin_token:
+        console.print(
+            "admin ports and the Toxiproxy API want this run's admin token (admin_token in "
+            "mesh.json; `mesh fault`, `mesh status` and `mesh chaos run` send it)",
+            soft_wrap=True,
         )
     if mesh.tls_dir is not None:
         console.print(f"TLS between services: on (certificates in {mesh.tls_dir})")

@@ -22,6 +22,7 @@ from typing import Any
 import grpc
 
 from chaos.toxiproxy.client import ToxiproxyClient, ToxiproxyError
+from mesh.runtime.admin_auth import admin_metadata
 from mesh.topology import EDGES, edge_proxies, replica_of, service
 from mesh.v1 import admin_pb2, admin_pb2_grpc
 
@@ -109,9 +110,13 @@ class FaultControl:
         admin: dict[str, str],
         state_dir: Path,
         experiment_running: Any = None,
+        admin_token: str | None = None,
     ) -> None:
-        self.client = ToxiproxyClient(toxiproxy, timeout_s=2.0) if toxiproxy else None
+        self.client = (
+            ToxiproxyClient(toxiproxy, timeout_s=2.0, token=admin_token) if toxiproxy else None
+        )
         self.admin = admin
+        self._metadata = admin_metadata(admin_token)
         self._owners_path = state_dir / OWNERS_FILE
         self._experiment_running = experiment_running or (lambda: False)
         self._channels: dict[str, grpc.Channel] = {}
@@ -248,7 +253,7 @@ class FaultControl:
             name = instance
             try:
                 listing = self._stub(instance).ListFaults(
-                    admin_pb2.ListFaultsRequest(), timeout=ADMIN_TIMEOUT_S
+                    admin_pb2.ListFaultsRequest(), timeout=ADMIN_TIMEOUT_S, metadata=self._metadata
                 )
             except grpc.RpcError:
                 continue  # a service restarting: its faults are gone with it
@@ -287,7 +292,9 @@ class FaultControl:
         )
         try:
             for instance in self._instances(service_name):
-                listing = self._stub(instance).SetFault(request, timeout=ADMIN_TIMEOUT_S)
+                listing = self._stub(instance).SetFault(
+                    request, timeout=ADMIN_TIMEOUT_S, metadata=self._metadata
+                )
         except grpc.RpcError as err:
             raise FaultError(f"{service_name} {method}: {_rpc_error(err)}") from None
         made = next(f for f in listing.faults if f.method == method)
@@ -306,7 +313,9 @@ class FaultControl:
         try:
             for instance in self._instances(service_name):
                 self._stub(instance).ClearFaults(
-                    admin_pb2.ClearFaultsRequest(method=method), timeout=ADMIN_TIMEOUT_S
+                    admin_pb2.ClearFaultsRequest(method=method),
+                    timeout=ADMIN_TIMEOUT_S,
+                    metadata=self._metadata,
                 )
         except grpc.RpcError as err:
             raise FaultError(f"{service_name}: {_rpc_error(err)}") from None

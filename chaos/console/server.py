@@ -2,9 +2,9 @@
 
 Nothing is computed unless a page asks: `/api/state` scrapes the services at most once per
 `min_interval_s`, however many pages poll it, so a console nobody looks at costs the mesh
-nothing. Requests must name a loopback Host (no DNS rebinding), and every change (POST)
-must carry `X-Mesh-Console: 1`, a header a page of another origin cannot send without a
-preflight this server never grants.
+nothing. Requests must name a loopback Host (no DNS rebinding); every API call must carry the
+console's per-run token (chaos.console.auth), and every change (POST) also `X-Mesh-Console: 1`,
+headers a page of another origin cannot send without a preflight this server never grants.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.console import reports, trace_view
+from chaos.console.auth import ConsoleToken
 from chaos.console.background_load import BackgroundLoad, LoadSettings
 from chaos.console.faults import FaultError
 from chaos.console.view import MeshView
@@ -188,7 +189,9 @@ def _int(query: dict[str, str], key: str, default: int, low: int, high: int) -> 
     return max(low, min(high, value))
 
 
-def _handler(console: Console, port: Callable[[], int]) -> type[BaseHTTPRequestHandler]:
+def _handler(
+    console: Console, port: Callable[[], int], token: ConsoleToken
+) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "mesh-console"
 
@@ -232,12 +235,18 @@ def _handler(console: Console, port: Callable[[], int]) -> type[BaseHTTPRequestH
                 body = resources.files("chaos.console").joinpath("static", name).read_bytes()
                 self._send(HTTPStatus.OK, body, CONTENT_TYPES[Path(name).suffix])
                 return
+            if (refused := token.refuse(self.headers.get("Authorization"))) is not None:
+                self._json(HTTPStatus.UNAUTHORIZED, refused)
+                return
             query = dict(urllib.parse.parse_qsl(url.query))
             self._answer(lambda: console.get(url.path, query))
 
         def do_POST(self) -> None:
             if not self._host_ok() or self.headers.get("X-Mesh-Console") != "1":
                 self._json(HTTPStatus.FORBIDDEN, {"error": "changes need X-Mesh-Console: 1"})
+                return
+            if (refused := token.refuse(self.headers.get("Authorization"))) is not None:
+                self._json(HTTPStatus.UNAUTHORIZED, refused)
                 return
             length = int(self.headers.get("Content-Length") or 0)
             if length > MAX_BODY:
@@ -259,7 +268,8 @@ def _handler(console: Console, port: Callable[[], int]) -> type[BaseHTTPRequestH
 
 
 class ConsoleServer:
-    """The console on 127.0.0.1:`port` (0 picks one), served from a daemon thread."""
+    """The console on 127.0.0.1:`port` (0 picks one), served from a daemon thread, with a
+    fresh token in the state dir (removed by close())."""
 
     def __init__(
         self,
@@ -268,10 +278,16 @@ class ConsoleServer:
         jaeger_ui: str | None = None,
         reports_dir: Path = Path("reports"),
     ) -> None:
+        self.token = ConsoleToken.create(Path(state.state_dir))
         self.console = Console(state, jaeger_ui, reports_dir)
-        self._httpd = ThreadingHTTPServer(
-            ("127.0.0.1", port), _handler(self.console, lambda: self.port)
-        )
+        try:
+            self._httpd = ThreadingHTTPServer(
+                ("127.0.0.1", port), _handler(self.console, lambda: self.port, self.token)
+            )
+        except BaseException:
+            self.console.close()
+            self.token.remove()
+            raise
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, name="console", daemon=True
@@ -283,7 +299,13 @@ class ConsoleServer:
 
     @property
     def url(self) -> str:
+        """The console's base URL (its API needs the token: `token_url` carries it)."""
         return f"http://127.0.0.1:{self.port}/"
+
+    @property
+    def token_url(self) -> str:
+        """The URL to open in a browser: the page takes its token from it."""
+        return self.token.url(self.url)
 
     def start(self) -> ConsoleServer:
         self._thread.start()
@@ -293,3 +315,4 @@ class ConsoleServer:
         self._httpd.shutdown()
         self._httpd.server_close()
         self.console.close()
+        self.token.remove()

@@ -58,6 +58,7 @@ class MeshView:
             {name: addrs["admin"] for name, addrs in state.services.items()},
             self.state_dir,
             experiment_running=lambda: read_progress(self.state_dir) is not None,
+            admin_token=state.admin_token,
         )
         self._app_faults: list[AppFault] = []
         self._app_faults_at: float | None = None

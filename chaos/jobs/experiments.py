@@ -198,7 +198,7 @@ async def worker_crash(ctx: ScenarioContext) -> ScenarioResult:
     h = _harness(ctx)
     mesh = h.mesh
     assert ctx.target.toxiproxy is not None, "worker-crash needs Toxiproxy in front of SMTP"
-    toxi = ToxiproxyClient(ctx.target.toxiproxy)
+    toxi = ToxiproxyClient(ctx.target.toxiproxy, token=ctx.target.admin_token)
     env = {
         "NOTIFY_LOCK_MS": str(lock_ms),
         "NOTIFY_CONCURRENCY": str(n),

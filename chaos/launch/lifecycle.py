@@ -59,6 +59,8 @@ class MeshProcesses:
         self.api_key: str | None = None
         """The key `mesh call` and the load send; generated per start unless configured."""
         self.tls_dir: Path | None = None
+        self.admin_token: str | None = None
+        """What the admin ports and Toxiproxy's API require; generated per start unless set."""
         self.control: str | None = None
         """Where a supervisor listens for `mesh restart` (recorded in mesh.json), if any."""
         self.procs: list[ChildProcess] = []
@@ -77,7 +79,7 @@ class MeshProcesses:
 
     @property
     def _security(self) -> Security:
-        return Security(self.api_key, self._generated_key, self.tls_dir)
+        return Security(self.api_key, self._generated_key, self.tls_dir, self.admin_token)
 
     @property
     def toxiproxy_url(self) -> str | None:
@@ -145,6 +147,7 @@ class MeshProcesses:
                 security = prepare_security(self.env, self.state_dir)
                 self.api_key, self.tls_dir = security.api_key, security.tls_dir
                 self._generated_key = security.generated_key
+                self.admin_token = security.admin_token
                 self._add("redis")  # the receipt queue and the SMTP sink, ready before
                 self._add("smtp")  # anything calls them
                 if not self.direct:
@@ -175,7 +178,9 @@ class MeshProcesses:
     def _save_state(self) -> None:
         """Describe the mesh as it runs now and write mesh.json (owner-only)."""
         pids = {p.name: p.popen.pid for p in self.procs}
-        self.state = self.wiring.describe(pids, self.policy, self.api_key, self.control)
+        self.state = self.wiring.describe(
+            pids, self.policy, self.api_key, self.control, self._security.admin_token
+        )
         self.state.save(self.state_dir)
 
     def start_worker(self, name: str, env: Mapping[str, str]) -> int:

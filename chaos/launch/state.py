@@ -44,9 +44,12 @@ class MeshState:
     """The process that started the mesh and will stop it (`mesh up`, the runner)."""
     control: str | None = None
     """`mesh up`'s control socket (how `mesh restart` reaches it); None: nothing supervises."""
+    admin_token: str | None = None
+    """The bearer token the admin ports and the embedded Toxiproxy's API require (None: open)."""
 
     def save(self, state_dir: Path) -> Path:
-        """Replace mesh.json atomically with a file born 0600 (it holds the API key)."""
+        """Replace mesh.json atomically with a file born 0600 (it holds the API key and the admin
+        token)."""
         path = state_dir / STATE_FILE
         fd, tmp = tempfile.mkstemp(dir=state_dir, prefix=f".{STATE_FILE}.")  # mode 0600
         try:

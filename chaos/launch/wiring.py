@@ -10,7 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chaos.launch.ports import Ports
+from chaos.launch.processes import LaunchError
 from chaos.launch.state import MeshState
+from chaos.toxiproxy.api_token import TOKEN_ENV as TOXIPROXY_TOKEN_ENV
+from mesh.config_error import ConfigError
+from mesh.runtime.admin_auth import TOKEN_ENV as ADMIN_TOKEN_ENV
+from mesh.runtime.admin_auth import admin_token
 from mesh.runtime.tls import CA_CERT, tls_enabled
 from mesh.topology import (
     EDGES,
@@ -27,11 +32,13 @@ from mesh.topology import (
 @dataclass(frozen=True)
 class Security:
     """The API key the load sends (and the one generated for the gateway, if none was
-    configured) and the certificates' directory with MESH_TLS=1."""
+    configured), the certificates' directory with MESH_TLS=1, and the admin token the admin
+    ports and Toxiproxy's API require (None: MESH_ADMIN_AUTH=off, both open)."""
 
     api_key: str | None
     generated_key: str | None
     tls_dir: Path | None
+    admin_token: str | None = None
 
 
 def _first_key(path: Path) -> str | None:
@@ -42,8 +49,21 @@ def _first_key(path: Path) -> str | None:
     return next((ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")), None)
 
 
+def control_token(env: Mapping[str, str]) -> str | None:
+    """MESH_ADMIN_TOKEN if set, else a fresh token for this run; None with MESH_ADMIN_AUTH=off
+    (anyone on the host may then drive the admin ports and Toxiproxy)."""
+    if env.get("MESH_ADMIN_AUTH", "").strip().lower() == "off":
+        return None
+    try:
+        configured = admin_token(env.get(ADMIN_TOKEN_ENV))
+    except ConfigError as err:
+        raise LaunchError(str(err)) from None
+    return configured or secrets.token_urlsafe(32)
+
+
 def prepare_security(env_overrides: Mapping[str, str], state_dir: Path) -> Security:
-    """The configured API key, else a fresh one; with MESH_TLS=1, certificates (made once)."""
+    """The configured API key, else a fresh one; the admin token (chaos.launch.wiring
+    .control_token); with MESH_TLS=1, certificates (made once)."""
     env = {**os.environ, **env_overrides}
     generated = None
     if env.get("MESH_API_KEYS"):
@@ -59,7 +79,7 @@ def prepare_security(env_overrides: Mapping[str, str], state_dir: Path) -> Secur
             from chaos.launch.certs import write_certs
 
             write_certs(tls_dir)
-    return Security(api_key, generated, tls_dir)
+    return Security(api_key, generated, tls_dir, control_token(env))
 
 
 @dataclass
@@ -124,6 +144,7 @@ class Wiring:
         for e in EDGES:
             if e.caller == replica_of(spec.name):
                 env[e.addr_env] = self.dependency_addr(e)
+        env.update({ADMIN_TOKEN_ENV: security.admin_token or ""})
         if spec.name == "gateway" and security.generated_key:
             env["MESH_API_KEYS"] = security.generated_key
         if security.tls_dir is not None:
@@ -146,7 +167,8 @@ class Wiring:
         if name == "toxiproxy":
             api = ["--host", "127.0.0.1", "--port", str(self.ports.toxiproxy_api)]
             config = ["--config", str(self.state_dir / "toxiproxy.json")]
-            return ["-m", "chaos.cli", "toxiproxy", *api, *config], {}, True
+            token = {TOXIPROXY_TOKEN_ENV: security.admin_token or ""}
+            return ["-m", "chaos.cli", "toxiproxy", *api, *config], token, True
         spec = service(name)
         return ["-m", spec.module], self.service_env(spec, policy, security), True
 
@@ -156,6 +178,7 @@ class Wiring:
         policy: str,
         api_key: str | None,
         control: str | None,
+        admin_token: str | None = None,
     ) -> MeshState:
         """What mesh.json records about this mesh."""
         return MeshState(
@@ -182,6 +205,7 @@ class Wiring:
             policy=policy,
             state_dir=str(self.state_dir),
             api_key=api_key,
+            admin_token=admin_token,
             extra={
                 "redis": f"127.0.0.1:{self.ports.listen['redis']}",
                 "smtp": f"127.0.0.1:{self.ports.listen['smtp']}",

@@ -19,6 +19,7 @@ import grpc
 from chaos.experiment.model import AppFault, Fault, KillFault, ProxyDownFault, ToxicFault
 from chaos.results import FaultEvent
 from chaos.toxiproxy.client import ToxiproxyClient, ToxiproxyError
+from mesh.runtime.admin_auth import admin_metadata
 from mesh.topology import EDGES, edge_proxies, replica_of
 from mesh.v1 import admin_pb2, admin_pb2_grpc
 
@@ -53,6 +54,8 @@ class Injector:
     """Processes a kill fault took down and has not started again (reset_all does)."""
     observer: Callable[[Fault, bool], Awaitable[None]] | None = None
     """Awaited after each fault goes on or off (the runner reads counters there)."""
+    admin_token: str | None = None
+    """Sent with every admin call (the Toxiproxy client carries its own)."""
     _t0: float = 0.0
 
     def _mark(self, what: str, on: bool) -> None:
@@ -98,10 +101,13 @@ class Injector:
                         )
                     ),
                     timeout=2,
+                    metadata=admin_metadata(self.admin_token),
                 )
             else:
                 await stub.ClearFaults(
-                    admin_pb2.ClearFaultsRequest(method=fault.full_method), timeout=2
+                    admin_pb2.ClearFaultsRequest(method=fault.full_method),
+                    timeout=2,
+                    metadata=admin_metadata(self.admin_token),
                 )
 
     async def set(self, index: int, fault: Fault, on: bool) -> None:
@@ -206,7 +212,9 @@ class Injector:
             try:
                 async with grpc.aio.insecure_channel(addr) as channel:
                     await admin_pb2_grpc.FaultAdminStub(channel).ClearFaults(
-                        admin_pb2.ClearFaultsRequest(), timeout=2
+                        admin_pb2.ClearFaultsRequest(),
+                        timeout=2,
+                        metadata=admin_metadata(self.admin_token),
                     )
             except grpc.aio.AioRpcError as err:
                 log.error("clearing faults on %s failed: %s", service, err.code().name)

@@ -9,12 +9,14 @@ policies (a caller's retries over a callee's old breaker would measure neither v
 from __future__ import annotations
 
 from collections.abc import Awaitable, Mapping
-from typing import Protocol
+from contextlib import AsyncExitStack
+from typing import Protocol, cast
 
 import grpc
 import grpc.aio
 
-from mesh.v1 import admin_pb2
+from mesh.runtime.admin_auth import admin_metadata
+from mesh.v1 import admin_pb2, admin_pb2_grpc
 
 SWAP_TIMEOUT_S = 5.0
 """Per GetPolicy/SetPolicy call: a swap parses one small document and builds a few objects."""
@@ -40,6 +42,30 @@ class PolicyAdmin(Protocol):
     def SetPolicy(
         self, request: admin_pb2.SetPolicyRequest, *, timeout: float
     ) -> Awaitable[admin_pb2.PolicyInfo]: ...
+
+
+class AuthorizedPolicyAdmin:
+    """A PolicyAdmin stub whose calls carry the mesh's admin token (None: none is sent)."""
+
+    def __init__(self, stub: admin_pb2_grpc.PolicyAdminStub, token: str | None) -> None:
+        self._stub = stub
+        self._metadata = admin_metadata(token)
+
+    def GetPolicy(
+        self, request: admin_pb2.GetPolicyRequest, *, timeout: float
+    ) -> Awaitable[admin_pb2.PolicyInfo]:
+        return cast(
+            Awaitable[admin_pb2.PolicyInfo],
+            self._stub.GetPolicy(request, timeout=timeout, metadata=self._metadata),
+        )
+
+    def SetPolicy(
+        self, request: admin_pb2.SetPolicyRequest, *, timeout: float
+    ) -> Awaitable[admin_pb2.PolicyInfo]:
+        return cast(
+            Awaitable[admin_pb2.PolicyInfo],
+            self._stub.SetPolicy(request, timeout=timeout, metadata=self._metadata),
+        )
 
 
 class PolicySwapFailed(Exception):
@@ -81,6 +107,22 @@ async def swap_policy(admins: Mapping[str, PolicyAdmin], text: str) -> None:
                 f"{service}: SetPolicy {_status(err)} (put back on their policy: {back}{where})"
             ) from None
         touched.append(service)
+
+
+async def swap_over(addrs: Mapping[str, str], token: str | None, text: str) -> None:
+    """swap_policy on the services whose admin ports `addrs` names, each call carrying
+    `token`, over channels opened for the swap and closed after it."""
+    async with AsyncExitStack() as channels:
+        admins = {
+            service: AuthorizedPolicyAdmin(
+                admin_pb2_grpc.PolicyAdminStub(
+                    await channels.enter_async_context(grpc.aio.insecure_channel(addr))
+                ),
+                token,
+            )
+            for service, addr in addrs.items()
+        }
+        await swap_policy(admins, text)
 
 
 async def _put_back(

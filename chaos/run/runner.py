@@ -14,10 +14,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
-from contextlib import AsyncExitStack
 from pathlib import Path
-
-import grpc
 
 from chaos.counters import Snapshot, scrape
 from chaos.experiment.model import Experiment, LoadSpec, Variant
@@ -42,12 +39,11 @@ from chaos.run.measure import (
     load_metrics,
     vs_steady,
 )
-from chaos.run.policy_swap import PolicySwapFailed, swap_policy
+from chaos.run.policy_swap import PolicySwapFailed, swap_over
 from chaos.run.progress_file import ProgressFile
 from chaos.run.target import Target
 from chaos.toxiproxy.client import ToxiproxyClient
 from mesh.topology import INSTANCES
-from mesh.v1 import admin_pb2_grpc
 
 log = logging.getLogger("chaos.runner")
 
@@ -75,8 +71,9 @@ class Runner:
             self.progress_file.update(label, done, total)
 
         self.progress: Progress = report
-        client = ToxiproxyClient(target.toxiproxy) if target.toxiproxy else None
-        self.injector = Injector(client, target.admin, target.mesh)
+        token = target.admin_token
+        client = ToxiproxyClient(target.toxiproxy, token=token) if target.toxiproxy else None
+        self.injector = Injector(client, target.admin, target.mesh, admin_token=token)
         self._swapped = False
         self.capacity: dict[tuple[str, ...], dict[str, float]] = {}
         """Capacity measured once per run (per RPC mix), whatever the experiments or repeats."""
@@ -262,16 +259,8 @@ class Runner:
         missing = [s for s in services if s not in self.target.admin]
         if missing:
             raise NoAdminAddress(f"no admin address for {', '.join(missing)}")
-        async with AsyncExitStack() as channels:
-            admins = {
-                s: admin_pb2_grpc.PolicyAdminStub(
-                    await channels.enter_async_context(
-                        grpc.aio.insecure_channel(self.target.admin[s])
-                    )
-                )
-                for s in services
-            }
-            await swap_policy(admins, policy_text(source))
+        addrs = {s: self.target.admin[s] for s in services}
+        await swap_over(addrs, self.target.admin_token, policy_text(source))
 
     async def _settle(self, limit_s: float = 15.0) -> float:
         """Wait until no service has a call in flight (the backlog of an overload drained)."""

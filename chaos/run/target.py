@@ -32,6 +32,8 @@ class Target:
     state_dir: Path = Path("var")
     policy: str | None = None
     """The policy a mesh we did not start runs under: put back after the variants."""
+    admin_token: str | None = None
+    """What its admin ports and Toxiproxy's API require (`admin_token=` or mesh.json)."""
 
     def mesh_pids(self) -> dict[str, int] | None:
         """The PIDs whose CPU is the mesh's (the services and Toxiproxy, by name) when this
@@ -56,6 +58,7 @@ class Target:
             admin={k: v["admin"] for k, v in state.services.items()},
             metrics={k: v["metrics"] for k, v in state.services.items()},
             api_key=state.api_key,
+            admin_token=state.admin_token,
             mesh=mesh,
             state_dir=mesh.state_dir,
         )
@@ -64,7 +67,8 @@ class Target:
     def parse(cls, spec: str, environ: Mapping[str, str] | None = None) -> Target:
         """`running` (the mesh `mesh up` describes in $MESH_STATE_DIR or var/), a mesh.json
         or the folder holding one, or
-        `toxiproxy=URL,gateway=HOST:PORT[,admin.SERVICE=HOST:PORT][,metrics.SERVICE=URL]`."""
+        `toxiproxy=URL,gateway=HOST:PORT[,admin.SERVICE=HOST:PORT][,metrics.SERVICE=URL]`
+        (also `api_key=` and `admin_token=`)."""
         if spec == "running":
             env = os.environ if environ is None else environ
             return cls.from_state_file(Path(env.get("MESH_STATE_DIR") or "var") / STATE_FILE)
@@ -79,7 +83,7 @@ class Target:
             fields[key] = value
         if "gateway" not in fields:
             raise ValueError("--target needs gateway=HOST:PORT")
-        known = {"gateway", "toxiproxy", "api_key"}
+        known = {"gateway", "toxiproxy", "api_key", "admin_token"}
         for key in fields:
             if key not in known and not key.startswith(("admin.", "metrics.")):
                 raise ValueError(f"--target: unknown key {key!r}")
@@ -89,6 +93,7 @@ class Target:
             admin={k[6:]: v for k, v in fields.items() if k.startswith("admin.")},
             metrics={k[8:]: v for k, v in fields.items() if k.startswith("metrics.")},
             api_key=fields.get("api_key"),
+            admin_token=fields.get("admin_token"),
         )
 
     @classmethod
@@ -128,6 +133,7 @@ class Target:
             admin=addresses("admin"),
             metrics=addresses("metrics"),
             api_key=text("api_key"),
+            admin_token=text("admin_token"),
             state_dir=Path(text("state_dir") or path.parent),
             policy=text("policy"),
         )

@@ -10,6 +10,7 @@ from typing import Any
 
 from aiohttp import web
 
+from chaos.toxiproxy.api_token import token_gate
 from chaos.toxiproxy.errors import ApiError, internal
 from chaos.toxiproxy.json_reader import parse_body
 from chaos.toxiproxy.proxy_collection import ProxyCollection
@@ -72,11 +73,13 @@ async def _body(request: web.Request) -> Any:
 class ToxiproxyApi:
     """Request handlers over one ProxyCollection."""
 
-    def __init__(self, proxies: ProxyCollection) -> None:
+    def __init__(self, proxies: ProxyCollection, token: str | None = None) -> None:
         self.proxies = proxies
+        self.token = token
 
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[_errors])
+        gate = [token_gate(self.token)] if self.token else []
+        app = web.Application(middlewares=[_errors, *gate])
         r = app.router
         r.add_post("/reset", self.reset)
         r.add_get("/proxies", self.proxy_index, allow_head=False)

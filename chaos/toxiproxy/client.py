@@ -23,11 +23,19 @@ def _quote(name: str) -> str:
 
 
 class ToxiproxyClient:
-    """Unlike toxiproxy-python: toxic updates, server-side populate, errors never swallowed."""
+    """Unlike toxiproxy-python: toxic updates, server-side populate, errors never swallowed,
+    and the embedded server's API token (`token`, sent as a bearer header; real Toxiproxy
+    ignores it)."""
 
-    def __init__(self, base_url: str = "http://127.0.0.1:8474", timeout_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8474",
+        timeout_s: float = 10.0,
+        token: str | None = None,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
+        self._token = token
 
     def _request(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
@@ -35,6 +43,8 @@ class ToxiproxyClient:
         request.add_header("Content-Type", "application/json")
         # Toxiproxy refuses browser user agents; say who we are.
         request.add_header("User-Agent", "chaos-toxiproxy-client/1")
+        if self._token:
+            request.add_header("Authorization", f"Bearer {self._token}")
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
                 text = response.read().decode()

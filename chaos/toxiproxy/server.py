@@ -17,6 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from chaos.toxiproxy.api import ToxiproxyApi
+from chaos.toxiproxy.api_token import TOKEN_ENV, token_from_env
 from chaos.toxiproxy.errors import ApiError
 from chaos.toxiproxy.json_reader import parse_body
 from chaos.toxiproxy.proxy_collection import ProxyCollection
@@ -27,14 +28,21 @@ log = logging.getLogger(__name__)
 class ToxiproxyServer:
     """Toxiproxy-compatible server; the admin API binds 127.0.0.1 unless told otherwise.
 
-    Proxies may only listen on loopback unless `allow_non_loopback` (unlike Toxiproxy).
+    Proxies may only listen on loopback unless `allow_non_loopback` (unlike Toxiproxy). With a
+    `token`, API requests must carry it (chaos.toxiproxy.api_token); without, it is open.
     """
 
     def __init__(
-        self, host: str = "127.0.0.1", port: int = 8474, *, allow_non_loopback: bool = False
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8474,
+        *,
+        allow_non_loopback: bool = False,
+        token: str | None = None,
     ) -> None:
         self.host = host
         self.port = port
+        self.token = token
         self.proxies = ProxyCollection(allow_non_loopback)
         self._runner: web.AppRunner | None = None
         self._api_port: int | None = None
@@ -55,7 +63,7 @@ class ToxiproxyServer:
         self._api_port = int(sock.getsockname()[1])
         # A short shutdown timeout: API requests are tiny, and stop() must not stall tests.
         runner = web.AppRunner(
-            ToxiproxyApi(self.proxies).app(), access_log=None, shutdown_timeout=0.1
+            ToxiproxyApi(self.proxies, self.token).app(), access_log=None, shutdown_timeout=0.1
         )
         await runner.setup()
         await web.SockSite(runner, sock).start()
@@ -89,14 +97,21 @@ class ToxiproxyServer:
 
 
 async def serve_forever(
-    host: str, port: int, config_path: str | None = None, *, allow_non_loopback: bool = False
+    host: str,
+    port: int,
+    config_path: str | None = None,
+    *,
+    allow_non_loopback: bool = False,
+    token: str | None = None,
 ) -> None:
-    """Run until SIGINT or SIGTERM; `config_path` is a JSON list of proxies, like -config."""
+    """Run until SIGINT or SIGTERM; `config_path` is a JSON list of proxies, like -config;
+    `token`, if any, is the API's (chaos.toxiproxy.api_token)."""
     loop = asyncio.get_running_loop()
     stopped = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stopped.set)
-    async with ToxiproxyServer(host, port, allow_non_loopback=allow_non_loopback) as server:
+    server = ToxiproxyServer(host, port, allow_non_loopback=allow_non_loopback, token=token)
+    async with server:
         if config_path is not None:
             # Like Toxiproxy, a bad config file is logged and the server keeps running.
             try:
@@ -105,7 +120,8 @@ async def serve_forever(
                 log.info("populated %d proxies from %s", len(created), config_path)
             except (OSError, ApiError) as exc:
                 log.error("failed to populate proxies from %s: %s", config_path, exc)
-        print(f"toxiproxy API on http://{host}:{server.api_port}", flush=True)
+        auth = f" (token required: {TOKEN_ENV})" if token else ""
+        print(f"toxiproxy API on http://{host}:{server.api_port}{auth}", flush=True)
         await stopped.wait()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.remove_signal_handler(signum)
@@ -139,7 +155,11 @@ def run_loop(main: Coroutine[Any, Any, None], loop: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Toxiproxy-compatible server")
+    parser = argparse.ArgumentParser(
+        description="Toxiproxy-compatible server",
+        epilog=f"{TOKEN_ENV}=TOKEN: API requests (but GET /version) must send "
+        "`Authorization: Bearer TOKEN`, or get 401. Unset (the default): open, as Toxiproxy.",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="API host (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8474, help="API port (default 8474)")
     parser.add_argument("--config", default=None, help="JSON list of proxies to populate")
@@ -156,7 +176,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(err))
     run_loop(
         serve_forever(
-            args.host, args.port, args.config, allow_non_loopback=args.allow_non_loopback
+            args.host,
+            args.port,
+            args.config,
+            allow_non_loopback=args.allow_non_loopback,
+            token=token_from_env(),
         ),
         loop,
     )

@@ -79,7 +79,7 @@ def console_mesh(
         def url() -> str:
             if proc.poll() is not None:
                 raise AssertionError("mesh up exited early:\n" + "".join(output))
-            found = re.search(r"console: (http://127\.0\.0\.1:\d+/)", "".join(output))
+            found = re.search(r"console: (http://127\.0\.0\.1:\d+/\?token=[\w-]+)", "".join(output))
             return found.group(1) if found else ""
 
         address = wait_until(url, 90, "the console's address", 0.1)

@@ -16,13 +16,16 @@ from toxiproxy import Toxiproxy
 
 from tests.browser.conftest import ARTIFACTS, ConsoleMesh
 from tests.support.polling import wait_until
+from tests.support.toxiproxy_token import send_token_from_toxiproxy_python
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(240)]
 REC = "gateway_to_recommendation"
 
 
 def api(mesh: ConsoleMesh, path: str, body: dict[str, Any] | None = None) -> Any:
-    request = urllib.request.Request(mesh.url.rstrip("/") + path)
+    base, _, token = mesh.url.partition("?token=")
+    request = urllib.request.Request(base.rstrip("/") + path)
+    request.add_header("Authorization", f"Bearer {token}")
     if body is not None:
         request.data = json.dumps(body).encode()
         request.add_header("X-Mesh-Console", "1")
@@ -97,9 +100,11 @@ def test_app_faults_on_recommend_open_the_breaker_then_half_open_then_closed(pag
 
 
 def test_a_toxic_set_by_another_client_appears_within_two_seconds(
-    page: Any, console_mesh: ConsoleMesh
+    page: Any, console_mesh: ConsoleMesh, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     host, port = console_mesh_toxiproxy(console_mesh)
+    state = json.loads((console_mesh.state_dir / "mesh.json").read_text())
+    send_token_from_toxiproxy_python(monkeypatch, state["admin_token"])
     client = Toxiproxy()
     client.update_api_consumer(host, port)
     client.get_proxy("gateway_to_payment").add_toxic(

@@ -10,11 +10,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import grpc
 import pytest
 
 from mesh.v1 import admin_pb2, admin_pb2_grpc
 from tests.e2e.mesh_up_process import MESH, MeshUp
+from tests.support.admin_channel import admin_channel
 
 pytestmark = pytest.mark.e2e
 
@@ -135,7 +135,7 @@ def test_an_alias_bomb_is_refused_at_once(tmp_path: Path) -> None:
 
 def gateway_policy(mesh_up: MeshUp) -> str:
     addr = mesh_up.state["services"]["gateway"]["admin"]
-    with grpc.insecure_channel(addr) as channel:
+    with admin_channel(addr, mesh_up.state["admin_token"]) as channel:
         reply = admin_pb2_grpc.PolicyAdminStub(channel).GetPolicy(
             admin_pb2.GetPolicyRequest(), timeout=5
         )

@@ -11,6 +11,7 @@ import grpc
 import grpc.aio
 
 from chaos.launch.mesh import Mesh
+from mesh.runtime.admin_auth import admin_metadata
 from mesh.v1 import admin_pb2, admin_pb2_grpc, gateway_pb2, gateway_pb2_grpc, payment_pb2
 
 IN_FLIGHT = 24
@@ -49,6 +50,7 @@ async def test_sigterm_drains_accepted_calls_and_refuses_new_ones(mesh: Mesh) ->
         await admin_pb2_grpc.FaultAdminStub(admin).SetFault(
             admin_pb2.SetFaultRequest(fault=admin_pb2.Fault(method="*", delay_s=HANDLER_DELAY_S)),
             timeout=2,
+            metadata=admin_metadata(state.admin_token),
         )
     gateway = next(p for p in mesh.procs if p.name == "gateway")
     async with grpc.aio.insecure_channel(state.gateway) as channel:

@@ -19,12 +19,13 @@ from chaos.launch.state import MeshState
 from chaos.run.runner import Runner
 from chaos.run.target import Target
 from mesh.v1 import admin_pb2, admin_pb2_grpc, gateway_pb2, gateway_pb2_grpc
+from tests.support.admin_channel import admin_channel
 
 
 def admin(mesh: Mesh, service: str) -> admin_pb2_grpc.PolicyAdminStub:
     assert mesh.state is not None
     return admin_pb2_grpc.PolicyAdminStub(
-        grpc.insecure_channel(mesh.state.services[service]["admin"])
+        admin_channel(mesh.state.services[service]["admin"], mesh.state.admin_token)
     )
 
 
@@ -161,7 +162,8 @@ def test_a_hostile_document_is_refused_fast_and_the_gateway_stays_up(
 ) -> None:
     assert mesh.state is not None
     pid = mesh.state.pids["gateway"]
-    with grpc.insecure_channel(mesh.state.services["gateway"]["admin"]) as channel:
+    addr = mesh.state.services["gateway"]["admin"]
+    with admin_channel(addr, mesh.state.admin_token) as channel:
         stub = admin_pb2_grpc.PolicyAdminStub(channel)
         before = stub.GetPolicy(admin_pb2.GetPolicyRequest(), timeout=5)  # connects the channel
         memory_before = rss_kib(pid)

@@ -16,6 +16,7 @@ from chaos.launch.mesh import Mesh
 from chaos.run.runner import Runner
 from chaos.run.target import Target
 from chaos.toxiproxy.client import ToxiproxyClient
+from mesh.runtime.admin_auth import admin_metadata
 from mesh.v1 import admin_pb2, admin_pb2_grpc
 from tests.support.polling import wait_until
 
@@ -44,14 +45,18 @@ def experiment(tmp_path: Path, rate: float) -> Path:
 def faults_left(mesh: Mesh) -> list[str]:
     assert mesh.state is not None and mesh.state.toxiproxy
     left = []
-    for name, proxy in ToxiproxyClient(mesh.state.toxiproxy).proxies().items():
+    for name, proxy in (
+        ToxiproxyClient(mesh.state.toxiproxy, token=mesh.state.admin_token).proxies().items()
+    ):
         if not proxy["enabled"]:
             left.append(f"{name} disabled")
         left += [f"{name}: {t['name']}" for t in proxy["toxics"]]
     for service, addrs in mesh.state.services.items():
         with grpc.insecure_channel(addrs["admin"]) as channel:
             listed = admin_pb2_grpc.FaultAdminStub(channel).ListFaults(
-                admin_pb2.ListFaultsRequest(), timeout=2
+                admin_pb2.ListFaultsRequest(),
+                timeout=2,
+                metadata=admin_metadata(mesh.state.admin_token),
             )
         left += [f"{service}: {f.method}" for f in listed.faults]
     return left
@@ -105,6 +110,7 @@ def test_ctrl_c_removes_every_fault(mesh: Mesh, tmp_path: Path) -> None:
     target = (
         f"toxiproxy={state.toxiproxy},gateway={state.gateway}"
         + (f",api_key={state.api_key}" if state.api_key else "")
+        + (f",admin_token={state.admin_token}" if state.admin_token else "")
         + "".join(f",admin.{s}={a['admin']}" for s, a in state.services.items())
     )
     proc = subprocess.Popen(

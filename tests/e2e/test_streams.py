@@ -13,6 +13,7 @@ import pytest
 
 from chaos.launch.mesh import Mesh
 from chaos.launch.ports import Ports
+from mesh.runtime.admin_auth import admin_metadata
 from mesh.topology import replica_of
 from mesh.v1 import admin_pb2, admin_pb2_grpc, gateway_pb2, gateway_pb2_grpc
 from tests.e2e.mesh_up_process import MESH
@@ -64,15 +65,16 @@ def cut_after_three(mesh: Mesh) -> Iterator[None]:
     fault = admin_pb2.Fault(
         method=STREAM, error_rate=1.0, code="UNAVAILABLE", pushback_ms=-1, after_messages=3
     )
+    md = admin_metadata(mesh.state.admin_token)
     channels = [grpc.insecure_channel(admin) for admin in admins]
     stubs = [admin_pb2_grpc.FaultAdminStub(channel) for channel in channels]
     try:
         for stub in stubs:
-            stub.SetFault(admin_pb2.SetFaultRequest(fault=fault), timeout=30)
+            stub.SetFault(admin_pb2.SetFaultRequest(fault=fault), timeout=30, metadata=md)
         yield
     finally:
         for stub in stubs:
-            stub.ClearFaults(admin_pb2.ClearFaultsRequest(method=STREAM), timeout=30)
+            stub.ClearFaults(admin_pb2.ClearFaultsRequest(method=STREAM), timeout=30, metadata=md)
         for channel in channels:
             channel.close()
 

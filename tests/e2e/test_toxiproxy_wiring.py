@@ -16,14 +16,16 @@ from toxiproxy.api import APIConsumer
 
 from chaos.launch.mesh import Mesh
 from mesh.topology import EDGES, PROXIES, SERVICES, edge_proxies
+from tests.support.toxiproxy_token import send_token_from_toxiproxy_python
 
 pytestmark = pytest.mark.e2e
 ON_THE_HOME_PATH = {"gateway_to_profile", "gateway_to_recommendation", "recommendation_to_profile"}
 
 
 @pytest.fixture
-def toxiproxy(mesh: Mesh) -> Iterator[Toxiproxy]:
+def toxiproxy(mesh: Mesh, monkeypatch: pytest.MonkeyPatch) -> Iterator[Toxiproxy]:
     assert mesh.state is not None and mesh.state.toxiproxy
+    send_token_from_toxiproxy_python(monkeypatch, mesh.state.admin_token)
     saved = (APIConsumer.host, APIConsumer.port)
     server = Toxiproxy()
     host, port = mesh.state.toxiproxy.removeprefix("http://").rsplit(":", 1)

@@ -47,9 +47,25 @@ const ms = (v) => (v === null || v === undefined ? "–" : `${fmt(v, v < 10 ? 1 
 const pct = (v) => `${fmt(100 * v, 0)}%`;
 const shortMethod = (m) => (m === "*" ? "*" : m.split("/").pop());
 
+// The console's per-run token: taken from the URL `mesh up` printed (?token=...), kept in
+// this tab's sessionStorage and dropped from the address bar; every API call sends it.
+const TOKEN = (() => {
+  const params = new URLSearchParams(location.search);
+  const given = params.get("token");
+  if (given) {
+    sessionStorage.setItem("mesh-console-token", given);
+    params.delete("token");
+    const rest = params.toString();
+    history.replaceState(null, "", location.pathname + (rest ? `?${rest}` : "") + location.hash);
+  }
+  return sessionStorage.getItem("mesh-console-token") || "";
+})();
+
 async function api(path, body) {
-  const init = body === undefined ? {} : {
-    method: "POST", headers: {"Content-Type": "application/json", "X-Mesh-Console": "1"},
+  const headers = {Authorization: `Bearer ${TOKEN}`};
+  const init = body === undefined ? {headers} : {
+    method: "POST",
+    headers: {...headers, "Content-Type": "application/json", "X-Mesh-Console": "1"},
     body: JSON.stringify(body),
   };
   const res = await fetch(path, init);

@@ -7,13 +7,14 @@ topology at run time, so they are read with `settings.read` rather than declared
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from pydantic import Field
 
 from mesh import settings
 from mesh.config_error import ConfigError
+from mesh.runtime.admin_auth import TOKEN_ENV, admin_token
 from mesh.settings import Address, EnvSettings, Float, Int
 from mesh.topology import ServiceSpec, edges_from, service
 
@@ -38,6 +39,7 @@ class _Env(EnvSettings):
     admin_addr: Annotated[str | None, Address] = Field(None, validation_alias="ADMIN_ADDR")
     metrics_addr: Annotated[str | None, Address] = Field(None, validation_alias="METRICS_ADDR")
     policy: str | None = Field(None, validation_alias="MESH_POLICY")
+    admin_token: str | None = Field(None, validation_alias=TOKEN_ENV)
     grace_s: Annotated[float, Float(0, MAX_GRACE_S)] = Field(
         5.0, validation_alias="SHUTDOWN_GRACE_S"
     )
@@ -96,6 +98,9 @@ class ServiceConfig:
     dependencies: Mapping[str, str]
     """<CALLEE>_ADDR for each edge leaving this service, e.g. PROFILE_ADDR: HOST:PORT, or the
     replicas' addresses separated by commas (mesh.resilience.channel balances over them)."""
+    admin_token: str | None = field(default=None, repr=False)
+    """MESH_ADMIN_TOKEN: the bearer token admin calls must carry (mesh.runtime.admin_auth),
+    16..512 URL-safe characters. Default unset: the admin port is open to whoever reaches it."""
 
     @classmethod
     def from_env(cls, name: str, environ: Mapping[str, str] | None = None) -> ServiceConfig:
@@ -124,4 +129,5 @@ class ServiceConfig:
             settings_ack_timeout_s=env.settings_ack_timeout_s
             or (EDGE_SETTINGS_ACK_TIMEOUT_S if name == "gateway" else INNER_SETTINGS_ACK_TIMEOUT_S),
             dependencies=deps,
+            admin_token=admin_token(env.admin_token),
         )

@@ -28,6 +28,7 @@ from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import Pipeline, build_pipeline
 from mesh.resilience.policy import EdgePolicy, MeshPolicy, load_policy
 from mesh.resilience.shedding import SheddingInterceptor
+from mesh.runtime.admin_auth import AdminTokenLayer
 from mesh.runtime.collector import freeze_startup_objects
 from mesh.runtime.config import ServiceConfig
 from mesh.runtime.connections import ConnectionCaps, ConnectionWatch, connection_options
@@ -240,8 +241,9 @@ def _update_shedding(shedding: SheddingInterceptor, name: str, policy: MeshPolic
 
 async def _start_admin(runtime: Runtime, max_connections: int) -> tuple[grpc.aio.Server, int]:
     config = runtime.config
+    gate = [AdminTokenLayer(config.admin_token)] if config.admin_token else []
     admin = grpc.aio.server(
-        interceptors=[RequestDecodingInterceptor()],
+        interceptors=[ServerChain([*gate, RequestDecodingInterceptor()])],
         options=[
             *message_size_options(config.max_message_bytes),
             *connection_options(

@@ -1,5 +1,6 @@
-"""The console's HTTP server on 127.0.0.1: pages and API for loopback names only, changes only
-with the console's header, bad input answered 400 with a reason, nothing left running."""
+"""The console's HTTP server on 127.0.0.1: pages and API for loopback names only, the API only
+with the console's per-run token, changes only with the console's header, bad input answered
+400 with a reason, nothing left running."""
 
 from __future__ import annotations
 
@@ -38,10 +39,13 @@ def ask(
     path: str,
     body: str | None = None,
     headers: dict[str, str] | None = None,
+    token: bool = True,
 ) -> tuple[int, str]:
+    """One request, carrying the console's token unless `token` is false."""
+    sent = {"Authorization": f"Bearer {server.token.value}"} if token else {}
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
     try:
-        conn.request(method, path, body=body, headers=headers or {})
+        conn.request(method, path, body=body, headers={**sent, **(headers or {})})
         response = conn.getresponse()
         return response.status, response.read().decode()
     finally:
@@ -75,3 +79,41 @@ def test_changes_need_the_console_header_and_valid_input(server: ConsoleServer) 
     assert ask(server, "GET", "/api/traces?filter=bogus")[0] == 400
     assert ask(server, "GET", "/api/reports/../../etc")[0] in (400, 404)
     assert ask(server, "GET", "/api/nothing")[0] == 404
+
+
+def test_the_api_needs_the_token_and_the_page_does_not(server: ConsoleServer) -> None:
+    assert ask(server, "GET", "/", token=False)[0] == 200
+    assert ask(server, "GET", "/static/console.js", token=False)[0] == 200
+    mine = {"X-Mesh-Console": "1"}
+    for method, path, body in [
+        ("GET", "/api/state", None),
+        ("GET", "/api/traces", None),
+        ("GET", "/api/reports", None),
+        ("POST", "/api/load", json.dumps({"rate_per_s": 5, "checkout": 1})),
+        ("POST", "/api/reset", "{}"),
+    ]:
+        for headers in (mine, {**mine, "Authorization": "Bearer not-the-token"}):
+            status, text = ask(server, method, path, body, headers, token=False)
+            assert status == 401, (method, path)
+            assert "?token=" in json.loads(text)["error"]
+    assert server.console.load.status()["running"] is False
+    assert ask(server, "GET", "/api/state")[0] == 200
+
+
+def test_the_token_is_in_the_url_and_in_an_owner_only_file_removed_on_close(
+    tmp_path: Path,
+) -> None:
+    state = MeshState("127.0.0.1:1", None, {}, {}, {}, "full", str(tmp_path))
+    running = ConsoleServer(state, 0, reports_dir=tmp_path / "reports").start()
+    path = tmp_path / "console-token"
+    try:
+        assert running.token_url == f"{running.url}?token={running.token.value}"
+        assert path.read_text().strip() == running.token.value
+        assert len(running.token.value) >= 32
+        assert path.stat().st_mode & 0o777 == 0o600
+        other = ConsoleServer(state, 0, reports_dir=tmp_path / "reports").start()
+        other.close()
+        assert other.token.value != running.token.value  # per run
+    finally:
+        running.close()
+    assert not path.exists()

@@ -19,6 +19,7 @@ from chaos.toxiproxy.client import ToxiproxyClient
 from chaos.toxiproxy.real import RealToxiproxy
 from chaos.toxiproxy.server import ToxiproxyServer
 from tests.integration.toxiproxy.toxiproxy_helpers import (
+    API_TOKEN,
     ApiServer,
     EchoServer,
     RealServer,
@@ -67,6 +68,12 @@ def toxiproxy(request: pytest.FixtureRequest) -> Iterator[ApiServer]:
 def toxiproxy_any_interface() -> Iterator[RunningServer]:
     """A server started with the explicit option that lets proxies listen beyond loopback."""
     yield from _running(ToxiproxyServer("127.0.0.1", 0, allow_non_loopback=True))
+
+
+@pytest.fixture
+def toxiproxy_with_token() -> Iterator[RunningServer]:
+    """A server whose API requires API_TOKEN (chaos.toxiproxy.api_token)."""
+    yield from _running(ToxiproxyServer("127.0.0.1", 0, token=API_TOKEN))
 
 
 @pytest.fixture

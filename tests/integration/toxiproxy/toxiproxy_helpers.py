@@ -56,6 +56,10 @@ class ApiServer(Protocol):
     def real(self) -> bool: ...
 
 
+API_TOKEN = "toxiproxy-token-for-this-test-0123"
+"""The token of the `toxiproxy_with_token` fixture's server."""
+
+
 @dataclass
 class RealServer:
     base_url: str

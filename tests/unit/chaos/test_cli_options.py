@@ -55,6 +55,24 @@ def test_toxiproxy_passes_allow_non_loopback_to_its_server(monkeypatch: pytest.M
         seen.append(kwargs)
 
     monkeypatch.setattr(chaos.toxiproxy.server, "serve_forever", serve_forever)
+    monkeypatch.delenv("MESH_TOXIPROXY_TOKEN", raising=False)
     assert CliRunner().invoke(app, ["toxiproxy", "--allow-non-loopback"]).exit_code == 0
     assert CliRunner().invoke(app, ["toxiproxy"]).exit_code == 0
-    assert seen == [{"allow_non_loopback": True}, {"allow_non_loopback": False}]
+    assert seen == [
+        {"allow_non_loopback": True, "token": None},
+        {"allow_non_loopback": False, "token": None},
+    ]
+
+
+def test_toxiproxy_takes_its_api_token_from_the_environment_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[dict[str, Any]] = []
+
+    async def serve_forever(*args: Any, **kwargs: Any) -> None:
+        seen.append(kwargs)
+
+    monkeypatch.setattr(chaos.toxiproxy.server, "serve_forever", serve_forever)
+    monkeypatch.setenv("MESH_TOXIPROXY_TOKEN", "  secret-from-the-environment  ")
+    assert CliRunner().invoke(app, ["toxiproxy"]).exit_code == 0
+    assert seen == [{"allow_non_loopback": False, "token": "secret-from-the-environment"}]
