@@ -14,7 +14,6 @@ from pydantic.fields import FieldInfo
 
 from tools.docs_reference import sources
 from tools.docs_reference.render import code, header, table
-from tools.docs_reference.spans import _module_of
 
 _PROBE = "\x00not-a-value"
 
@@ -94,13 +93,11 @@ def read_directly() -> list[tuple[str, str]]:
     """(variable, modules) for variables read without a settings model."""
     known = {row[0] for row in modelled()}
     found: dict[str, set[str]] = {}
-    for root in sources.SCANNED:
-        for path in sorted(root.rglob("*.py")):
-            if "/v1/" in str(path):
-                continue
+    for root in sources.package_roots():
+        for module, path in sources.modules(root):
             for name in _reads(path):
                 if name not in known:
-                    found.setdefault(name, set()).add(_module_of(path))
+                    found.setdefault(name, set()).add(module)
     return [
         (name, ", ".join(code(m) for m in sorted(mods))) for name, mods in sorted(found.items())
     ]

@@ -41,14 +41,6 @@ def attributes() -> list[tuple[str, str, str]]:
     return rows
 
 
-def _module_of(path: Path) -> str:
-    rel = path.relative_to(sources.ROOT)
-    parts = list(rel.with_suffix("").parts)
-    if parts[0] == "services":
-        parts = parts[1:]
-    return ".".join(parts)
-
-
 class _Resolver:
     """Turns `n.EV_X`, `n.EV_BREAKER[...]` and literals into the strings they name at run time."""
 
@@ -107,10 +99,9 @@ def _event_call(node: ast.AST) -> ast.Call | None:
     return None
 
 
-def _calls(path: Path) -> Iterator[tuple[str, list[str], list[str]]]:
+def _calls(name: str, path: Path) -> Iterator[tuple[str, list[str], list[str]]]:
     """(module, event names, attribute names) of each add_event call in the file."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    name = _module_of(path)
     resolve = _Resolver(importlib.import_module(name), tree)
     scopes = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
     seen: set[int] = set()
@@ -137,11 +128,9 @@ def _calls(path: Path) -> Iterator[tuple[str, list[str], list[str]]]:
 def events() -> list[tuple[str, str, str]]:
     """(event, attributes, emitted in) for every named span event, sorted by event."""
     found: dict[str, tuple[set[str], set[str]]] = {}
-    for root in sources.EVENTS_SCANNED:
-        for path in sorted(root.rglob("*.py")):
-            if "add_event(" not in path.read_text(encoding="utf-8") or "/v1/" in str(path):
-                continue
-            for module, names, attrs in _calls(path):
+    for name, path in sources.modules(sources.services_root()):
+        if "add_event(" in path.read_text(encoding="utf-8"):
+            for module, names, attrs in _calls(name, path):
                 for event in names:
                     seen_attrs, seen_in = found.setdefault(event, (set(), set()))
                     seen_attrs.update(attrs)
