@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help venv demo verify test up mesh-up protos lint typecheck bench clean
+.PHONY: help venv demo verify test up mesh-up protos docs lint typecheck bench clean
 
 help: ## List the targets
 	@grep -hE '^[a-z][a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | \
@@ -75,6 +75,11 @@ mesh-up: $(STAMP) ## The embedded mesh in the foreground (Ctrl-C stops it)
 
 protos: $(STAMP) ## Regenerate services/mesh/v1 from protos/
 	$(BIN)/python -m mesh.codegen --write
+
+# The reference pages are regenerated from the code first (a test fails when one is stale).
+docs: $(STAMP) ## Regenerate docs/reference/ and build the docs site into site/ (mkdocs --strict)
+	$(BIN)/python -m tools.docs_reference --write
+	$(BIN)/mkdocs build --strict --site-dir site
 
 lint: $(STAMP) ## ruff, the import-linter contracts (pyproject.toml), no import cycle
 	$(BIN)/ruff check services chaos tests tools

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from chaos.bench.results import Machine, mesh_block, overhead_block, rewrite
 from chaos.cli.json_out import JsonOpt, human_output_to_stderr, to_stdout, write_json
 
 app = typer.Typer(help="Benchmarks: ratios measured in one run.", no_args_is_help=True)
@@ -18,6 +20,14 @@ console = Console()
 CallsOpt = Annotated[int, typer.Option(help="Calls per variant per round.")]
 ConcOpt = Annotated[int, typer.Option(help="Calls in flight.")]
 RoundsOpt = Annotated[int, typer.Option(help="Interleaved rounds.")]
+ResultsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--results",
+        help="Rewrite this results page's measured block in place with the figures, the "
+        "machine and the command (e.g. docs/results/mesh-cpu.md).",
+    ),
+]
 
 
 def print_result(title: str, result: dict[str, Any]) -> None:
@@ -46,6 +56,12 @@ def print_result(title: str, result: dict[str, Any]) -> None:
     console.print(table)
 
 
+def _write_results(path: Path | None, title: str, block: Callable[[Machine], str]) -> None:
+    if path is not None:
+        rewrite(path, title, block(Machine.now()))
+        console.print(f"wrote {path}")
+
+
 def _finish(title: str, result: dict[str, Any], json_path: Path | None) -> None:
     with human_output_to_stderr(json_path, console):
         print_result(title, result)
@@ -61,6 +77,7 @@ def overhead(
     concurrency: ConcOpt = 64,
     rounds: RoundsOpt = 3,
     json_path: JsonOpt = None,
+    results: ResultsOpt = None,
     tracing: Annotated[
         bool,
         typer.Option(
@@ -77,6 +94,13 @@ def overhead(
         run_overhead_bench(calls=calls, concurrency=concurrency, rounds=rounds, tracing=tracing)
     )
     _finish("resilience pipeline overhead", result, json_path)
+    command = f"mesh bench overhead --calls {calls} --concurrency {concurrency} --rounds {rounds}"
+    command += " --tracing" if tracing else ""
+    _write_results(
+        results,
+        "Resilience pipeline overhead",
+        lambda machine: overhead_block(result, machine, command),
+    )
 
 
 @app.command()
@@ -154,6 +178,7 @@ def mesh_cmd(
         ),
     ] = None,
     json_path: JsonOpt = None,
+    results: ResultsOpt = None,
 ) -> None:
     """CPU per GetHome in every process: the mesh's variants against plain grpc.aio."""
     from chaos.bench.mesh import VARIANTS, run_mesh_bench
@@ -172,3 +197,10 @@ def mesh_cmd(
         write_json(json_path, result)
         if not to_stdout(json_path):
             console.print(f"wrote {json_path}")
+    command = f"mesh bench mesh --requests {requests} --concurrency {concurrency} --rounds {rounds}"
+    command += "".join(f" --variant {v}" for v in variant or ())
+    _write_results(
+        results,
+        "CPU per request: the mesh against plain grpc.aio",
+        lambda machine: mesh_block(result, machine, command),
+    )

@@ -134,8 +134,8 @@ LOOP_ENV = "MESH_PROXY_LOOP"
 def proxy_loop(environ: Mapping[str, str] = os.environ) -> str:
     """The event loop the proxy process runs on: `uvloop` when it is installed (libuv moves
     the bytes; only the relay's own Python is left per chunk), else `asyncio`. Every byte of
-    every hop crosses this process twice, so its loop is a cost each request pays (issue 15
-    in BENCHMARKS.md). MESH_PROXY_LOOP=asyncio forces the standard library's loop."""
+    every hop crosses this process twice, so its loop is a cost each request pays (issue 15;
+    docs/results/mesh-cpu.md). MESH_PROXY_LOOP=asyncio forces the standard library's loop."""
     choice = environ.get(LOOP_ENV, "uvloop")
     if choice not in ("uvloop", "asyncio"):
         raise ValueError(f"{LOOP_ENV}={choice!r}: expected uvloop or asyncio")

@@ -82,7 +82,7 @@ TOXIPROXY_API_PORT = 8474
 
 REPLICAS: dict[str, int] = {"profile": 2, "recommendation": 2}
 """How many copies of a service run (absent: one). Payment stays one: its ledger is one
-SQLite file, a single writer; its failover is a restart (README, Replicas and failover)."""
+SQLite file, a single writer; its failover is a restart (docs/patterns/replicas.md)."""
 REPLICA_PORT_STEP = 10
 """Replica k listens on the service's ports + 10 * (k - 1) (profile-2: 50062, 50162, 9475)."""
 

@@ -1,7 +1,7 @@
 """`mesh bench mesh` on a tiny workload: the floor and a mesh variant are measured as
 processes, every process on GetHome's path is charged CPU, and the ratios are to the floor.
 
-Not a timing test: the figures themselves are benchmarks (BENCHMARKS.md), never asserted.
+Not a timing test: the figures themselves are benchmarks (docs/results/), never asserted.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`mesh bench overhead` on a tiny workload: every variant runs, and runs through what it names.
 
-Not a timing test: the figures themselves are benchmarks (BENCHMARKS.md), never asserted.
+Not a timing test: the figures themselves are benchmarks (docs/results/), never asserted.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The README's way, as a user runs it: `mesh up` with OTEL_EXPORTER_OTLP_ENDPOINT pointing at
-the real Jaeger, `mesh call home`, then `mesh traces --jaeger`: every process's spans arrive."""
+"""The way docs/observability.md shows, as a user runs it: `mesh up` with
+OTEL_EXPORTER_OTLP_ENDPOINT pointing at the real Jaeger, `mesh call home`, then
+`mesh traces --jaeger`: every process's spans arrive."""
 
 from __future__ import annotations
 

@@ -4,8 +4,9 @@ Every object a call leaves in a reference cycle lives until a collection finds i
 then counts toward the next one: when each traced call left ~40 (its call span was held by the
 context grpc.aio copies into the attempt's task, and held the call's state, which led back to
 that task), collections ran five times as often and the older generations' ones cost ~20 us
-per call (issue 15 in BENCHMARKS.md). grpc.aio's own server-side lookup leaves a few objects
-per call in a cycle with or without us; those are not ours and are not counted here.
+per call (issue 15, round 5; the benchmark notes of commit 29ba4a8). grpc.aio's own server-side
+lookup leaves a few objects per call in a cycle with or without us; those are not ours and are
+not counted here.
 """
 
 from __future__ import annotations

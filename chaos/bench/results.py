@@ -1,0 +1,126 @@
+"""A benchmark's results page (docs/results/*.md), rewritten in place by the command that
+measures it (`mesh bench mesh --results`, `mesh bench overhead --results`).
+
+The page's prose stays as written; only the block between `BEGIN` and `END` is replaced: the
+latest figures, as ratios, with the machine, the date and the command that measured them.
+History is git's. A page without the markers is written whole.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+BEGIN = "<!-- measured: begin (rewritten by the command below; edit outside these marks) -->"
+END = "<!-- measured: end -->"
+MESH_PROCESSES = ("gateway", "recommendation", "profile", "proxy", "client")
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Where and when a figure was measured."""
+
+    cpus: int
+    loadavg_1m: float
+    python: str
+    when: datetime
+
+    @classmethod
+    def now(cls) -> Machine:
+        return cls(
+            cpus=os.cpu_count() or 1,
+            loadavg_1m=os.getloadavg()[0],
+            python=platform.python_version(),
+            when=datetime.now(UTC),
+        )
+
+    def line(self) -> str:
+        return (
+            f"Measured {self.when:%Y-%m-%d %H:%M} UTC on {self.cpus} CPUs, Python {self.python}, "
+            f"load average {self.loadavg_1m:.2f} at the end"
+        )
+
+
+def _table(heads: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    return "\n".join([*lines, *("| " + " | ".join(row) + " |" for row in rows)]) + "\n"
+
+
+def mesh_block(result: dict[str, Any], machine: Machine, command: str) -> str:
+    """`mesh bench mesh`'s figures: CPU ms per GetHome per process, ratios to the floor."""
+    heads = ("setup", "total", "gw", "rec", "prof", "proxy", "client", "req/s", "p50 ms")
+    rows = []
+    for name, row in result["variants"].items():
+        cpu = row["cpu_ms_per_request"]
+        rows.append(
+            (
+                name,
+                f"{row['total_cpu_ms_per_request']:.2f}",
+                *(f"{cpu[p]:.2f}" if p in cpu else "-" for p in MESH_PROCESSES),
+                f"{row['throughput_rps']:.0f}",
+                f"{row['p50_ms']:.1f}",
+                f"{row['p99_ms']:.1f}",
+                f"**{row['cpu_ratio']:.2f}**",
+                f"**{row['throughput_ratio']:.2f}**",
+            )
+        )
+    degraded = [
+        f"- {name}: {row['degraded']} of {row['requests']} answers degraded: its CPU is understated"
+        for name, row in result["variants"].items()
+        if row.get("degraded")
+    ]
+    return (
+        f"{machine.line()}; {result['requests']} requests x {result['rounds']} interleaved "
+        f"rounds, {result['concurrency']} in flight. CPU in ms per GetHome per process; "
+        "x: ratio to the floor.\n\n"
+        + _table((*heads, "p99 ms", "CPU x floor", "req/s x floor"), rows)
+        + ("\n" + "\n".join(degraded) + "\n" if degraded else "")
+        + f"\nReproduce: `{command}`\n"
+    )
+
+
+def overhead_block(result: dict[str, Any], machine: Machine, command: str) -> str:
+    """`mesh bench overhead`'s figures: one process, loop CPU per call, ratios to raw grpc.aio."""
+    heads = ("variant", "p50 ms", "p99 ms", "calls/s", "p50 x raw", "calls/s x raw")
+    rows = [
+        (
+            name,
+            f"{row['p50_ms']:.2f}",
+            f"{row['p99_ms']:.2f}",
+            f"{row['throughput']:.0f}",
+            f"{row['p50_ratio']:.2f}",
+            f"{row['throughput_ratio']:.2f}",
+            f"{row['loop_cpu_us_per_call']:.0f}",
+            f"**{row['cpu_ratio']:.2f}**",
+        )
+        for name, row in result["variants"].items()
+    ]
+    ours = result.get("ours_us_per_call")
+    return (
+        f"{machine.line()}; {result['calls']} calls x {result['rounds']} interleaved rounds, "
+        f"{result['concurrency']} in flight.\n\n"
+        + _table((*heads, "loop CPU us/call", "CPU x raw"), rows)
+        + (
+            f"\nOurs beyond the interceptor API (full - floor): {ours:.0f} us of loop CPU "
+            "per call.\n"
+            if ours is not None
+            else ""
+        )
+        + f"\nReproduce: `{command}`\n"
+    )
+
+
+def rewrite(path: Path, title: str, block: str) -> None:
+    """Put `block` between the page's markers, keeping everything else; a new page gets a title."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    head, begin, rest = text.partition(BEGIN)
+    _, end, tail = rest.partition(END)
+    if not (begin and end):
+        head, tail = f"# {title}\n\n", "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"{head}{BEGIN}\n{block}{END}{tail}", encoding="utf-8")

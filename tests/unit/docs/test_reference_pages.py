@@ -1,0 +1,85 @@
+"""The generated reference pages (docs/reference/) say what the code says now."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from chaos.experiment.loading import catalogue
+from mesh.telemetry.metrics import MeshMetrics
+from tools.docs_reference import environment, metrics, spans
+from tools.docs_reference.generate import main, pages, stale_pages
+from tools.docs_reference.sources import DOCS
+
+
+def test_committed_reference_pages_are_current() -> None:
+    stale = [str(p.relative_to(DOCS.parents[1])) for p in stale_pages()]
+    assert stale == [], f"regenerate with `python -m tools.docs_reference --write`: {stale}"
+
+
+def test_a_changed_page_is_reported_stale(tmp_path: Path) -> None:
+    for path, text in pages(tmp_path).items():
+        path.write_text(text, encoding="utf-8")
+    assert stale_pages(tmp_path) == []
+    (tmp_path / "metrics.md").write_text("# Metrics\n\nedited by hand\n", encoding="utf-8")
+    (tmp_path / "catalogue.md").unlink()
+    assert sorted(p.name for p in stale_pages(tmp_path)) == ["catalogue.md", "metrics.md"]
+
+
+def test_check_exits_1_naming_a_stale_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--write"], out=tmp_path) == 0
+    assert main(["--check"], out=tmp_path) == 0
+    (tmp_path / "spans.md").write_text("old\n", encoding="utf-8")
+    assert main(["--check"], out=tmp_path) == 1
+    assert f"stale: {tmp_path / 'spans.md'}" in capsys.readouterr().out
+
+
+def test_every_metric_a_service_registers_is_listed() -> None:
+    registry = CollectorRegistry()
+    MeshMetrics(registry, "gateway")
+    scraped = {m.name for m in registry.collect()}
+    page = metrics.page()
+    for name in scraped:
+        assert f"`{name}" in page, name
+    assert (
+        "| `mesh_breaker_state` | gauge | dependency, method | 0 closed, 1 half-open, 2 open. |"
+        in page
+    )
+    assert "`mesh_jobs_failed_total` | counter | queue, reason" in page
+    assert "`mesh_bulkhead_in_use` | gauge | dependency" in page
+
+
+def test_environment_rows_carry_the_default_and_the_rule() -> None:
+    rows = {row[0]: row for row in environment.modelled()}
+    assert rows["SHUTDOWN_GRACE_S"][1:3] == ("`5.0`", "a number within 0..3600")
+    assert rows["LISTEN_ADDR"][2].startswith("HOST:PORT")
+    assert rows["NOTIFY_DRILLS"][2] == "one of 0, 1"
+    direct = dict(environment.read_directly())
+    for var in ("MESH_API_KEYS", "MESH_TLS", "MESH_FAULTS", "OTEL_EXPORTER_OTLP_ENDPOINT"):
+        assert var in direct, var
+    assert "SHUTDOWN_GRACE_S" not in direct
+
+
+def test_span_events_list_their_attributes() -> None:
+    found = {event: attrs for event, attrs, _ in spans.events()}
+    assert found["retry scheduled"] == "mesh.attempt, mesh.delay_s, mesh.pushback_s, mesh.reason"
+    assert found["breaker opened"].split(", ") == [
+        "mesh.breaker_scope",
+        "mesh.dependency",
+        "mesh.from_state",
+        "mesh.time_until_probe_s",
+    ]
+    assert "mesh.deadline_left_s" in found["deadline clamped"]
+    assert {"receipt sent", "job failed", "fallback served", "call shed"} <= set(found)
+
+
+def test_catalogue_page_has_every_hypothesis_and_lesson() -> None:
+    page = pages()[DOCS / "catalogue.md"]
+    for path, exp in catalogue():
+        assert f"\n## {path.stem}\n" in page
+        assert " ".join(exp.hypothesis.split()) in page
+        assert " ".join(exp.lesson.split()) in page

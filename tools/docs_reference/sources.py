@@ -1,0 +1,64 @@
+"""Where the reference pages' facts live in the code: the only imports that change when a
+module moves (the generators below read these objects, never the paths)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import mesh
+from chaos.experiment.loading import catalogue
+from mesh import settings
+from mesh.notification import config as notification_config
+from mesh.runtime import config as runtime_config
+from mesh.runtime import ratelimit
+from mesh.telemetry import names
+from mesh.telemetry.job_metrics import JobMetrics
+from mesh.telemetry.metrics import MeshMetrics
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs" / "reference"
+
+NOT_SCANNED = frozenset({"tests", "tools", "v1"})  # v1: generated stubs
+
+
+def package_roots() -> tuple[Path, ...]:
+    """Every package of the project (under services/ and at the root), found on disk so that a
+    package moved or added is scanned too: for the variables read without a settings model."""
+    return tuple(
+        d
+        for base in (ROOT / "services", ROOT)
+        for d in sorted(base.iterdir())
+        if (d / "__init__.py").is_file() and d.name not in NOT_SCANNED
+    )
+
+
+def services_root() -> Path:
+    """The package the services run: where span events are added."""
+    return Path(mesh.__file__).parent
+
+
+def modules(root: Path) -> Iterator[tuple[str, Path]]:
+    """(dotted module name, file) of every module under the package `root`."""
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        if NOT_SCANNED.isdisjoint(parts[1:]):
+            yield ".".join(p for p in parts if p != "__init__"), path
+
+
+# Imported so that every settings model is a subclass of EnvSettings by the time it is read.
+SETTINGS_MODULES = (runtime_config, ratelimit, notification_config)
+
+__all__ = [
+    "DOCS",
+    "ROOT",
+    "SETTINGS_MODULES",
+    "JobMetrics",
+    "MeshMetrics",
+    "catalogue",
+    "modules",
+    "names",
+    "package_roots",
+    "services_root",
+    "settings",
+]
