@@ -34,7 +34,7 @@ from chaos.launch.mesh import Mesh
 from chaos.launch.ports import Ports
 from chaos.launch.processes import LaunchError
 from chaos.load import generator_command
-from chaos.report.index import write_index
+from chaos.report.index import report_folder, write_index
 from chaos.report.repeat import spreads
 from chaos.report.table_fit import Column, FitTable
 from chaos.report.tables import print_result, showed, to_json, write_report
@@ -240,7 +240,9 @@ async def _rounds(
             print_result(shown.progress.console, result)
             with warnings.catch_warnings():  # a plot's library warning is not the user's business
                 warnings.simplefilter("ignore")
-                write_report(result, reports / name, runner.target.state_dir / "traces")
+                write_report(
+                    result, report_folder(reports, name), runner.target.state_dir / "traces"
+                )
             write_index(reports, runner.target.state_dir)
             shown.finish()
 
