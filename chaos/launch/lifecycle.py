@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Self
 
 from chaos.launch.ports import Ports, free_port
+from chaos.launch.private import private_dir
 from chaos.launch.processes import (
     GRACE_S,
     ChildProcess,
@@ -98,11 +99,12 @@ class MeshProcesses:
         """Claim the state dir for this mesh (idempotent; stop() releases it). Raises
         StateDirInUse, naming the other mesh, before creating or changing any file but the
         state dir itself and its lock file."""
-        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         owner = {"pid": os.getpid(), "gateway": self.gateway, "state_dir": str(self.state_dir)}
         holder = self._state_lock.try_acquire(owner)
         if holder is not None:
             raise StateDirInUse(self.state_dir, holder)
+        private_dir(self.state_dir)
 
     def _launch(self, name: str, note: str | None = None) -> ChildProcess:
         """Spawn one of the mesh's own processes, not waiting for it: its ports, the current
