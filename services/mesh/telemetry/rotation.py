@@ -58,5 +58,7 @@ def copy_truncate(path: Path, backups: int) -> None:
     another process appends to. What is written between the copy and the truncation is lost."""
     _shift(path, backups)
     if backups:
-        shutil.copyfile(path, _generation(path, 1))
+        copy = _generation(path, 1)
+        shutil.copyfile(path, copy)
+        shutil.copymode(path, copy)  # an owner-only log stays owner-only in its copies
     os.truncate(path, 0)
