@@ -37,9 +37,9 @@ def report_folder(reports: Path, experiment: str) -> Path:
 
 
 def _href(*parts: str) -> str:
-    """A relative link to a file under `reports/`: `./` first, each part percent-encoded, so no
-    folder name can make it a `javascript:` (or any other scheme) URL."""
-    return escape("./" + "/".join(quote(p, safe="") for p in parts))
+    """A relative link to a file under `reports/`, each part percent-encoded: a `:` becomes
+    `%3A`, so no folder name can make it a `javascript:` (or any other scheme) URL."""
+    return escape("/".join(quote(p, safe="") for p in parts))
 
 
 def write_index(reports: Path, state_dir: Path | None = None) -> Path:

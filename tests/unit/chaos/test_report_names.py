@@ -67,7 +67,7 @@ def test_index_links_are_relative_file_links_only(tmp_path: Path) -> None:
     assert len(files) == 4 * (len(folders) + 1)  # report.md, result.json, the plot twice
     for url in files:
         parsed = urlparse(url)
-        assert url.startswith("./") and not parsed.scheme and not parsed.netloc, url
+        assert not parsed.scheme and not parsed.netloc and not url.startswith("/"), url
         target = (reports / unquote(parsed.path)).resolve()
         assert target.parent.parent == reports.resolve() and target.is_file(), url
     assert not [p for p in tmp_path.iterdir() if p.name != "reports"], "nothing beside reports/"
