@@ -14,6 +14,8 @@ from typing import Any
 
 import grpc
 
+from mesh.telemetry.rotation import generations
+
 Span = dict[str, Any]
 """One line of a .jsonl file as written by mesh.telemetry.jsonl_exporter."""
 
@@ -21,8 +23,9 @@ _CODES = {c.value[0]: c.name for c in grpc.StatusCode}
 
 
 def trace_files(traces_dir: Path) -> list[Path]:
-    """The current and rotated span files, oldest generation first."""
-    return sorted(traces_dir.glob("*.jsonl.1")) + sorted(traces_dir.glob("*.jsonl"))
+    """Every process's span files, each with its rotated generations, oldest first."""
+    names = {p.name[: p.name.index(".jsonl") + 6] for p in traces_dir.glob("*.jsonl*")}
+    return [f for name in sorted(names) for f in generations(traces_dir / name)]
 
 
 def load_spans(paths: Iterable[Path]) -> list[Span]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from chaos.registry import CheckContext, check
 from chaos.traces import Span, load_spans, status_of
 from mesh import topology
+from mesh.telemetry.rotation import generations
 
 
 def _broken_replica(ctx: CheckContext) -> str | None:
@@ -97,9 +98,7 @@ async def replicas(ctx: CheckContext) -> dict[str, float]:
     if end is not None and _killed(ctx):
         served = [
             _mono_s(s, "start_ns")
-            for s in load_spans(
-                [traces / f"{replica}.jsonl"] if (traces / f"{replica}.jsonl").exists() else []
-            )
+            for s in load_spans(generations(traces / f"{replica}.jsonl"))
             if s.get("kind") == "SERVER" and _mono_s(s, "start_ns") >= end
         ]
         if served:
@@ -111,7 +110,7 @@ def _caller_files(traces: Path, dependency: str) -> list[Path]:
     """The trace files of every process that calls `dependency` (its attempts' spans)."""
     callers = {e.caller for e in topology.EDGES if e.dependency == dependency}
     names = [r.name for c in sorted(callers) for r in topology.replicas(c)]
-    return [traces / f"{n}.jsonl" for n in names if (traces / f"{n}.jsonl").exists()]
+    return [f for n in names for f in generations(traces / f"{n}.jsonl")]
 
 
 def _killed(ctx: CheckContext) -> bool:

@@ -32,9 +32,10 @@ from chaos.experiment.loading import load_experiment
 from chaos.experiment.model import EXPERIMENTS_DIR, Experiment, ExperimentError
 from chaos.launch.mesh import Mesh
 from chaos.launch.ports import Ports
+from chaos.launch.private import private_umask, shared_files
 from chaos.launch.processes import LaunchError
 from chaos.load import generator_command
-from chaos.report.index import write_index
+from chaos.report.index import report_folder, write_index
 from chaos.report.repeat import spreads
 from chaos.report.table_fit import Column, FitTable
 from chaos.report.tables import print_result, showed, to_json, write_report
@@ -238,10 +239,12 @@ async def _rounds(
             else:
                 runs[name] = [result]
             print_result(shown.progress.console, result)
-            with warnings.catch_warnings():  # a plot's library warning is not the user's business
-                warnings.simplefilter("ignore")
-                write_report(result, reports / name, runner.target.state_dir / "traces")
-            write_index(reports, runner.target.state_dir)
+            with warnings.catch_warnings(), shared_files():  # reports are meant to be shared
+                warnings.simplefilter("ignore")  # a plot's library warning is not the user's
+                write_report(
+                    result, report_folder(reports, name), runner.target.state_dir / "traces"
+                )
+                write_index(reports, runner.target.state_dir)
             shown.finish()
 
 
@@ -266,6 +269,7 @@ def execute(
     except (ExperimentError, ValueError) as err:
         _refuse(err)
 
+    private_umask()  # the state dir is the owner's alone; reports are shared_files()
     mesh = None if remote else Mesh(state_dir=state_dir, ports=Ports.auto())
     started = time.monotonic()
     results: list[ExperimentResult] = []
@@ -291,7 +295,8 @@ def execute(
         if mesh is not None:
             mesh.stop()
     if json_path is not None:
-        write_json(json_path, [to_json(r) for r in results])
+        with shared_files():
+            write_json(json_path, [to_json(r) for r in results])
     console.print(verdict_table(results, console.width))
     held = sum(r.held for r in results)
     runs = f" in all {repeat} runs" if repeat > 1 else ""

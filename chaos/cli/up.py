@@ -20,6 +20,7 @@ from chaos.console.server import ConsoleServer
 from chaos.launch.control import ControlServer
 from chaos.launch.mesh import Mesh
 from chaos.launch.ports import Ports
+from chaos.launch.private import private_umask
 from chaos.launch.processes import LaunchError
 from chaos.launch.state import MeshState, StateDirInUse
 from chaos.launch.supervisor import Supervisor, SupervisorEvent
@@ -83,6 +84,7 @@ def up(
     stops every process cleanly. One mesh per --state-dir: a second one exits 2.
     """
     choose_server(toxiproxy, "mesh up", console)
+    private_umask()  # every file under the state dir is the owner's alone (chaos.launch.private)
     ports = Ports.auto() if auto_ports else Ports.default(gateway_port)
     mesh = Mesh(state_dir=state_dir, ports=ports, direct=direct, policy=policy)
     try:

@@ -26,10 +26,23 @@ def _tail_spans(path: Path, tail_bytes: int) -> list[tr.Span]:
 
 
 def load_recent(traces_dir: Path, tail_bytes: int = TAIL_BYTES) -> dict[str, list[tr.Span]]:
+    """The last `tail_bytes` of each process's spans: its current file's tail, and the end of
+    the generation before it when the current file is shorter (it rotated a moment ago)."""
     spans: list[tr.Span] = []
     if traces_dir.is_dir():
-        for path in sorted(traces_dir.glob("*.jsonl")):
-            spans.extend(_tail_spans(path, tail_bytes))
+        by_process: dict[str, list[Path]] = {}
+        for path in tr.trace_files(traces_dir):
+            by_process.setdefault(path.name.split(".jsonl")[0], []).append(path)
+        for files in by_process.values():
+            left = tail_bytes
+            for path in reversed(files):  # newest first
+                try:
+                    spans.extend(_tail_spans(path, left))
+                    left -= path.stat().st_size
+                except OSError:  # rotated away between the listing and the read
+                    continue
+                if left <= 0:
+                    break
     return tr.group_traces(spans)
 
 

@@ -96,7 +96,10 @@ def load_experiment(name_or_path: str) -> tuple[Path, Experiment]:
     except safe_yaml.YamlError as err:
         raise ExperimentError(str(err)) from None
     if not isinstance(raw, dict):
-        raise ExperimentError(f"{path}: the top level must be a mapping")
+        raise ExperimentError(f"{path}: not an experiment: the top level must be a mapping")
+    why = safe_yaml.not_a(raw, "an experiment", "title or faults")
+    if why is not None:
+        raise ExperimentError(f"{path}: {why}")
     try:
         exp = Experiment.model_validate(raw)
     except ValidationError as err:

@@ -25,6 +25,14 @@ import mesh.v1.gateway_pb2
 import mesh.v1.payment_pb2
 import mesh.v1.profile_pb2
 import mesh.v1.recommendation_pb2  # noqa: F401 - registers the services' descriptors
+from chaos.experiment.bounds import (
+    GO_INT64_MAX,
+    check_bounds,
+    fault_times,
+    seconds,
+    toxic_attribute,
+    within_load,
+)
 from chaos.toxiproxy.toxics import TOXIC_TYPES as TOXIC_CLASSES
 from mesh import topology
 
@@ -76,6 +84,11 @@ class Probe(_Model):
     max: float | None = None
     min: float | None = None
 
+    @model_validator(mode="after")
+    def _finite(self) -> Probe:
+        check_bounds(self.min, self.max)
+        return self
+
 
 class SteadyState(_Model):
     """Checked before the faults and after they are removed."""
@@ -85,8 +98,13 @@ class SteadyState(_Model):
 
 
 class _Timed(_Model):
-    start_s: float = Field(default=0.0, ge=0, description="after the load starts")
-    stop_s: float | None = Field(default=None, gt=0, description="null: when the load ends")
+    start_s: float = Field(default=0.0, description="after the load starts")
+    stop_s: float | None = Field(default=None, description="null: when the load ends")
+
+    @model_validator(mode="after")
+    def _times(self) -> _Timed:
+        fault_times(self.start_s, self.stop_s)
+        return self
 
 
 def methods(service: str) -> tuple[str, ...]:
@@ -156,8 +174,7 @@ class ToxicFault(_Timed):
                     f"attributes.{shown(key)[1:-1]}: a {self.toxic} toxic has "
                     f"{', '.join(known)}{did_you_mean(key, known)}"
                 )
-            if value < 0:
-                raise ValueError(f"attributes.{key}: must be >= 0")
+            toxic_attribute(self.toxic, key, value)
         return self
 
 
@@ -172,6 +189,9 @@ class ProxyDownFault(_Timed):
     @model_validator(mode="after")
     def _check(self) -> ProxyDownFault:
         _edge_name(self.edge)
+        for name, value in (("down_s", self.down_s), ("up_s", self.up_s)):
+            if value is not None:
+                seconds(value, name)
         if (self.down_s is None) != (self.up_s is None):
             raise ValueError("down_s and up_s go together (a flapping proxy)")
         return self
@@ -186,7 +206,7 @@ class AppFault(_Timed):
     error_rate: float = Field(default=1.0, ge=0, le=1)
     code: str = "UNAVAILABLE"
     delay_s: float = Field(default=0.0, ge=0, le=60)
-    pushback_ms: int = Field(default=-1, ge=-1)
+    pushback_ms: int = Field(default=-1, ge=-1, le=GO_INT64_MAX)  # -1: no trailer
     after_messages: int = Field(
         default=0, ge=0, le=1_000_000, description="a stream: items sent before the failure"
     )
@@ -264,6 +284,7 @@ class Expectation(_Model):
     def _bounded(self) -> Expectation:
         if self.max is None and self.min is None:
             raise ValueError("give max, min or both")
+        check_bounds(self.min, self.max)
         return self
 
 
@@ -271,7 +292,12 @@ class Abort(_Model):
     """Kill switch: stop the load and remove every fault when error_rate stays above a bound."""
 
     error_rate_above: float = Field(default=1.0, ge=0, le=1)
-    for_s: float = Field(default=30.0, gt=0)
+    for_s: float = Field(default=30.0, description="how long the error rate stays above")
+
+    @model_validator(mode="after")
+    def _finite(self) -> Abort:
+        seconds(self.for_s, "for_s", low=0.001)  # 0 would abort on the first call over the bound
+        return self
 
 
 class Recovery(_Model):
@@ -355,9 +381,12 @@ class Experiment(_Model):
             raise ValueError(f"dependency_{err}") from None
         for v in self.variants:
             try:
-                self.load_for(v)
+                spec = self.load_for(v)
             except ValidationError as err:
                 raise ValueError(f"variants.{v.name}.load: {err.errors()[0]['msg']}") from None
+            if self.scenario is None:  # a scenario sets its own pace
+                starts = [f.start_s for f in self.faults_for(v)]
+                within_load(starts, spec.max_duration_s * spec.repeat, v.name)
         return self
 
     def faults_for(self, variant: Variant) -> list[Fault]:

@@ -16,7 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Self
 
+from chaos.launch.log_rotation import LogLimits, LogRotator
 from chaos.launch.ports import Ports, free_port
+from chaos.launch.private import private_dir
 from chaos.launch.processes import (
     GRACE_S,
     ChildProcess,
@@ -30,6 +32,7 @@ from chaos.launch.spawn import LogSpawner
 from chaos.launch.state import STATE_FILE, MeshState, StateDirInUse
 from chaos.launch.state_lock import StateLock
 from chaos.launch.wiring import Security, Wiring, prepare_security
+from mesh.config_error import ConfigError
 from mesh.runtime.tls import PLAINTEXT_LISTENERS
 from mesh.topology import INSTANCES, ServiceSpec, service
 
@@ -70,6 +73,7 @@ class MeshProcesses:
         self._state_lock = StateLock(self.state_dir)
         self._stopping = threading.Event()
         self._spawn = LogSpawner(self.state_dir).spawn
+        self._rotator: LogRotator | None = None
         """Start one process with its log (tests start stand-ins through it too)."""
 
     @property
@@ -100,11 +104,12 @@ class MeshProcesses:
         """Claim the state dir for this mesh (idempotent; stop() releases it). Raises
         StateDirInUse, naming the other mesh, before creating or changing any file but the
         state dir itself and its lock file."""
-        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         owner = {"pid": os.getpid(), "gateway": self.gateway, "state_dir": str(self.state_dir)}
         holder = self._state_lock.try_acquire(owner)
         if holder is not None:
             raise StateDirInUse(self.state_dir, holder)
+        private_dir(self.state_dir)
 
     def _launch(self, name: str, note: str | None = None) -> ChildProcess:
         """Spawn one of the mesh's own processes, not waiting for it: its ports, the current
@@ -143,6 +148,7 @@ class MeshProcesses:
         self.lock()
         self._stopping.clear()
         try:
+            self._rotate_logs()
             with self._lock:
                 security = prepare_security(self.env, self.state_dir)
                 self.api_key, self.tls_dir = security.api_key, security.tls_dir
@@ -161,6 +167,16 @@ class MeshProcesses:
             raise
         assert self.state is not None
         return self.state
+
+    def _rotate_logs(self) -> None:
+        """Keep logs/ bounded while the mesh runs (chaos.launch.log_rotation)."""
+        try:
+            limits = LogLimits.from_env({**os.environ, **self.env})
+        except ConfigError as err:
+            raise LaunchError(str(err)) from None
+        if self._rotator is None:
+            self._rotator = LogRotator(self.state_dir / "logs", limits)
+            self._rotator.start()
 
     def _start_services(self) -> None:
         """Every service but the gateway at once (none needs another to become ready), then
@@ -208,6 +224,9 @@ class MeshProcesses:
         """SIGTERM every process (callers first), wait, SIGKILL what is left; return codes.
         Removes mesh.json and releases the state dir if this mesh holds it. Idempotent."""
         self._stopping.set()
+        if self._rotator is not None:
+            self._rotator.stop()
+            self._rotator = None
         with self._lock:
             for proc in reversed(self.procs):
                 if proc.popen.poll() is None:

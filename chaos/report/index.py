@@ -8,9 +8,11 @@ after each experiment, so an interrupted run still has an index of what finished
 from __future__ import annotations
 
 import json
+import re
 from html import escape
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 INDEX = "index.html"
 _STYLE = """
@@ -20,6 +22,24 @@ nav a { margin-right: .8rem; } section { border-top: 1px solid #ccc; padding-top
 pre { font-size: .75rem; background: #f6f8fa; padding: .5rem; overflow-x: auto; }
 img { max-width: 100%; border: 1px solid #ddd; margin: .3rem 0; } code { font-size: .8rem; }
 """
+
+
+def report_folder(reports: Path, experiment: str) -> Path:
+    """`<reports>/<name>` for an experiment named after its file: the name keeps letters,
+    digits, `_`, `-` and inner dots (anything else becomes `_`, leading dots too), so a file
+    named `...yaml` or `a/../b.yaml` writes inside `reports/`, never beside it."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", experiment)[:100]
+    name = re.sub(r"^\.", "_", name) or "_"
+    folder = reports / name
+    if folder.resolve().parent != reports.resolve():  # belt and braces for the rule above
+        raise ValueError(f"report folder {name!r} is not inside {reports}")
+    return folder
+
+
+def _href(*parts: str) -> str:
+    """A relative link to a file under `reports/`, each part percent-encoded: a `:` becomes
+    `%3A`, so no folder name can make it a `javascript:` (or any other scheme) URL."""
+    return escape("/".join(quote(p, safe="") for p in parts))
 
 
 def write_index(reports: Path, state_dir: Path | None = None) -> Path:
@@ -83,9 +103,9 @@ def _traces(data: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
 def _section(e: dict[str, Any], where: str) -> str:
     name = escape(e["dir"])
     verdict = '<b class="held">held</b>' if e["held"] else '<b class="failed">did not hold</b>'
-    links = [f'<a href="{name}/result.json">result.json</a>']
+    links = [f'<a href="{_href(e["dir"], "result.json")}">result.json</a>']
     if e["has_report"]:
-        links.insert(0, f'<a href="{name}/report.md">report.md</a>')
+        links.insert(0, f'<a href="{_href(e["dir"], "report.md")}">report.md</a>')
     out = [
         f'<section id="{name}"><h2>{name}: {escape(e["title"])}</h2>',
         f"<p>{verdict}. {escape(e['hypothesis'])}</p><p>{' | '.join(links)}</p>",
@@ -93,7 +113,8 @@ def _section(e: dict[str, Any], where: str) -> str:
     if e["table"]:
         out.append(f"<pre>{escape(e['table'])}</pre>")
     out += [
-        f'<a href="{name}/{escape(img)}"><img src="{name}/{escape(img)}" alt="{escape(img)}"></a>'
+        f'<a href="{_href(e["dir"], img)}"><img src="{_href(e["dir"], img)}" '
+        f'alt="{escape(img)}"></a>'
         for img in e["images"]
     ]
     if e["traces"]:

@@ -20,6 +20,7 @@ column where YAML says so; it never quotes the document beyond a short key, tag 
 
 from __future__ import annotations
 
+import re
 from typing import Any, NoReturn
 
 import yaml
@@ -212,3 +213,38 @@ def load_file(path: str, **limits: int) -> Any:
     except OSError as exc:
         raise YamlError(f"{path}: cannot read: {exc.strerror or exc}") from None
     return load(data, path, **limits)
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+
+def foreign_keys(document: dict[Any, Any]) -> str | None:
+    """Where a mapping holds a key that is not a name, else None: the first mapping (the top
+    level, or the dotted path of names to it) with a key no configuration of ours uses.
+
+    A policy or an experiment names everything it holds (edges, services, fields); a file whose
+    keys are `root:*:19000:0:99999:7::` is some other file that happens to parse as a mapping,
+    and its keys are its contents: say what it is not, never quote them."""
+    pending: list[tuple[str, Any]] = [("the top level", document)]
+    while pending:
+        where, node = pending.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, value in items:
+            if isinstance(node, dict) and not (isinstance(key, str) and _NAME.fullmatch(key)):
+                return where
+            if isinstance(value, dict | list):
+                path = str(key) if where == "the top level" else f"{where}.{key}"
+                pending.append((path, value))
+    return None
+
+
+def not_a(document: dict[Any, Any], what: str, examples: str) -> str | None:
+    """Why `document` is not a `what` (a policy, an experiment) when its keys are not names,
+    saying where without quoting any of them; None when every key is a name."""
+    where = foreign_keys(document)
+    if where is None:
+        return None
+    return (
+        f"not {what}: {where} has keys that are not names (the keys of {what} are names "
+        f"such as {examples}); the file is not shown"
+    )

@@ -365,7 +365,11 @@ Override = tuple[str, tuple[str, ...]]
 
 def _validated(raw: Any, path: str, env: Mapping[str, str]) -> MeshPolicy:
     if not isinstance(raw, dict):
-        raise PolicyError(f"{path}: top level must be a mapping, got {type(raw).__name__}")
+        kind = type(raw).__name__
+        raise PolicyError(f"{path}: not a policy: top level must be a mapping, got {kind}")
+    why = safe_yaml.not_a(raw, "a policy", "edge_defaults or gateway_to_payment")
+    if why is not None:
+        raise PolicyError(f"{path}: {why}")
     raw = _unshared(raw)  # aliases share objects; an override must change one place only
     raw.setdefault("name", Path(path).stem)
     overrides = _apply_env_overrides(raw, env, path)

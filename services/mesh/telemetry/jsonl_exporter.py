@@ -3,7 +3,9 @@
 One span per line: trace_id, span_id, parent_span_id (hex, null for a root), name, kind,
 service, start_ns, end_ns, status {code, description}, attributes, events [{name, time_ns,
 attributes}]. `mesh traces` reads these files. A file that outgrows `max_bytes` is moved to
-`<svc>.jsonl.1` (one generation kept) so a long chaos run cannot fill the disk.
+`<svc>.jsonl.1` (`.1` to `.2`, up to `backups` generations: mesh.telemetry.rotation) so a long
+chaos run cannot fill the disk. The size is counted as lines are written and compared once per
+write (one per writer wake-up, not per span).
 
 In a service, `JsonLinesSpanProcessor` does the work (not the SDK's BatchSpanProcessor). The
 mesh's own spans (light_spans) are queued as they end and encoded by hand (span_json) in
@@ -29,6 +31,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from mesh.telemetry.rotation import rotate
 from mesh.telemetry.span_json import light_span_line, service_json, span_line
 
 if TYPE_CHECKING:
@@ -37,6 +40,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+"""MESH_TRACES_MAX_BYTES: a trace file's size before it rotates."""
+DEFAULT_BACKUPS = 1
+"""MESH_TRACES_BACKUPS: rotated generations kept (at most 128 MiB per process by default)."""
 DEFAULT_DELAY_S = 1.0
 DEFAULT_MAX_QUEUE = 65536
 WAKE_AT = 512
@@ -78,11 +84,16 @@ def span_record(span: ReadableSpan) -> dict[str, Any]:
 class JsonLinesSpanExporter(SpanExporter):
     """Appends lines to one file; as a SpanExporter it encodes each batch it is given."""
 
-    def __init__(self, path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(
+        self, path: Path, max_bytes: int = DEFAULT_MAX_BYTES, backups: int = DEFAULT_BACKUPS
+    ) -> None:
         self.path = path
         self.max_bytes = max_bytes
+        self.backups = backups
         self._lock = threading.Lock()
         self._file: IO[str] | None = None
+        self._size = 0
+        """Characters in the file (its bytes, as the lines are ASCII JSON but for rare text)."""
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         ok = self.write_text("".join(span_line(s, service_json(s)) for s in spans))
@@ -95,18 +106,20 @@ class JsonLinesSpanExporter(SpanExporter):
                 out = self._open()
                 out.write(text)
                 out.flush()
+                self._size += len(text)
         except OSError:
             return False
         return True
 
     def _open(self) -> IO[str]:
-        if self._file is not None and self._file.tell() > self.max_bytes:
+        if self._file is not None and self._size > self.max_bytes:
             self._file.close()
             self._file = None
-            os.replace(self.path, self.path.with_name(self.path.name + ".1"))
+            rotate(self.path, self.backups)
         if self._file is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(self.path, "a", encoding="utf-8")
+            self._size = os.fstat(self._file.fileno()).st_size
         return self._file
 
     def shutdown(self) -> None:

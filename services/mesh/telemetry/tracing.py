@@ -6,6 +6,8 @@ Exporter choice (first that applies):
   http://127.0.0.1:4317): OTLP over gRPC behind a BatchSpanProcessor;
 - `MESH_TRACES_DIR`: JSON lines in `<dir>/<service>.jsonl` (what `mesh traces` reads),
   encoded as each span ends and written by a thread (jsonl_exporter.JsonLinesSpanProcessor);
+  a file rotates past `MESH_TRACES_MAX_BYTES` (default 64 MiB) keeping `MESH_TRACES_BACKUPS`
+  generations (default 1, `<service>.jsonl.1`);
 - none of these: spans are still made (ids propagate, logs carry them) but not exported.
 Other standard variables (OTEL_TRACES_SAMPLER, OTEL_BSP_*, OTEL_EXPORTER_OTLP_HEADERS,
 OTEL_RESOURCE_ATTRIBUTES, OTEL_PROPAGATORS) are read by the SDK itself.
@@ -29,7 +31,9 @@ from mesh.resilience.attempt import AttemptObserver
 from mesh.resilience.events import Listener
 from mesh.resilience.handlers import ServerLayer
 from mesh.telemetry.jsonl_exporter import (
+    DEFAULT_BACKUPS,
     DEFAULT_DELAY_S,
+    DEFAULT_MAX_BYTES,
     JsonLinesSpanExporter,
     JsonLinesSpanProcessor,
 )
@@ -43,6 +47,14 @@ def _millis(environ: Mapping[str, str], var: str) -> float | None:
     """A positive, finite number of milliseconds, or None when unset; anything else is a
     ConfigError naming the variable (mesh.settings' rule for numbers)."""
     return settings.read(environ, var, _positive_ms, None)
+
+
+def _file_bytes(raw: str) -> int:
+    return settings.integer(raw, 64 * 1024)  # below 64 KiB a file holds a few hundred spans
+
+
+def _backups(raw: str) -> int:
+    return settings.integer(raw, 0, 100)
 
 
 def _positive_ms(raw: str) -> float:
@@ -69,7 +81,13 @@ def choose_exporter(service_name: str, environ: Mapping[str, str]) -> SpanExport
     if traces_dir:
         # A replica (MESH_REPLICA, e.g. profile-2) writes a file of its own.
         name = environ.get("MESH_REPLICA") or service_name
-        return JsonLinesSpanExporter(Path(traces_dir) / f"{name}.jsonl")
+        return JsonLinesSpanExporter(
+            Path(traces_dir) / f"{name}.jsonl",
+            max_bytes=settings.read(
+                environ, "MESH_TRACES_MAX_BYTES", _file_bytes, DEFAULT_MAX_BYTES
+            ),
+            backups=settings.read(environ, "MESH_TRACES_BACKUPS", _backups, DEFAULT_BACKUPS),
+        )
     return None
 
 

@@ -85,3 +85,71 @@ def test_run_against_a_mesh_that_is_not_up_is_bad_input(tmp_path: Path) -> None:
     assert lines == [
         f"error: --target {tmp_path / 'mesh.json'}: no such file; is `mesh up` running?"
     ]
+
+
+APP = """
+title: t
+hypothesis: h
+faults:
+  - {type: app_fault, service: recommendation, method: Recommend, start_s: 1, stop_s: 5}
+variants: [{name: full}]
+expectations: [{variant: full, metric: p99_ms, max: 1000}]
+"""
+
+OUT_OF_RANGE = {  # what `run` choked on or misread: each refused naming the field and its range
+    "pushback.yaml": (
+        APP.replace("stop_s: 5}", "stop_s: 5, pushback_ms: 100000000000000000000}"),
+        "faults.0.app_fault.pushback_ms: Input should be less than or equal to 9223372036854775807",
+    ),
+    "latency.yaml": (
+        GOOD.replace("{latency: 100}", "{latency: 100000000000000000000}"),
+        "attributes.latency: must be >= 0 and <= 9223372036854 ms",
+    ),
+    "nan.yaml": (GOOD.replace("max: 1000", "max: .nan"), "max: must be a finite number"),
+    "stop-before-start.yaml": (
+        APP.replace("stop_s: 5", "stop_s: 0.5"),
+        "stop_s 0.5 must be after start_s 1",
+    ),
+    "start-inf.yaml": (
+        APP.replace("start_s: 1, stop_s: 5", "start_s: .inf"),
+        "start_s: must be a finite number of seconds in [0, 6000]",
+    ),
+    "start-1e300.yaml": (
+        APP.replace("start_s: 1, stop_s: 5", "start_s: 1.0e+300"),
+        "start_s: must be a finite number of seconds in [0, 6000]",
+    ),
+    "after-the-load.yaml": (
+        APP.replace("start_s: 1, stop_s: 5", "start_s: 90"),
+        "faults.0.start_s 90 must be below the load's time cap, load.max_duration_s x "
+        "load.repeat = 60 s",
+    ),
+    "abort-inf.yaml": (
+        APP + "abort: {error_rate_above: 0.5, for_s: .inf}\n",
+        "for_s: must be a finite number of seconds in [0.001, 6000]",
+    ),
+}
+
+
+def test_validate_refuses_numbers_run_cannot_use_naming_field_and_range(tmp_path: Path) -> None:
+    files = []
+    for name, (text, _) in OUT_OF_RANGE.items():
+        (tmp_path / name).write_text(text)
+        files.append(str(tmp_path / name))
+    code, lines = invoke("validate", *files)
+    assert code == 2
+    assert len(lines) == len(OUT_OF_RANGE), lines
+    wants = [want for _, want in OUT_OF_RANGE.values()]
+    for path, line, want in zip(files, lines, wants, strict=True):
+        assert line.startswith(f"invalid {path}: "), line
+        assert want in line, line
+
+
+def test_run_refuses_the_same_numbers_before_starting_anything(tmp_path: Path) -> None:
+    for name, (text, want) in OUT_OF_RANGE.items():
+        path = tmp_path / name
+        path.write_text(text)
+        code, lines = invoke("run", str(path), "--state-dir", str(tmp_path / "state"))
+        assert code == 2, lines
+        assert len(lines) == 1 and lines[0].startswith(f"error: {path}: "), lines
+        assert want in lines[0], lines
+    assert not (tmp_path / "state").exists(), "no mesh was started"
