@@ -23,9 +23,16 @@ class Stalled:
         await self.writer.wait_closed()
 
 
-async def stall(addr: str, path: str, request: bytes, streams: int, key: str) -> Stalled:
+async def stall(
+    addr: str,
+    path: str,
+    request: bytes,
+    streams: int,
+    key: str = "",
+    grpc_timeout: str = "",
+) -> Stalled:
     """Opens `streams` calls of `path` on one new connection to `addr`, each sending `request`
-    with the API key and no grpc-timeout, and leaves them there."""
+    (with the API key and the grpc-timeout header when given), and leaves them there."""
     host, _, port = addr.rpartition(":")
     _, writer = await asyncio.open_connection(host, int(port))
     conn = h2.connection.H2Connection(
@@ -41,7 +48,8 @@ async def stall(addr: str, path: str, request: bytes, streams: int, key: str) ->
         (":authority", addr),
         ("content-type", "application/grpc"),
         ("te", "trailers"),
-        ("authorization", f"Bearer {key}"),
+        *((("authorization", f"Bearer {key}"),) if key else ()),
+        *((("grpc-timeout", grpc_timeout),) if grpc_timeout else ()),
     ]
     for _ in range(streams):
         stream_id = conn.get_next_available_stream_id()
