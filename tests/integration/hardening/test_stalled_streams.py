@@ -10,8 +10,10 @@ from collections import Counter
 
 import grpc
 import grpc.aio
+import yaml
 
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc
+from mesh.resilience.policy import preset_text
+from mesh.v1 import admin_pb2, admin_pb2_grpc, gateway_pb2, gateway_pb2_grpc
 from tests.integration.hardening.inproc_services import Served, serving
 from tests.integration.hardening.stalled_h2 import stall
 from tests.support.polling import await_until
@@ -78,3 +80,27 @@ async def test_stalled_streams_leave_get_home_answering_and_end_within_the_write
     assert ended_after_s < WRITE_TIMEOUT_S + 5, ended_after_s
     assert refused == 140 - 16, refused
     assert counted == Counter({"RESOURCE_EXHAUSTED": 124, "DEADLINE_EXCEEDED": 16}), counted
+
+
+async def test_a_policy_swapped_at_runtime_sets_the_stream_limits_of_later_streams() -> None:
+    doc = yaml.safe_load(preset_text("full"))
+    doc["servers"] = {"gateway": {"max_streams_in_flight": 2, "stream_write_timeout_s": 0.5}}
+    request = gateway_pb2.GetHomeRequest(user_id="u-0001", limit=20).SerializeToString()
+    async with serving(env=ENV) as served:
+        async with grpc.aio.insecure_channel(served.admin["gateway"]) as channel:
+            await admin_pb2_grpc.PolicyAdminStub(channel).SetPolicy(
+                admin_pb2.SetPolicyRequest(yaml=yaml.safe_dump(doc)), timeout=5
+            )
+        started = time.monotonic()
+        attacker = await stall(served.listen["gateway"], STREAM, request, 5, KEY)
+        try:
+            await await_until(lambda: shed(served) == 3, timeout_s=10, what="3 streams refused")
+            await await_until(
+                lambda: streams_in_flight(served) == 0, timeout_s=10, what="stalled streams ended"
+            )
+            ended_after_s = time.monotonic() - started
+        finally:
+            await attacker.close()
+        counted = served.server_calls("gateway", STREAM)
+    assert ended_after_s < 0.5 + 3, ended_after_s
+    assert counted == Counter({"RESOURCE_EXHAUSTED": 3, "DEADLINE_EXCEEDED": 2}), counted
