@@ -100,10 +100,10 @@ class StreamBrokenError(ResilienceError):
 class ShedError(ResilienceError):
     """The server refused the call because too many are in flight; retry after the pushback."""
 
-    def __init__(self, service: str, limit: int, pushback_s: float) -> None:
+    def __init__(self, service: str, limit: int, pushback_s: float, kind: str = "call") -> None:
         super().__init__(
             grpc.StatusCode.RESOURCE_EXHAUSTED,
-            f"{service} shed the call: {limit} calls in flight",
+            f"{service} shed the {kind}: {limit} {kind}s in flight",
             pushback_s=pushback_s,
         )
 

@@ -147,12 +147,22 @@ class ServerCallFinished(NamedTuple):
 
 
 class CallShed(NamedTuple):
-    """The server refused a call because `in_flight` calls were already running."""
+    """The server refused a call because `in_flight` calls (of its kind: unary calls, or
+    streams, which have a limit of their own) were already running."""
 
     service: str
     method: str
     in_flight: int
     pushback_s: float
+
+
+class StreamExpired(NamedTuple):
+    """The server ended a stream: its reader took no message in time, or the client gave it no
+    deadline and it outlived the server's (`reason` says which)."""
+
+    service: str
+    method: str
+    reason: str
 
 
 class FaultInjected(NamedTuple):
@@ -219,6 +229,7 @@ Event = (
     | ServerCallStarted
     | ServerCallFinished
     | CallShed
+    | StreamExpired
     | FaultInjected
     | ReplicaEjected
     | ReplicaReturned

@@ -14,6 +14,7 @@ import json
 import math
 import random
 from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
@@ -291,11 +292,12 @@ class FaultInterceptor(ServerLayer):
                 await self._clock.sleep(spec.delay_s)
             fails = spec.error_rate > 0.0 and self._faults.rng.random() < spec.error_rate
             sent = 0
-            async for message in responses(inner, request, context):
-                if fails and sent >= spec.after_messages:
-                    break
-                yield message
-                sent += 1
+            async with aclosing(responses(inner, request, context)) as messages:
+                async for message in messages:
+                    if fails and sent >= spec.after_messages:
+                        break
+                    yield message
+                    sent += 1
             if fails:
                 self._bus.emit(FaultInjected(self._service, method, spec.code.name, spec.delay_s))
                 pushback_s = spec.pushback_ms / 1000.0 if spec.pushback_ms >= 0 else None

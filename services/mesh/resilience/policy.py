@@ -271,10 +271,20 @@ class FallbackPolicy(_Model):
 
 
 class ServerPolicy(_Model):
-    """Server-side load shedding."""
+    """Server-side load shedding (unary calls and streams have separate limits, so streams can
+    never take the places of unary calls) and the time limits of server streams."""
 
     max_in_flight: int = Field(
-        default=64, ge=0, le=100_000, description="[0, 100000]: calls at once; 0 = no shedding"
+        default=64, ge=0, le=100_000, description="[0, 100000]: unary calls at once; 0 = no limit"
+    )
+    max_streams_in_flight: int = Field(
+        default=16, ge=0, le=100_000, description="[0, 100000]: streams at once; 0 = no limit"
+    )
+    stream_write_timeout_s: float = Field(
+        default=5.0, ge=0, le=300, description="[0, 300]: a reader must take each message in"
+    )
+    stream_deadline_s: float = Field(
+        default=30.0, ge=0, le=3600, description="[0, 3600]: streams with no client deadline"
     )
     shed_pushback_ms: int = Field(
         default=200, ge=0, le=60_000, description="[0, 60000]: grpc-retry-pushback-ms when shed"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
 import grpc
@@ -21,37 +22,55 @@ from mesh.resilience.policy import ServerPolicy
 from mesh.resilience.streaming_server import StreamBehaviour, responses
 
 
+class _Places:
+    """One limit on what is in flight at once (0: no limit)."""
+
+    __slots__ = ("in_flight", "kind", "limit")
+
+    def __init__(self, kind: str, limit: int) -> None:
+        self.kind = kind
+        self.limit = limit
+        self.in_flight = 0
+
+
 class SheddingInterceptor(ServerLayer):
     """Refuses calls beyond `max_in_flight` at once with RESOURCE_EXHAUSTED and a pushback, so
-    callers back off instead of queueing into a timeout (refuse some rather than fail all)."""
+    callers back off instead of queueing into a timeout (refuse some rather than fail all).
+
+    Streams count against their own limit, `max_streams_in_flight`, never against the unary
+    calls': a stream may hold its place for as long as its reader takes, and streams that
+    stall must not leave a unary call without one."""
 
     def __init__(self, service: str, policy: ServerPolicy, bus: EventBus) -> None:
         self._service = service
-        self.limit = policy.max_in_flight
-        self._pushback_s = policy.shed_pushback_ms / 1000.0
         self._bus = bus
-        self.in_flight = 0
+        self._calls = _Places("call", 0)
+        self._streams = _Places("stream", 0)
+        self.update(policy)
         self._wrapped = WrappedHandlers()
 
     def update(self, policy: ServerPolicy) -> None:
-        """A new limit for calls arriving from now on (a policy swapped at runtime)."""
-        self.limit = policy.max_in_flight
+        """New limits for calls arriving from now on (a policy swapped at runtime)."""
+        self._calls.limit = policy.max_in_flight
+        self._streams.limit = policy.max_streams_in_flight
         self._pushback_s = policy.shed_pushback_ms / 1000.0
 
     def wrap(
         self, handler: grpc.RpcMethodHandler | None, handler_call_details: grpc.HandlerCallDetails
     ) -> grpc.RpcMethodHandler | None:
         method = handler_call_details.method
-        if not self.limit or handler is None or is_exempt(method):
+        if handler is None or is_exempt(method):
             return handler
         if handler.unary_stream is not None:  # a stream holds its place while it lasts
+            if not self._streams.limit:
+                return handler
             stream = handler.unary_stream
             return self._wrapped.wrap(
                 method,
                 handler,
                 lambda: handler._replace(unary_stream=self._wrap_stream(stream, method)),
             )
-        if handler.unary_unary is None:
+        if handler.unary_unary is None or not self._calls.limit:
             return handler
         return self._wrapped.wrap(
             method,
@@ -59,30 +78,36 @@ class SheddingInterceptor(ServerLayer):
             lambda: handler._replace(unary_unary=self._wrap(handler.unary_unary, method)),
         )
 
-    async def _admit(self, method: str, context: grpc.aio.ServicerContext) -> None:
+    async def _admit(self, places: _Places, method: str, context: grpc.aio.ServicerContext) -> None:
         """Takes a place in flight, or refuses the call with a pushback."""
-        if self.in_flight >= self.limit:
-            self._bus.emit(CallShed(self._service, method, self.in_flight, self._pushback_s))
-            await abort_with(context, ShedError(self._service, self.limit, self._pushback_s))
-        self.in_flight += 1
+        if places.limit and places.in_flight >= places.limit:
+            self._bus.emit(CallShed(self._service, method, places.in_flight, self._pushback_s))
+            err = ShedError(self._service, places.limit, self._pushback_s, places.kind)
+            await abort_with(context, err)
+        places.in_flight += 1
 
     def _wrap(self, inner: Behaviour, method: str) -> Behaviour:
+        places = self._calls
+
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            await self._admit(method, context)
+            await self._admit(places, method, context)
             try:
                 return await inner(request, context)
             finally:
-                self.in_flight -= 1
+                places.in_flight -= 1
 
         return behaviour
 
     def _wrap_stream(self, inner: StreamBehaviour, method: str) -> StreamBehaviour:
+        places = self._streams
+
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            await self._admit(method, context)
+            await self._admit(places, method, context)
             try:
-                async for message in responses(inner, request, context):
-                    yield message
+                async with aclosing(responses(inner, request, context)) as messages:
+                    async for message in messages:
+                        yield message
             finally:
-                self.in_flight -= 1
+                places.in_flight -= 1
 
         return behaviour

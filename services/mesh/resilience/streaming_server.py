@@ -5,6 +5,11 @@ behaviour is `unary_stream`, an async generator (or a coroutine that writes with
 `context.write`). The wrappers are async generators over `responses()`, which accepts either
 style, so the inbound interceptor (deadline capture, call counting), the fault interceptor,
 the tracing interceptor and the decoding guard treat a stream as they treat a unary call.
+
+Each wrapper closes the generator it iterates (`contextlib.aclosing`): closing the outermost
+(mesh.resilience.stream_guard does, in the call's own task) runs every layer's cleanup at once
+and in its own context, whereas a generator merely abandoned at a `yield` (a write cancelled
+by grpc.aio) is finalised later by the garbage collector, in another context.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import asyncio
 import contextlib
 import inspect
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,12 +34,13 @@ StreamBehaviour = Callable[[Any, grpc.aio.ServicerContext], Any]
 
 async def responses(
     inner: StreamBehaviour, request: Any, context: grpc.aio.ServicerContext
-) -> AsyncIterator[Any]:
+) -> AsyncGenerator[Any, None]:
     """The messages of `inner`, whichever style it is written in."""
     result = inner(request, context)
     if inspect.isasyncgen(result):
-        async for message in result:
-            yield message
+        async with contextlib.aclosing(result):
+            async for message in result:
+                yield message
     else:
         await result
 
@@ -57,15 +63,17 @@ async def tracked(
     request: Any,
     context: grpc.aio.ServicerContext,
     status: StreamStatus,
-) -> AsyncIterator[Any]:
+) -> AsyncGenerator[Any, None]:
     """`responses()`, noting in `status` what was sent and how the stream ended."""
     try:
-        async for message in responses(inner, request, context):
-            yield message
-            status.sent += 1
+        async with contextlib.aclosing(responses(inner, request, context)) as messages:
+            async for message in messages:
+                yield message
+                status.sent += 1
         status.code = status_after(context, grpc.StatusCode.OK)
     except (asyncio.CancelledError, GeneratorExit):
-        status.code = grpc.StatusCode.CANCELLED
+        # CANCELLED, unless the server ended the stream and said why (mesh.resilience.stream_guard)
+        status.code = status_after(context, grpc.StatusCode.CANCELLED)
         raise
     except Exception:
         status.code = status_after(context, grpc.StatusCode.UNKNOWN)
@@ -86,8 +94,9 @@ def inbound_stream(
         emit(ServerCallStarted(service, method))
         status = StreamStatus()
         try:
-            async for message in tracked(inner, request, context, status):
-                yield message
+            async with contextlib.aclosing(tracked(inner, request, context, status)) as messages:
+                async for message in messages:
+                    yield message
         finally:
             # A generator finalised late runs in another context: nothing of ours to undo there.
             with contextlib.suppress(ValueError):

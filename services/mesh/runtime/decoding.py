@@ -10,6 +10,7 @@ a corrupt payload with INVALID_ARGUMENT naming the expected message type.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
 import grpc
@@ -79,7 +80,8 @@ def _decoding_stream(inner: StreamBehaviour, decode: Any, method: str) -> Stream
             message = decode(request)
         except Exception:  # as above
             await _refuse(method, context)
-        async for response in responses(inner, message, context):
-            yield response
+        async with aclosing(responses(inner, message, context)) as answers:
+            async for response in answers:
+                yield response
 
     return behaviour

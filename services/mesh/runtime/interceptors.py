@@ -11,10 +11,14 @@ from mesh.resilience.handlers import ServerLayer
 from mesh.resilience.inbound import InboundInterceptor
 from mesh.resilience.policy import ServerPolicy
 from mesh.resilience.shedding import SheddingInterceptor
+from mesh.resilience.stream_guard import StreamGuard
 from mesh.runtime.decoding import RequestDecodingInterceptor
 
 SERVER_ORDER: tuple[str, ...] = (
     # Outermost -> innermost.
+    "streams",  # writes a stream's messages itself: a reader that takes none in time, or a
+    # stream without a client deadline past the server's, is ended and every layer inside
+    # closes in the call's own task
     "decoding",  # a corrupt payload -> INVALID_ARGUMENT, before anything reads it
     "tracing",  # the server span (when tracing is on)
     "front",  # the service's own gate (the gateway's API key): an unauthenticated call is
@@ -40,6 +44,7 @@ def server_interceptors(
 ) -> list[ServerLayer]:
     """The server's interceptors, outermost first, in `SERVER_ORDER`."""
     return [
+        StreamGuard(service_name, policy, bus),
         RequestDecodingInterceptor(),
         *tracing,
         *front,

@@ -28,6 +28,7 @@ from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import Pipeline, build_pipeline
 from mesh.resilience.policy import EdgePolicy, MeshPolicy, load_policy
 from mesh.resilience.shedding import SheddingInterceptor
+from mesh.resilience.stream_guard import StreamGuard
 from mesh.runtime.admin_auth import AdminTokenLayer
 from mesh.runtime.collector import freeze_startup_objects
 from mesh.runtime.config import ServiceConfig
@@ -235,8 +236,10 @@ def bind(var: str, addr: str, add_port: Callable[[str], int]) -> int:
     return port
 
 
-def _update_shedding(shedding: SheddingInterceptor, name: str, policy: MeshPolicy) -> None:
-    shedding.update(policy.server(name))
+def _update_server_layer(
+    layer: SheddingInterceptor | StreamGuard, name: str, policy: MeshPolicy
+) -> None:
+    layer.update(policy.server(name))
 
 
 async def _start_admin(runtime: Runtime, max_connections: int) -> tuple[grpc.aio.Server, int]:
@@ -302,8 +305,8 @@ async def serve(
         admission=built.admission,
     )
     for interceptor in interceptors:
-        if isinstance(interceptor, SheddingInterceptor):
-            runtime.on_policy(partial(_update_shedding, interceptor, name))
+        if isinstance(interceptor, SheddingInterceptor | StreamGuard):
+            runtime.on_policy(partial(_update_server_layer, interceptor, name))
     server = grpc.aio.server(
         interceptors=[ServerChain(interceptors)],
         options=[

@@ -19,6 +19,7 @@
 | mesh_server_in_flight                 | gauge   | method                          |
 | mesh_server_deadline_overrun_seconds  | histogram | method                        |
 | mesh_server_shed_total                | counter | method                          |
+| mesh_server_streams_expired_total     | counter | method                          |
 | mesh_faults_injected_total            | counter | method, code                    |
 | mesh_replica_ejections_total          | counter | dependency, replica, reason     |
 | mesh_replica_returns_total            | counter | dependency, replica             |
@@ -32,6 +33,10 @@ attempts, budget, pushback, not_retryable_method, retries_off; `stage` is attemp
 `mesh_server_deadline_overrun_seconds` observes, for each call that arrived with a deadline
 and ended CANCELLED or DEADLINE_EXCEEDED, how long it kept running past that deadline (0 when
 it stopped in time): how fast cancellation reaches this service.
+`mesh_server_shed_total` counts unary calls and streams refused past their own limits
+(`max_in_flight`, `max_streams_in_flight`); `mesh_server_streams_expired_total` counts streams
+the server ended because their reader took no message in time or they outlived the server's
+default stream deadline (mesh.resilience.stream_guard).
 `mesh_client_call_seconds` is each logical outbound call's wall time, all attempts included.
 Bulkhead occupancy, retry budget tokens and time until a breaker's probe are read from the
 pipelines at scrape time (mesh.telemetry.pipeline_gauges, `watch_pipelines`).
@@ -178,6 +183,11 @@ class MeshMetrics:
         self.shed = counter(
             "mesh_server_shed_total", "Calls refused by load shedding.", ("method",)
         )
+        self.expired = counter(
+            "mesh_server_streams_expired_total",
+            "Streams ended by the server: a stalled reader, or no client deadline.",
+            ("method",),
+        )
         self.faults = counter(
             "mesh_faults_injected_total",
             "Injected faults (code OK: delay only).",
@@ -206,6 +216,7 @@ class MeshMetrics:
             ev.ServerCallStarted: self._server_started,
             ev.ServerCallFinished: self._server_call,
             ev.CallShed: self._shed,
+            ev.StreamExpired: lambda e: self.expired.child(e.method).inc(),
             ev.FaultInjected: self._fault,
             ev.ReplicaEjected: lambda e: self.ejections.child(
                 e.dependency, e.replica, e.reason

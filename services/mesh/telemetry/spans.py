@@ -352,8 +352,11 @@ class TracingServerInterceptor(ServerLayer):
             span, token, server_token = start_server_span(factory, names, _carrier.get(_NO_CARRIER))
             status = StreamStatus()
             try:
-                async for message in tracked(inner, request, context, status):
-                    yield message
+                async with contextlib.aclosing(
+                    tracked(inner, request, context, status)
+                ) as messages:
+                    async for message in messages:
+                        yield message
             finally:
                 with contextlib.suppress(ValueError):  # finalised late, in another context
                     current_server_span.reset(server_token)

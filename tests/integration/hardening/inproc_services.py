@@ -58,6 +58,13 @@ class Served:
                 counts[code.group(1)] += int(float(line.rsplit(" ", 1)[1]))
         return counts
 
+    def metric(self, name: str, metric: str, method: str) -> float:
+        """The value of `metric` for `method` on service `name` (0 when it has none yet)."""
+        with urllib.request.urlopen(self.metrics[name], timeout=5) as reply:
+            text = reply.read().decode()
+        found = re.search(rf'^{metric}{{method="{re.escape(method)}"}} (\S+)$', text, re.M)
+        return float(found.group(1)) if found else 0.0
+
 
 async def _until_serving(addr: str, metrics_addr: str, task: asyncio.Task[None]) -> None:
     """Health answers on `addr` and /metrics accepts connections (or serve() failed: raise)."""

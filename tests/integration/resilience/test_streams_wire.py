@@ -72,6 +72,11 @@ class StreamFake(recommendation_pb2_grpc.RecommendationServiceServicer):
             self.cancelled += 1
             raise
 
+    async def Popular(
+        self, request: recommendation_pb2.PopularRequest, context: grpc.aio.ServicerContext
+    ) -> recommendation_pb2.RecommendResponse:
+        return recommendation_pb2.RecommendResponse(source="popular")
+
 
 def edge(**sections: Any) -> EdgePolicy:
     base: dict[str, Any] = {
@@ -330,7 +335,7 @@ async def test_a_caller_cancelling_the_relayed_stream_cancels_it_two_hops_down()
     assert fake.remaining_s[0] is not None and 0 < fake.remaining_s[0] <= 5.1
 
 
-async def test_a_stream_holds_its_place_in_flight_and_a_server_sheds_past_its_limit() -> None:
+async def test_a_stream_holds_its_place_among_streams_and_a_server_sheds_past_their_limit() -> None:
     release = asyncio.Event()
 
     async def hold_after_first(n: int, context: grpc.aio.ServicerContext) -> None:
@@ -338,7 +343,7 @@ async def test_a_stream_holds_its_place_in_flight_and_a_server_sheds_past_its_li
             await release.wait()
 
     fake = StreamFake(items=2, before=hold_after_first)
-    policy = ServerPolicy(max_in_flight=1, shed_pushback_ms=150)
+    policy = ServerPolicy(max_in_flight=1, max_streams_in_flight=1, shed_pushback_ms=150)
     interceptors = server_interceptors("recommendation", policy, EventBus(), FaultTable())
     async with serving(register(fake), interceptors) as target:
         async with grpc.aio.insecure_channel(target) as channel:
@@ -348,6 +353,10 @@ async def test_a_stream_holds_its_place_in_flight_and_a_server_sheds_past_its_li
             second = stub.StreamRecommend(REQUEST, timeout=10)
             assert await second.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
             assert dict(await second.trailing_metadata())["grpc-retry-pushback-ms"] == "150"
+            assert "1 streams in flight" in await second.details()
+            # Streams have places of their own: the unary call's one place is still free.
+            popular = await stub.Popular(recommendation_pb2.PopularRequest(limit=1), timeout=10)
+            assert popular.source == "popular"
             release.set()
             assert (await first.read()).rank == 2
             assert await first.read() is grpc.aio.EOF

@@ -11,6 +11,7 @@ from mesh.resilience.faults import FaultInterceptor, FaultTable
 from mesh.resilience.inbound import InboundInterceptor
 from mesh.resilience.policy import ServerPolicy, load_policy
 from mesh.resilience.shedding import SheddingInterceptor
+from mesh.resilience.stream_guard import StreamGuard
 from mesh.runtime.config import ServiceConfig
 from mesh.runtime.decoding import RequestDecodingInterceptor
 from mesh.runtime.interceptors import SERVER_ORDER, server_interceptors
@@ -34,12 +35,14 @@ def slot_of(interceptor: grpc.aio.ServerInterceptor) -> str:
         InboundInterceptor: "inbound",
         SheddingInterceptor: "shedding",
         FaultInterceptor: "faults",
+        StreamGuard: "streams",
     }
     return interceptor.slot if isinstance(interceptor, Marker) else kinds[type(interceptor)]
 
 
 def test_declared_server_order() -> None:
     assert SERVER_ORDER == (
+        "streams",
         "decoding",
         "tracing",
         "front",

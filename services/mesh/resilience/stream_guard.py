@@ -1,0 +1,154 @@
+"""Server side, outermost for server-streaming methods: bounded writes and a default deadline.
+
+grpc.aio writes an async-generator handler's messages itself, and a write waits until HTTP/2
+flow control lets the message out: a client that never opens its window (never sends a
+WINDOW_UPDATE, or never reads) kept its stream, and every slot the layers inside hold for it,
+forever. This layer writes the messages itself (the handler becomes a coroutine using
+`context.write`), so it can
+
+- end a stream whose reader accepts no message for `stream_write_timeout_s`,
+- end a stream the client gave no deadline after `stream_deadline_s`,
+- close the layers' generators in the call's own task however the stream ends, so their
+  cleanup (slots, counts, spans, the contextvars they reset) runs at once and in the context it
+  belongs to, instead of when the garbage collector finalises a generator abandoned at a
+  `yield` by a cancelled write.
+
+Both limits end the stream with DEADLINE_EXCEEDED. grpc.aio cannot cancel a server call (no
+`cancel()` on the context, and the call's deadline is the client's), so a stalled reader's
+stream is ended on our side: its handler stops, its slots are given back, its status is queued
+behind the message the reader never took, and grpc core keeps that HTTP/2 stream (a few KB)
+until the client resets it or its connection closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import grpc
+import grpc.aio
+
+from mesh.resilience.events import EventBus, StreamExpired
+from mesh.resilience.handlers import ServerLayer, WrappedHandlers, is_exempt
+from mesh.resilience.policy import ServerPolicy
+from mesh.resilience.streaming_server import StreamBehaviour, responses
+
+STATUS_WAIT_S = 1.0
+"""How long an expired stream waits for its status to be accepted before it stops waiting."""
+
+
+class _Expiry:
+    """Cancels the stream's task at a deadline, saying why first (the layers inside read the
+    code off the context as they close)."""
+
+    __slots__ = ("_context", "_handle", "_loop", "_task", "reason")
+
+    def __init__(self, context: grpc.aio.ServicerContext) -> None:
+        self._context = context
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self._handle: asyncio.TimerHandle | None = None
+        self.reason = ""
+
+    def arm(self, when: float, reason: str) -> None:
+        self.disarm()
+        if when != float("inf"):
+            self._handle = self._loop.call_at(when, self._fire, reason)
+
+    def disarm(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _fire(self, reason: str) -> None:
+        self._handle = None
+        self.reason = reason
+        self._context.set_code(grpc.StatusCode.DEADLINE_EXCEEDED)
+        if self._task is not None:
+            self._task.cancel()
+
+    def absorb(self) -> None:
+        """Our own cancellation was caught: the task goes on (to send the status)."""
+        if self._task is not None:
+            self._task.uncancel()
+
+
+class StreamGuard(ServerLayer):
+    """Writes each stream's messages with a time limit, and gives a stream without a client
+    deadline the policy's (`ServerPolicy.stream_write_timeout_s`, `stream_deadline_s`)."""
+
+    def __init__(self, service: str, policy: ServerPolicy, bus: EventBus) -> None:
+        self._service = service
+        self._bus = bus
+        self.update(policy)
+        self._wrapped = WrappedHandlers()
+
+    def update(self, policy: ServerPolicy) -> None:
+        """New limits for streams starting from now on (a policy swapped at runtime)."""
+        self.write_timeout_s = policy.stream_write_timeout_s
+        self.deadline_s = policy.stream_deadline_s
+
+    def wrap(
+        self, handler: grpc.RpcMethodHandler | None, handler_call_details: grpc.HandlerCallDetails
+    ) -> grpc.RpcMethodHandler | None:
+        method = handler_call_details.method
+        if handler is None or handler.unary_stream is None or is_exempt(method):
+            return handler
+        stream = handler.unary_stream
+        return self._wrapped.wrap(
+            method, handler, lambda: handler._replace(unary_stream=self._guard(stream, method))
+        )
+
+    def _guard(self, inner: StreamBehaviour, method: str) -> StreamBehaviour:
+        async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> None:
+            expiry = _Expiry(context)
+            messages = responses(inner, request, context)
+            try:
+                await self._write_all(messages, context, expiry)
+            except asyncio.CancelledError:
+                if not expiry.reason:
+                    raise  # the client went away, or the server is stopping
+                expiry.absorb()
+            except grpc.aio.InternalError:  # a write failed: the call is over in grpc core
+                raise asyncio.CancelledError from None  # grpc.aio ends such a call quietly
+            finally:
+                expiry.disarm()
+                await messages.aclose()  # in this task: every layer's cleanup runs now
+            if expiry.reason:
+                await self._expire(context, method, expiry)
+
+        return behaviour
+
+    async def _write_all(
+        self, messages: Any, context: grpc.aio.ServicerContext, expiry: _Expiry
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        total = float("inf")
+        if context.time_remaining() is None and self.deadline_s:
+            total = loop.time() + self.deadline_s
+        late = f"no client deadline: ended after {self.deadline_s:g}s"
+        write_s = self.write_timeout_s or float("inf")
+        stalled = f"no message accepted in {write_s:g}s"
+        expiry.arm(total, late)
+        async for message in messages:
+            bounded = loop.time() + write_s < total
+            if bounded:
+                expiry.arm(loop.time() + write_s, stalled)
+            await context.write(message)
+            if bounded:
+                expiry.arm(total, late)
+
+    async def _expire(
+        self, context: grpc.aio.ServicerContext, method: str, expiry: _Expiry
+    ) -> None:
+        """Ends an expired stream with DEADLINE_EXCEEDED, waiting a little for the status to
+        be accepted: a reader that took no message will not take the status behind it."""
+        reason, expiry.reason = expiry.reason, ""
+        self._bus.emit(StreamExpired(self._service, method, reason))
+        expiry.arm(asyncio.get_running_loop().time() + STATUS_WAIT_S, "status not accepted")
+        try:
+            await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, f"stream {reason}")
+        except grpc.aio.InternalError:  # the status could not be queued: nothing more to do
+            raise asyncio.CancelledError from None
+        finally:
+            expiry.disarm()

@@ -1,0 +1,106 @@
+"""Streams whose reader never reads (issue 25, item 1): 140 of them, from 2 connections and one
+API key, once held the gateway's 128 places in flight for as long as the client kept them, and
+every other caller's GetHome was shed. Streams now have places of their own, and a stream whose
+reader takes no message within `stream_write_timeout_s` (5 s by default) is ended."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+import grpc
+import grpc.aio
+import yaml
+
+from mesh.resilience.policy import preset_text
+from mesh.v1 import admin_pb2, admin_pb2_grpc, gateway_pb2, gateway_pb2_grpc
+from tests.integration.hardening.inproc_services import Served, serving
+from tests.integration.hardening.stalled_h2 import stall
+from tests.support.polling import await_until
+
+KEY = "stalled-streams-key"
+STREAM = "/mesh.v1.Gateway/StreamRecommendations"
+GET_HOME = "/mesh.v1.Gateway/GetHome"
+ENV = {
+    "MESH_API_KEYS": KEY,
+    "MESH_POLICY": "full",
+    # Room at the gateway's bulkhead to recommendation for every stream, as with several
+    # replicas: what the streams run into is then the gateway's own in-flight limit.
+    "MESH_POLICY__GATEWAY_TO_RECOMMENDATION__BULKHEAD__MAX_CONCURRENT": "200",
+}
+WRITE_TIMEOUT_S = 5.0  # the full policy's stream_write_timeout_s
+
+
+def streams_in_flight(served: Served) -> float:
+    return served.metric("gateway", "mesh_server_in_flight", STREAM)
+
+
+def shed(served: Served) -> float:
+    return served.metric("gateway", "mesh_server_shed_total", STREAM)
+
+
+async def get_homes(addr: str, calls: int) -> Counter[str]:
+    codes: Counter[str] = Counter()
+    async with grpc.aio.insecure_channel(addr) as channel:
+        stub = gateway_pb2_grpc.GatewayStub(channel)
+        for i in range(calls):
+            try:
+                await stub.GetHome(
+                    gateway_pb2.GetHomeRequest(user_id=f"u-{i % 50 + 1:04d}", limit=5),
+                    timeout=5,
+                    metadata=(("authorization", f"Bearer {KEY}"),),
+                )
+                codes["OK"] += 1
+            except grpc.aio.AioRpcError as err:
+                codes[f"{err.code().name}: {err.details()}"] += 1
+    return codes
+
+
+async def test_stalled_streams_leave_get_home_answering_and_end_within_the_write_timeout() -> None:
+    request = gateway_pb2.GetHomeRequest(user_id="u-0001", limit=20).SerializeToString()
+    async with serving(env=ENV) as served:
+        addr = served.listen["gateway"]
+        started = time.monotonic()
+        attackers = [await stall(addr, STREAM, request, 70, KEY) for _ in range(2)]
+        try:
+            await await_until(lambda: shed(served) >= 124, timeout_s=10, what="streams refused")
+            held = streams_in_flight(served)
+            codes = await get_homes(addr, 40)  # while the streams are held
+            await await_until(
+                lambda: streams_in_flight(served) == 0, timeout_s=30, what="stalled streams ended"
+            )
+            ended_after_s = time.monotonic() - started
+            refused = shed(served)
+            counted = served.server_calls("gateway", STREAM)
+        finally:
+            for attacker in attackers:
+                await attacker.close()
+    assert held == 16, held  # the streams' own limit (max_streams_in_flight), not 128
+    assert codes == Counter({"OK": 40}), codes
+    assert ended_after_s < WRITE_TIMEOUT_S + 5, ended_after_s
+    assert refused == 140 - 16, refused
+    assert counted == Counter({"RESOURCE_EXHAUSTED": 124, "DEADLINE_EXCEEDED": 16}), counted
+
+
+async def test_a_policy_swapped_at_runtime_sets_the_stream_limits_of_later_streams() -> None:
+    doc = yaml.safe_load(preset_text("full"))
+    doc["servers"] = {"gateway": {"max_streams_in_flight": 2, "stream_write_timeout_s": 0.5}}
+    request = gateway_pb2.GetHomeRequest(user_id="u-0001", limit=20).SerializeToString()
+    async with serving(env=ENV) as served:
+        async with grpc.aio.insecure_channel(served.admin["gateway"]) as channel:
+            await admin_pb2_grpc.PolicyAdminStub(channel).SetPolicy(
+                admin_pb2.SetPolicyRequest(yaml=yaml.safe_dump(doc)), timeout=5
+            )
+        started = time.monotonic()
+        attacker = await stall(served.listen["gateway"], STREAM, request, 5, KEY)
+        try:
+            await await_until(lambda: shed(served) == 3, timeout_s=10, what="3 streams refused")
+            await await_until(
+                lambda: streams_in_flight(served) == 0, timeout_s=10, what="stalled streams ended"
+            )
+            ended_after_s = time.monotonic() - started
+        finally:
+            await attacker.close()
+        counted = served.server_calls("gateway", STREAM)
+    assert ended_after_s < 0.5 + 3, ended_after_s
+    assert counted == Counter({"RESOURCE_EXHAUSTED": 3, "DEADLINE_EXCEEDED": 2}), counted
