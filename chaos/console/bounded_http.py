@@ -34,6 +34,8 @@ class HttpLimits:
     body_timeout_s: float = 5.0  # a request body must arrive within this (a slow one: 408)
     max_line_size: int = 8190  # request line and each header line, bytes (aiohttp's default)
     max_field_size: int = 8190  # one header's value, bytes (aiohttp's default)
+    accept_backlog: int = 16  # connections accepted per turn of the loop, and the listen queue:
+    # what a flood adds (briefly, each answered 503) beyond max_connections
     workers: int = 4  # threads that run requests' blocking work (scrapes, admin calls)
     refusal_log_every_s: float = 10.0  # at most one warning about refused connections this often
 
@@ -125,7 +127,9 @@ class BoundedHttpServer:
         await runner.setup()
         assert runner.server is not None
         make = runner.server
-        listener = await self._loop.create_server(lambda: self._protocol(make), sock=self._sock)
+        listener = await self._loop.create_server(
+            lambda: self._protocol(make), sock=self._sock, backlog=self.limits.accept_backlog
+        )
         self._ready.set()
         try:
             await self._stop.wait()

@@ -33,6 +33,7 @@ class MetricsHttpLimits:
     max_connections: int = 32  # open at once; more are closed on accept (a scraper uses one)
     header_timeout_s: float = 5.0  # from connecting to the end of the request head
     write_timeout_s: float = 10.0  # to hand over the answer to a client that reads slowly
+    accept_backlog: int = 16  # accepted per turn of the loop (what a flood briefly adds)
     max_head_bytes: int = 16 * 1024  # request line and headers together
     refusal_log_every_s: float = 10.0
 
@@ -67,7 +68,10 @@ class MetricsHttpServer:
 
     async def start(self, sock: socket.socket) -> None:
         self._server = await asyncio.start_server(
-            self._connection, sock=sock, limit=self.limits.max_head_bytes
+            self._connection,
+            sock=sock,
+            limit=self.limits.max_head_bytes,
+            backlog=self.limits.accept_backlog,
         )
 
     async def close(self) -> None:
