@@ -1,11 +1,13 @@
 """An aiohttp application served from one thread of its own, with bounds a thread-per-connection
 server lacks: a cap on open connections, and idle or slow-header connections closed.
 
-aiohttp (3.14) arms its `keepalive_timeout` when a connection opens and again after each answer,
-and closes the connection if no complete request head has arrived by then: that one timer is
-both the idle timeout and the header timeout (`HttpLimits.idle_timeout_s`; a test pins it). It
-has no connection cap, so `_CountedProtocol` counts the connections the listener made and
-`BoundedHttpServer` answers 503 and closes any beyond `max_connections`.
+After each answer aiohttp arms its `keepalive_timeout` and closes the connection if no complete
+request head has arrived by then: the idle and header timeout between requests. Before the
+first request only recent releases (3.14.5, aio-libs/aiohttp#13681) arm it, so
+`_CountedProtocol` arms a first-request timer of its own (`idle_timeout_s`), cancelled by
+the first request that reaches the application. aiohttp has no connection cap:
+`_CountedProtocol` counts the connections the listener made, and `BoundedHttpServer` answers
+503 and closes any beyond `max_connections`.
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
 log = logging.getLogger("chaos.console")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 REFUSAL = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
 
@@ -46,9 +50,14 @@ class _CountedProtocol(asyncio.Protocol):
     def __init__(self, inner: Any, owner: BoundedHttpServer) -> None:
         self._inner = inner
         self._owner = owner
+        self.first_request_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._inner.connection_made(transport)
+        self.first_request_timer = asyncio.get_running_loop().call_later(
+            self._owner.limits.idle_timeout_s, transport.close
+        )
+        self._owner.awaiting_first_request[self._inner] = self
 
     def data_received(self, data: bytes) -> None:
         self._inner.data_received(data)
@@ -65,7 +74,14 @@ class _CountedProtocol(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._owner.open_connections -= 1
+        self.first_request_seen()
         self._inner.connection_lost(exc)
+
+    def first_request_seen(self) -> None:
+        self._owner.awaiting_first_request.pop(self._inner, None)
+        if self.first_request_timer is not None:
+            self.first_request_timer.cancel()
+            self.first_request_timer = None
 
 
 class _Refused(asyncio.Protocol):
@@ -84,6 +100,8 @@ class BoundedHttpServer:
         self.limits = limits
         self.open_connections = 0
         self.refused = 0
+        self.awaiting_first_request: dict[Any, _CountedProtocol] = {}
+        app.middlewares.insert(0, self._first_request_seen)
         self._app = app
         self._sock = sock
         self._ready = threading.Event()
@@ -136,6 +154,15 @@ class BoundedHttpServer:
         finally:
             listener.close()
             await runner.cleanup()
+
+    @web.middleware
+    async def _first_request_seen(
+        self, request: web.Request, handler: Handler
+    ) -> web.StreamResponse:
+        connection = self.awaiting_first_request.get(request.protocol)
+        if connection is not None:
+            connection.first_request_seen()
+        return await handler(request)
 
     def _protocol(self, make: web.Server) -> asyncio.Protocol:
         if self.open_connections >= self.limits.max_connections:

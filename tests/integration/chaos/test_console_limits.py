@@ -22,9 +22,8 @@ from tests.support.polling import wait_until
 IDLE_S = HttpLimits().idle_timeout_s
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[ConsoleServer]:
-    state = MeshState(
+def mesh_state(tmp_path: Path) -> MeshState:
+    return MeshState(
         gateway="127.0.0.1:1",
         toxiproxy=None,
         services={},
@@ -33,7 +32,11 @@ def server(tmp_path: Path) -> Iterator[ConsoleServer]:
         policy="full",
         state_dir=str(tmp_path),
     )
-    running = ConsoleServer(state, 0, reports_dir=tmp_path / "reports").start()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ConsoleServer]:
+    running = ConsoleServer(mesh_state(tmp_path), 0, reports_dir=tmp_path / "reports").start()
     try:
         yield running
     finally:
@@ -74,6 +77,22 @@ def test_a_connection_that_sends_nothing_is_closed_within_seconds(server: Consol
         assert closed_after(idle) < IDLE_S + 3
 
 
+def test_the_first_request_timeout_holds_without_aiohttps_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """aiohttp before 3.14.5 did not time out a connection's first request; ours does."""
+    from aiohttp import web_protocol
+
+    monkeypatch.setattr(web_protocol.RequestHandler, "_process_keepalive", lambda self: None)
+    server = ConsoleServer(mesh_state(tmp_path), 0, reports_dir=tmp_path / "reports").start()
+    try:
+        assert page_answers(server.port)  # a request in time is answered
+        with connect(server.port) as idle:
+            assert closed_after(idle) < IDLE_S + 3
+    finally:
+        server.close()
+
+
 def test_headers_sent_too_slowly_are_cut_off(server: ConsoleServer) -> None:
     with connect(server.port) as slow:
         slow.sendall(f"GET /api/state HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n".encode())
@@ -92,7 +111,10 @@ def test_a_thousand_idle_connections_cost_no_threads_and_the_page_comes_back(
     server: ConsoleServer,
 ) -> None:
     threads_before, fds_before = threading.active_count(), open_fds()
-    held = [connect(server.port) for _ in range(1000)]
+    held = [socket.socket() for _ in range(1000)]
+    for sock in held:  # started at once, as from many clients; the kernel completes them
+        sock.setblocking(False)
+        sock.connect_ex(("127.0.0.1", server.port))
     try:
         time.sleep(0.5)  # the server has accepted what it will
         threads_during = threading.active_count()
