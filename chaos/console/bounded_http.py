@@ -139,6 +139,7 @@ class BoundedHttpServer:
             handle_signals=False,
             shutdown_timeout=0.5,
             keepalive_timeout=self.limits.idle_timeout_s,
+            lingering_time=1.0,  # reading an unread body after an early answer (was 10 s)
             max_line_size=self.limits.max_line_size,
             max_field_size=self.limits.max_field_size,
         )

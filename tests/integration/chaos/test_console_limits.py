@@ -126,3 +126,16 @@ def test_a_thousand_idle_connections_cost_no_threads_and_the_page_comes_back(
     finally:
         for sock in held:
             sock.close()
+
+
+def test_a_body_that_never_comes_is_answered_408_and_closed(server: ConsoleServer) -> None:
+    with connect(server.port) as slow:
+        slow.sendall(
+            f"POST /api/load/stop HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+            "X-Mesh-Console: 1\r\nContent-Length: 100\r\n\r\n{".encode()
+        )
+        started, reply = time.monotonic(), b""
+        while chunk := slow.recv(4096):
+            reply += chunk
+        assert reply.startswith(b"HTTP/1.1 408"), reply[:40]
+        assert time.monotonic() - started < HttpLimits().body_timeout_s + 3
