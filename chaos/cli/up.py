@@ -18,6 +18,7 @@ from rich.table import Table
 from chaos.cli.toxiproxy import ServerChoice, choose_server
 from chaos.console.server import ConsoleServer
 from chaos.launch.control import ControlServer
+from chaos.launch.fd_limit import raise_open_files_limit
 from chaos.launch.mesh import Mesh
 from chaos.launch.ports import Ports
 from chaos.launch.private import private_umask
@@ -83,6 +84,7 @@ def up(
     while it keeps failing; `mesh restart SERVICE` restarts one on purpose. Ctrl-C or SIGTERM
     stops every process cleanly. One mesh per --state-dir: a second one exits 2.
     """
+    raise_open_files_limit()  # before anything opens: the console's and children's headroom
     choose_server(toxiproxy, "mesh up", console)
     private_umask()  # every file under the state dir is the owner's alone (chaos.launch.private)
     ports = Ports.auto() if auto_ports else Ports.default(gateway_port)

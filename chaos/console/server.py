@@ -1,41 +1,32 @@
-"""The console's HTTP server: static files and a small JSON API on 127.0.0.1, in a thread.
+"""The console: what its JSON API does (`Console`), served on 127.0.0.1 (`ConsoleServer`).
 
 Nothing is computed unless a page asks: `/api/state` scrapes the services at most once per
 `min_interval_s`, however many pages poll it, so a console nobody looks at costs the mesh
-nothing. Requests must name a loopback Host (no DNS rebinding); every API call must carry the
-console's per-run token (chaos.console.auth), and every change (POST) also `X-Mesh-Console: 1`,
-headers a page of another origin cannot send without a preflight this server never grants.
+nothing. How requests are checked and answered (loopback Host, the per-run token of
+chaos.console.auth on every API call, `X-Mesh-Console: 1` on every change, the body cap) is
+chaos.console.routes.
 """
 
 from __future__ import annotations
 
-import json
 import logging
+import socket
 import threading
 import time
-import urllib.parse
-from collections.abc import Callable
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from importlib import resources
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from chaos.console import reports, trace_view
 from chaos.console.auth import ConsoleToken
 from chaos.console.background_load import BackgroundLoad, LoadSettings
+from chaos.console.bounded_http import BoundedHttpServer, HttpLimits
 from chaos.console.faults import FaultError
+from chaos.console.routes import BadRequest, ConsoleRoutes
 from chaos.console.view import MeshView
 from chaos.launch.state import MeshState
 
 log = logging.getLogger("chaos.console")
-STATIC = ("index.html", "console.js", "console.css")
-MAX_BODY = 64 * 1024
-CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
-
-
-class BadRequest(Exception):
-    """The request is wrong: answered 400 with the message."""
 
 
 class Console:
@@ -189,87 +180,10 @@ def _int(query: dict[str, str], key: str, default: int, low: int, high: int) -> 
     return max(low, min(high, value))
 
 
-def _handler(
-    console: Console, port: Callable[[], int], token: ConsoleToken
-) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "mesh-console"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            log.debug(format, *args)
-
-        def _host_ok(self) -> bool:
-            host = (self.headers.get("Host") or "").lower()
-            return host in {f"127.0.0.1:{port()}", f"localhost:{port()}"}
-
-        def _send(self, status: int, body: bytes, content_type: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "no-store")
-            self.send_header("X-Content-Type-Options", "nosniff")
-            self.end_headers()
-            self.wfile.write(body)
-
-        def _json(self, status: int, payload: Any) -> None:
-            self._send(status, json.dumps(payload).encode(), "application/json")
-
-        def _answer(self, work: Callable[[], Any]) -> None:
-            try:
-                self._json(HTTPStatus.OK, work())
-            except BadRequest as err:
-                self._json(HTTPStatus.BAD_REQUEST, {"error": str(err)})
-            except LookupError as err:
-                self._json(HTTPStatus.NOT_FOUND, {"error": f"not found: {err}"})
-            except Exception as err:  # a console error must never take mesh up down
-                log.exception("console request failed")
-                self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": type(err).__name__})
-
-        def do_GET(self) -> None:
-            if not self._host_ok():
-                self._json(HTTPStatus.FORBIDDEN, {"error": "use 127.0.0.1 or localhost"})
-                return
-            url = urllib.parse.urlsplit(self.path)
-            name = "index.html" if url.path == "/" else url.path.removeprefix("/static/")
-            if name in STATIC:
-                body = resources.files("chaos.console").joinpath("static", name).read_bytes()
-                self._send(HTTPStatus.OK, body, CONTENT_TYPES[Path(name).suffix])
-                return
-            if (refused := token.refuse(self.headers.get("Authorization"))) is not None:
-                self._json(HTTPStatus.UNAUTHORIZED, refused)
-                return
-            query = dict(urllib.parse.parse_qsl(url.query))
-            self._answer(lambda: console.get(url.path, query))
-
-        def do_POST(self) -> None:
-            if not self._host_ok() or self.headers.get("X-Mesh-Console") != "1":
-                self._json(HTTPStatus.FORBIDDEN, {"error": "changes need X-Mesh-Console: 1"})
-                return
-            if (refused := token.refuse(self.headers.get("Authorization"))) is not None:
-                self._json(HTTPStatus.UNAUTHORIZED, refused)
-                return
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_BODY:
-                self._json(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, {"error": "body too large"})
-                return
-
-            def work() -> Any:
-                try:
-                    body = json.loads(self.rfile.read(length) or b"{}")
-                except ValueError:
-                    raise BadRequest("the body is not JSON") from None
-                if not isinstance(body, dict):
-                    raise BadRequest("the body is a JSON object")
-                return console.post(urllib.parse.urlsplit(self.path).path, body)
-
-            self._answer(work)
-
-    return Handler
-
-
 class ConsoleServer:
-    """The console on 127.0.0.1:`port` (0 picks one), served from a daemon thread, with a
-    fresh token in the state dir (removed by close())."""
+    """The console on 127.0.0.1:`port` (0 picks one), served from a daemon thread with its own
+    event loop (chaos.console.bounded_http: capped connections, idle ones closed), with a fresh
+    token in the state dir (removed by close())."""
 
     def __init__(
         self,
@@ -277,25 +191,24 @@ class ConsoleServer:
         port: int = 0,
         jaeger_ui: str | None = None,
         reports_dir: Path = Path("reports"),
+        limits: HttpLimits | None = None,
     ) -> None:
+        limits = limits or HttpLimits()
         self.token = ConsoleToken.create(Path(state.state_dir))
         self.console = Console(state, jaeger_ui, reports_dir)
         try:
-            self._httpd = ThreadingHTTPServer(
-                ("127.0.0.1", port), _handler(self.console, lambda: self.port, self.token)
-            )
+            self._sock = socket.create_server(("127.0.0.1", port))  # a busy port: OSError here
         except BaseException:
             self.console.close()
             self.token.remove()
             raise
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name="console", daemon=True
-        )
+        self._pool = ThreadPoolExecutor(limits.workers, thread_name_prefix="console-work")
+        routes = ConsoleRoutes(self.console, lambda: self.port, self._pool, limits, self.token)
+        self._http = BoundedHttpServer(routes.app(), self._sock, limits)
 
     @property
     def port(self) -> int:
-        return int(self._httpd.server_address[1])
+        return int(self._sock.getsockname()[1])
 
     @property
     def url(self) -> str:
@@ -308,11 +221,11 @@ class ConsoleServer:
         return self.token.url(self.url)
 
     def start(self) -> ConsoleServer:
-        self._thread.start()
+        self._http.start()
         return self
 
     def close(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._http.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
         self.console.close()
         self.token.remove()

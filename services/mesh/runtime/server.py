@@ -371,6 +371,7 @@ async def serve(
     await health_servicer.enter_graceful_shutdown()
     await admin.stop(0)
     await server.stop(config.grace_s)
+    await metrics.stop_http()  # after the drain: a scrape during it sees the last calls
     await runtime.retiring.close()  # channels a swap replaced, still draining
     for channel in runtime.channels:
         await close_edge_channel(channel)

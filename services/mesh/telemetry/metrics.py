@@ -44,15 +44,16 @@ pipelines at scrape time (mesh.telemetry.pipeline_gauges, `watch_pipelines`).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
-from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from mesh.resilience import events as ev
 from mesh.resilience.breaker import state_at
 from mesh.resilience.clock import Clock, SystemClock
+from mesh.telemetry.metrics_http import MetricsHttpLimits, MetricsHttpServer, listen
 from mesh.telemetry.pipeline_gauges import PipelineGauges, PipelinesNow
 
 _DM = ("dependency", "method")
@@ -111,7 +112,8 @@ class MeshMetrics:
     ) -> None:
         self.registry = registry
         self.service = service
-        self._httpd: WSGIServer | None = None
+        self._http: MetricsHttpServer | None = None
+        self._http_started: asyncio.Task[None] | None = None
 
         def counter(name: str, doc: str, labels: tuple[str, ...]) -> _Cached:
             return _Cached(Counter(name, doc, labels, registry=registry))
@@ -237,20 +239,19 @@ class MeshMetrics:
         """Call when a new policy rebuilt every pipeline (its breakers start closed)."""
         self.breaker_state.replaced()
 
-    def start_http(self, addr: str) -> int:
-        """Serves /metrics on "host:port" (port 0 picks one) from a daemon thread; returns it."""
-        host, _, port = addr.rpartition(":")
-        httpd, _thread = start_http_server(
-            int(port), addr=host or "0.0.0.0", registry=self.registry
-        )
-        self._httpd = httpd
-        return int(httpd.server_address[1])
+    def start_http(self, addr: str, limits: MetricsHttpLimits | None = None) -> int:
+        """Binds "host:port" (port 0 picks one; OSError if it cannot) and serves /metrics there
+        on the running event loop (mesh.telemetry.metrics_http); returns the port."""
+        sock = listen(addr)
+        self._http = MetricsHttpServer(self.registry, limits or MetricsHttpLimits())
+        self._http_started = asyncio.get_running_loop().create_task(self._http.start(sock))
+        return int(sock.getsockname()[1])
 
-    def stop_http(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
+    async def stop_http(self) -> None:
+        if self._http is not None and self._http_started is not None:
+            await self._http_started
+            await self._http.close()
+            self._http = self._http_started = None
 
     def _attempt(self, e: ev.AttemptFinished) -> None:
         self.attempts.child(e.dependency, e.method, e.code).inc()

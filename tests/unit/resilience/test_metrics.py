@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import urllib.request
 
 from prometheus_client import CollectorRegistry
@@ -56,16 +57,17 @@ def test_events_become_counters_and_gauges() -> None:
     assert value("mesh_service_info", service="gateway") == 1
 
 
-def test_two_registries_do_not_collide_and_http_serves_one() -> None:
+async def test_two_registries_do_not_collide_and_http_serves_one() -> None:
     first = MeshMetrics(CollectorRegistry(), "a")
     MeshMetrics(CollectorRegistry(), "b")
     port = first.start_http("127.0.0.1:0")
+    url = f"http://127.0.0.1:{port}/metrics"
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+        with await asyncio.to_thread(urllib.request.urlopen, url, timeout=5) as reply:
             body = reply.read().decode()
         assert 'mesh_service_info{service="a"} 1.0' in body
     finally:
-        first.stop_http()
+        await first.stop_http()
 
 
 def test_an_open_breaker_nobody_calls_reads_half_open_once_its_open_time_passes() -> None:
