@@ -57,10 +57,11 @@ def closed_after(sock: socket.socket) -> float:
     return time.monotonic() - started
 
 
-def page_answers(port: int) -> bool:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+def page_answers(server: ConsoleServer) -> bool:
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
     try:
-        conn.request("GET", "/api/reports")
+        auth = {"Authorization": f"Bearer {server.token.value}"}
+        conn.request("GET", "/api/reports", headers=auth)
         return conn.getresponse().status == 200
     except OSError:
         return False
@@ -86,7 +87,7 @@ def test_the_first_request_timeout_holds_without_aiohttps_own(
     monkeypatch.setattr(web_protocol.RequestHandler, "_process_keepalive", lambda self: None)
     server = ConsoleServer(mesh_state(tmp_path), 0, reports_dir=tmp_path / "reports").start()
     try:
-        assert page_answers(server.port)  # a request in time is answered
+        assert page_answers(server)  # a request in time is answered
         with connect(server.port) as idle:
             assert closed_after(idle) < IDLE_S + 3
     finally:
@@ -122,7 +123,7 @@ def test_a_thousand_idle_connections_cost_no_threads_and_the_page_comes_back(
         assert threads_during - threads_before <= HttpLimits().workers, threads_during
         assert server_fds <= HttpLimits().max_connections + 8, server_fds
         # While they are held the idle ones are closed, and a page is answered again.
-        wait_until(lambda: page_answers(server.port), IDLE_S + 5, "the console answering again")
+        wait_until(lambda: page_answers(server), IDLE_S + 5, "the console answering again")
     finally:
         for sock in held:
             sock.close()
@@ -132,6 +133,7 @@ def test_a_body_that_never_comes_is_answered_408_and_closed(server: ConsoleServe
     with connect(server.port) as slow:
         slow.sendall(
             f"POST /api/load/stop HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+            f"Authorization: Bearer {server.token.value}\r\n"
             "X-Mesh-Console: 1\r\nContent-Length: 100\r\n\r\n{".encode()
         )
         started, reply = time.monotonic(), b""
