@@ -471,16 +471,3 @@ class LoadGenerator:
         except TimeoutError:
             proc.kill()
             await proc.wait()
-
-
-async def run_plan(
-    plan: Plan,
-    on_outcome: Callable[[Outcome], None] | None = None,
-    stop: asyncio.Event | None = None,
-) -> LoadResult:
-    """Run one plan in a load generator process of its own."""
-    generator = LoadGenerator()
-    try:
-        return await generator.run(plan, on_outcome, stop)
-    finally:
-        await generator.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,6 +10,13 @@ import pytest
 
 from chaos.launch.mesh import Mesh
 from chaos.launch.ports import Ports
+
+if "PYTEST_XDIST_WORKER" in os.environ:
+    # A pytest-xdist worker (`make check` runs two) starts with COLUMNS=80 and LINES=24 set. A
+    # rich Console created at import keeps a width read from COLUMNS, so the CLI's consoles
+    # would stay 80 wide and never see the COLUMNS a test passes to one invocation.
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
 
 
 @pytest.fixture(scope="module")

@@ -72,10 +72,6 @@ class Proxy:
     def untrack(self, conn: Connection) -> None:
         self._connections.discard(conn)
 
-    @property
-    def connection_count(self) -> int:
-        return len(self._connections)
-
     async def start(self) -> None:
         if self.enabled:
             raise ProxyAlreadyStartedError(self.name)

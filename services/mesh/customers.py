@@ -107,9 +107,6 @@ class Customers:
     users: dict[str, User]
     products: tuple[Product, ...]
 
-    def by_category(self, category: str) -> tuple[Product, ...]:
-        return tuple(p for p in self.products if p.category == category)
-
 
 def user_id(n: int) -> str:
     """The id of the n-th seeded user, 1-based: user_id(1) == 'u-0001'."""

@@ -33,7 +33,7 @@ from mesh.contracts.receipt_job import DRILL_KEY
 log = logging.getLogger("mesh.notification.drills")
 
 POISON_EXIT_CODE = 70
-"""The poison drill's exit status (EX_SOFTWARE): what `mesh ps` reports for the victim."""
+"""The poison drill's exit status (EX_SOFTWARE): the supervisor says "exited with code 70"."""
 MAX_BLOCK_S = 60.0
 
 

@@ -248,9 +248,6 @@ class EventBus:
     def subscribe(self, listener: Listener) -> None:
         self._listeners = (*self._listeners, listener)
 
-    def unsubscribe(self, listener: Listener) -> None:
-        self._listeners = tuple(x for x in self._listeners if x is not listener)
-
     def emit(self, event: Event) -> None:
         for listener in self._listeners:
             try:

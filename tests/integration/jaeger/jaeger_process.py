@@ -23,15 +23,16 @@ from pathlib import Path
 import pytest
 
 from chaos.launch.ports import free_ports
+from tests.support.peers import PEERS_BIN
 from tests.support.polling import wait_until
 
 ROOT = Path(__file__).resolve().parents[3]
-JAEGER_BIN = ROOT / ".peers" / "bin" / "jaeger"
+JAEGER_BIN = PEERS_BIN / "jaeger"
 
 
 def jaeger_or_skip() -> Path:
     if not JAEGER_BIN.is_file():
-        pytest.skip(f"no real Jaeger at {JAEGER_BIN.relative_to(ROOT)}: `make peers` builds it")
+        pytest.skip(f"no real Jaeger at {JAEGER_BIN}: `make peers` builds it")
     return JAEGER_BIN
 
 

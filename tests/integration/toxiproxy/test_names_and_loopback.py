@@ -6,7 +6,6 @@ import json
 import socket
 import subprocess
 import sys
-import urllib.parse
 
 import pytest
 
@@ -22,10 +21,6 @@ from tests.integration.toxiproxy.toxiproxy_helpers import (
 )
 
 pytestmark = pytest.mark.timeout(30)
-
-
-def _url(name: str) -> str:
-    return urllib.parse.quote(name, safe="")
 
 
 def _own_non_loopback_ip() -> str | None:

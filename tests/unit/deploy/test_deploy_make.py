@@ -70,6 +70,7 @@ def test_compose_up_builds_and_waits_for_healthy() -> None:
 
 MAKEFILE = ROOT / "Makefile"
 STAMP = ".venv/.installed"  # `-o STAMP`: never (re)install the venv from a test
+NO_CACHE = "-p no:cacheprovider"
 
 
 def run_make(*args: str) -> subprocess.CompletedProcess[str]:
@@ -113,6 +114,7 @@ def test_lint_enforces_the_import_contracts_and_the_absence_of_cycles() -> None:
     assert result.returncode == 0, result.stderr
     assert ".venv/bin/lint-imports" in result.stdout
     assert "-m tools.import_cycles services/mesh=mesh chaos=chaos" in result.stdout
+    assert "-m tools.code_shape services chaos tests tools" in result.stdout
 
 
 def test_install_brings_the_tools_and_dev_extras() -> None:
@@ -120,7 +122,50 @@ def test_install_brings_the_tools_and_dev_extras() -> None:
 
 
 def test_make_test_fails_when_no_test_ran(tmp_path: Path) -> None:
+    # `-o`: neither build the Go peers nor install a browser from a test (both are
+    # prerequisites of `test`, so `-o` reaches them; a recursive make would not see it).
     (tmp_path / "test_nothing_here.py").write_text('"""No tests."""\n')
-    result = run_make("test", f"PYTEST_ARGS={tmp_path} -p no:cacheprovider")
+    result = run_make("-o", "peers", "-o", "browser", "test", f"PYTEST_ARGS={tmp_path} {NO_CACHE}")
     assert "no tests ran" in result.stdout
     assert result.returncode != 0
+
+
+def test_make_check_fails_when_no_test_ran(tmp_path: Path) -> None:
+    (tmp_path / "test_nothing_here.py").write_text('"""No tests."""\n')
+    result = run_make(
+        "-o",
+        "lint",
+        "-o",
+        "typecheck",
+        "check",
+        f"CHECK_TESTS={tmp_path}",
+        f"PYTEST_ARGS={NO_CACHE}",
+    )
+    assert "no tests ran" in result.stdout
+    assert result.returncode != 0
+
+
+def test_check_is_lint_types_and_the_unit_and_integration_tests_only() -> None:
+    result = run_make("-n", "check")
+    assert result.returncode == 0, result.stderr
+    commands = result.stdout.splitlines()
+    assert ".venv/bin/mypy" in commands
+    assert ".venv/bin/ruff check services chaos tests tools" in commands
+    (at,) = [i for i, line in enumerate(commands) if "-m pytest" in line]
+    pytest_line = " ".join(part.strip(" \\\t") for part in commands[at : at + 2])
+    assert pytest_line.endswith("-m pytest -n 2 tests/unit tests/integration")
+    assert "MESH_PEERS_BIN=" in pytest_line  # the tests of a real peer skip
+    assert not [line for line in commands if "tools.peers" in line or "chromium" in line]
+
+
+def test_make_test_builds_the_peers_and_the_browser_first() -> None:
+    lines = run_make("-n", "test", "GO_DIR=/usr/local/go/bin").stdout.splitlines()
+    peers = next(i for i, line in enumerate(lines) if "-m tools.peers" in line)
+    suite = next(i for i, line in enumerate(lines) if "-m pytest" in line)
+    assert peers < suite
+    assert "chromium" in "\n".join(lines[peers:suite])
+    assert not [
+        line
+        for line in run_make("-n", "test", "GO_DIR=").stdout.splitlines()
+        if "-m tools.peers" in line
+    ]
