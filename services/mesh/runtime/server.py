@@ -10,7 +10,7 @@ import signal
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -21,7 +21,6 @@ from mesh.resilience.bulkhead import Bulkhead
 from mesh.resilience.channel import resilient_channel, router_of
 from mesh.resilience.clock import SystemClock
 from mesh.resilience.events import EventBus
-from mesh.resilience.fault_admin import FaultAdminServicer
 from mesh.resilience.faults import FaultTable
 from mesh.resilience.handlers import ServerChain, ServerLayer
 from mesh.resilience.interceptor import ResilienceInterceptor
@@ -29,12 +28,16 @@ from mesh.resilience.pipeline import Pipeline, build_pipeline
 from mesh.resilience.policy import EdgePolicy, MeshPolicy, load_policy
 from mesh.resilience.shedding import SheddingInterceptor
 from mesh.resilience.stream_guard import StreamGuard
-from mesh.runtime.admin_auth import AdminTokenLayer
+from mesh.runtime.admin_server import start_admin
 from mesh.runtime.collector import freeze_startup_objects
 from mesh.runtime.config import ServiceConfig
 from mesh.runtime.connections import ConnectionCaps, ConnectionWatch, connection_options
-from mesh.runtime.decoding import RequestDecodingInterceptor
 from mesh.runtime.edge_channels import EdgeStubs, Retirements, close_edge_channel
+from mesh.runtime.grpc_options import (
+    bind,
+    message_size_options,
+    pending_call_options,
+)
 from mesh.runtime.interceptors import server_interceptors
 from mesh.runtime.log_limit import limit_invalid_metadata_logs
 from mesh.runtime.logging import setup_logging
@@ -44,7 +47,6 @@ from mesh.runtime.tls import MeshTls
 from mesh.telemetry.metrics import MeshMetrics
 from mesh.telemetry.tracing import MeshTracing, server_tracing
 from mesh.topology import service
-from mesh.v1 import admin_pb2, admin_pb2_grpc
 
 log = logging.getLogger("mesh.runtime")
 
@@ -192,81 +194,10 @@ class Service:
     """The service's own admission, inside call counting (the gateway's per-key rate limit)."""
 
 
-def message_size_options(max_bytes: int) -> list[tuple[str, Any]]:
-    return [
-        ("grpc.max_receive_message_length", max_bytes),
-        ("grpc.max_send_message_length", max_bytes),
-    ]
-
-
-PENDING_CALLS_LIMIT = 10_000
-"""Calls grpc core may hold for us before the application picks them up (see below)."""
-
-
-def pending_call_options(limit: int = PENDING_CALLS_LIMIT) -> list[tuple[str, Any]]:
-    """No silent drops in grpc core: every call reaches our interceptors, which count it and
-    refuse it, if they must, with RESOURCE_EXHAUSTED and a pushback.
-
-    grpc.aio takes calls from core one at a time on the event loop; calls that arrive faster
-    wait in core's queue of unrequested calls. Past `grpc.server.max_pending_requests` (1000)
-    core drops arrivals at random (certainly past the hard limit, 3000), before any Python
-    code runs: the caller sees CANCELLED with no pushback and no metric counts it. A burst of
-    2,000 GetHome got 139-209 of those. With the soft limit equal to a hard limit far above
-    anything the rate limiter admits at once (MESH_RATE_LIMIT_BURST, 4000), admission is
-    decided where it is visible: the rate limiter and the in-flight shedding. (grpc.aio's
-    `maximum_concurrent_rpcs` is not used either: it refuses with RESOURCE_EXHAUSTED, but
-    before the interceptors, so uncounted and without pushback.)
-    """
-    return [
-        ("grpc.server.max_pending_requests", limit),
-        ("grpc.server.max_pending_requests_hard_limit", limit),
-    ]
-
-
-def bind(var: str, addr: str, add_port: Callable[[str], int]) -> int:
-    """`add_port(addr)`'s port; an address that parses but cannot be bound (not this host's,
-    or in use) is a ConfigError naming the variable, not a traceback."""
-    try:
-        port = add_port(addr)
-    except (OSError, RuntimeError) as err:
-        reason = getattr(err, "strerror", None) or " ".join(str(err).split()) or type(err).__name__
-        raise ConfigError(f"{var}={addr!r} cannot be bound: {reason}") from None
-    if port == 0:
-        raise ConfigError(f"{var}={addr!r} cannot be bound: not an address of this host, or in use")
-    return port
-
-
 def _update_server_layer(
     layer: SheddingInterceptor | StreamGuard, name: str, policy: MeshPolicy
 ) -> None:
     layer.update(policy.server(name))
-
-
-async def _start_admin(runtime: Runtime, max_connections: int) -> tuple[grpc.aio.Server, int]:
-    config = runtime.config
-    gate = [AdminTokenLayer(config.admin_token)] if config.admin_token else []
-    admin = grpc.aio.server(
-        interceptors=[ServerChain([*gate, RequestDecodingInterceptor()])],
-        options=[
-            *message_size_options(config.max_message_bytes),
-            *connection_options(
-                max_connections, config.handshake_timeout_s, config.settings_ack_timeout_s
-            ),
-        ],
-    )
-    admin_pb2_grpc.add_FaultAdminServicer_to_server(FaultAdminServicer(runtime.faults), admin)
-    admin_pb2_grpc.add_PolicyAdminServicer_to_server(PolicyAdminServicer(runtime), admin)
-    enable_reflection(
-        (admin_pb2.DESCRIPTOR.services_by_name[s].full_name for s in ("FaultAdmin", "PolicyAdmin")),
-        admin,
-    )
-    try:
-        port = bind("ADMIN_ADDR", config.admin_addr, admin.add_insecure_port)
-    except ConfigError:
-        await admin.stop(0)
-        raise
-    await admin.start()
-    return admin, port
 
 
 async def serve(
@@ -281,61 +212,19 @@ async def serve(
     setup_logging(name)
     caps = ConnectionCaps.at_start(config.max_connections, config.admin_max_connections)
     limit_invalid_metadata_logs()  # grpc logs a traceback per non-UTF-8 metadata value
-    policy = load_policy(config.policy, env)
-    bus = EventBus()
-    metrics = MeshMetrics(CollectorRegistry(), service=name)
-    bus.subscribe(metrics.listener)
-    faults = FaultTable.from_env(env)
-    tls = MeshTls.from_env(env)
-    tracing = MeshTracing.from_env(name, env)
-    if tracing is not None:
-        bus.subscribe(tracing.listener)
-    runtime = Runtime(config, policy, bus, faults, metrics, tracing=tracing, tls=tls, environ=env)
-    runtime.on_policy(lambda _policy: metrics.breakers_replaced())
-    metrics.watch_pipelines(lambda: {d: i.pipeline for d, i in runtime.interceptors.items()})
+    runtime = _runtime(config, env)
     built = await build(runtime)
-
-    interceptors = server_interceptors(
-        name,
-        policy.server(name),
-        bus,
-        faults,
-        tracing=server_tracing(tracing),
-        front=built.front,
-        admission=built.admission,
-    )
-    for interceptor in interceptors:
-        if isinstance(interceptor, SheddingInterceptor | StreamGuard):
-            runtime.on_policy(partial(_update_server_layer, interceptor, name))
-    server = grpc.aio.server(
-        interceptors=[ServerChain(interceptors)],
-        options=[
-            *message_size_options(config.max_message_bytes),
-            *pending_call_options(),
-            *connection_options(
-                caps.public, config.handshake_timeout_s, config.settings_ack_timeout_s
-            ),
-        ],
-    )
-    built.register(server)
-    health_servicer = health.aio.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    enable_reflection((*built.names, health.SERVICE_NAME), server)  # this port's files only
-    if tls is not None and tls.serves_tls(name):
-        credentials = tls.server_credentials(name)
-        port = bind(
-            "LISTEN_ADDR", config.listen_addr, lambda a: server.add_secure_port(a, credentials)
-        )
-    else:
-        port = bind("LISTEN_ADDR", config.listen_addr, server.add_insecure_port)
+    server, health_servicer, port = _public_server(runtime, built, caps.public)
     await server.start()
     try:
-        admin, admin_port = await _start_admin(runtime, caps.admin)
+        admin, admin_port = await start_admin(
+            config, runtime.faults, PolicyAdminServicer(runtime), caps.admin
+        )
     except ConfigError:
         await server.stop(0)
         raise
     try:
-        metrics_port = bind("METRICS_ADDR", config.metrics_addr, metrics.start_http)
+        metrics_port = bind("METRICS_ADDR", config.metrics_addr, runtime.metrics.start_http)
     except ConfigError:
         await admin.stop(0)
         await server.stop(0)
@@ -348,38 +237,103 @@ async def serve(
             "listen": config.listen_addr,
             "admin": config.admin_addr,
             "metrics_port": metrics_port,
-            "policy": policy.name,
+            "policy": runtime.policy.name,
         },
     )
-
     watches = [
         ConnectionWatch("MAX_CONNECTIONS", port, caps.public),
         ConnectionWatch("ADMIN_MAX_CONNECTIONS", admin_port, caps.admin),
     ]
     for watch in watches:
         watch.start()
-
-    stop = stop_event or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-
+    await _until_stopped(stop_event)
     log.info("draining", extra={"grace_s": config.grace_s})
     for watch in watches:
         await watch.stop()
     await health_servicer.enter_graceful_shutdown()
     await admin.stop(0)
     await server.stop(config.grace_s)
-    await metrics.stop_http()  # after the drain: a scrape during it sees the last calls
+    await _close(runtime, built)
+    log.info("stopped")
+
+
+def _runtime(config: ServiceConfig, env: Mapping[str, str]) -> Runtime:
+    """The service's policy, event bus with its listeners (metrics, tracing), faults and TLS."""
+    policy = load_policy(config.policy, env)
+    bus = EventBus()
+    metrics = MeshMetrics(CollectorRegistry(), service=config.name)
+    bus.subscribe(metrics.listener)
+    faults = FaultTable.from_env(env)
+    tls = MeshTls.from_env(env)
+    tracing = MeshTracing.from_env(config.name, env)
+    if tracing is not None:
+        bus.subscribe(tracing.listener)
+    runtime = Runtime(config, policy, bus, faults, metrics, tracing=tracing, tls=tls, environ=env)
+    runtime.on_policy(lambda _policy: metrics.breakers_replaced())
+    metrics.watch_pipelines(lambda: {d: i.pipeline for d, i in runtime.interceptors.items()})
+    return runtime
+
+
+def _public_server(
+    runtime: Runtime, built: Service, max_connections: int
+) -> tuple[grpc.aio.Server, health.aio.HealthServicer, int]:
+    """The service's own port: its servicers behind the server chain, health and reflection."""
+    config, name = runtime.config, runtime.config.name
+    layers = server_interceptors(
+        name,
+        runtime.policy.server(name),
+        runtime.bus,
+        runtime.faults,
+        tracing=server_tracing(runtime.tracing),
+        front=built.front,
+        admission=built.admission,
+    )
+    for layer in layers:
+        if isinstance(layer, SheddingInterceptor | StreamGuard):
+            runtime.on_policy(partial(_update_server_layer, layer, name))
+    server = grpc.aio.server(
+        interceptors=[ServerChain(layers)],
+        options=[
+            *message_size_options(config.max_message_bytes),
+            *pending_call_options(),
+            *connection_options(
+                max_connections, config.handshake_timeout_s, config.settings_ack_timeout_s
+            ),
+        ],
+    )
+    built.register(server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    enable_reflection((*built.names, health.SERVICE_NAME), server)  # this port's files only
+    tls = runtime.tls
+    if tls is not None and tls.serves_tls(name):
+        credentials = tls.server_credentials(name)
+        port = bind(
+            "LISTEN_ADDR", config.listen_addr, lambda a: server.add_secure_port(a, credentials)
+        )
+    else:
+        port = bind("LISTEN_ADDR", config.listen_addr, server.add_insecure_port)
+    return server, health_servicer, port
+
+
+async def _until_stopped(stop_event: asyncio.Event | None) -> None:
+    stop = stop_event or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+async def _close(runtime: Runtime, built: Service) -> None:
+    """What is left once the servers have drained: metrics, channels, the service, tracing."""
+    await runtime.metrics.stop_http()  # after the drain: a scrape during it sees the last calls
     await runtime.retiring.close()  # channels a swap replaced, still draining
     for channel in runtime.channels:
         await close_edge_channel(channel)
     if built.close is not None:
         await built.close()
-    if tracing is not None:
-        await tracing.shutdown()
-    log.info("stopped")
+    if runtime.tracing is not None:
+        await runtime.tracing.shutdown()
 
 
 def run(name: str, build: Callable[[Runtime], Awaitable[Service]]) -> None:

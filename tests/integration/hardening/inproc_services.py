@@ -46,10 +46,18 @@ class Served:
             stop.set()
         await asyncio.wait_for(asyncio.gather(*self.tasks, return_exceptions=True), timeout=20)
 
-    def server_calls(self, name: str, method: str) -> Counter[str]:
+    async def scrape(self, name: str) -> str:
+        """Service `name`'s /metrics, fetched off the loop: the services serve it on this one."""
+
+        def fetch() -> str:
+            with urllib.request.urlopen(self.metrics[name], timeout=5) as reply:
+                return str(reply.read().decode())
+
+        return await asyncio.to_thread(fetch)
+
+    async def server_calls(self, name: str, method: str) -> Counter[str]:
         """mesh_server_calls_total of `method` on service `name`, by code."""
-        with urllib.request.urlopen(self.metrics[name], timeout=5) as reply:
-            text = reply.read().decode()
+        text = await self.scrape(name)
         counts: Counter[str] = Counter()
         for line in text.splitlines():
             if line.startswith("mesh_server_calls_total{") and f'method="{method}"' in line:
@@ -58,10 +66,9 @@ class Served:
                 counts[code.group(1)] += int(float(line.rsplit(" ", 1)[1]))
         return counts
 
-    def metric(self, name: str, metric: str, method: str) -> float:
+    async def metric(self, name: str, metric: str, method: str) -> float:
         """The value of `metric` for `method` on service `name` (0 when it has none yet)."""
-        with urllib.request.urlopen(self.metrics[name], timeout=5) as reply:
-            text = reply.read().decode()
+        text = await self.scrape(name)
         found = re.search(rf'^{metric}{{method="{re.escape(method)}"}} (\S+)$', text, re.M)
         return float(found.group(1)) if found else 0.0
 

@@ -64,17 +64,20 @@ async def test_cancelled_streams_log_no_error_and_no_traceback(tmp_path: Path) -
     async with serving(env=env) as served:
         with recording() as seen:
             await cancel_streams(served.listen["gateway"], CANCELS)
+
+            async def none_in_flight() -> bool:
+                gateway = await served.metric("gateway", "mesh_server_in_flight", STREAM)
+                behind = await served.metric("recommendation", "mesh_server_in_flight", RECOMMEND)
+                return gateway == 0 and behind == 0
+
             await await_until(
-                lambda: (
-                    served.metric("gateway", "mesh_server_in_flight", STREAM) == 0
-                    and served.metric("recommendation", "mesh_server_in_flight", RECOMMEND) == 0
-                ),
+                none_in_flight,
                 timeout_s=10,
                 what="no stream left in flight",
             )
             await asyncio.sleep(0.5)  # late finalisers, if any, would log by now
         records = list(seen.records)
-        counted = served.server_calls("gateway", STREAM)
+        counted = await served.server_calls("gateway", STREAM)
     loud = [r for r in records if r.levelno >= logging.WARNING]
     tracebacks = [r for r in records if r.exc_info or "Traceback" in r.getMessage()]
     assert not loud, [(r.name, r.getMessage()[:120]) for r in loud[:5]]

@@ -38,7 +38,7 @@ async def _get_home(stub: gateway_pb2_grpc.GatewayStub, i: int) -> Outcome:
 
 async def _burst(served: Served, calls: int) -> tuple[list[Outcome], Counter[str]]:
     """`calls` GetHome at once; their outcomes, and what the gateway counted meanwhile."""
-    before = served.server_calls("gateway", GET_HOME)
+    before = await served.server_calls("gateway", GET_HOME)
     async with grpc.aio.insecure_channel(served.listen["gateway"]) as channel:
         stub = gateway_pb2_grpc.GatewayStub(channel)
         outcomes = await asyncio.wait_for(
@@ -47,7 +47,7 @@ async def _burst(served: Served, calls: int) -> tuple[list[Outcome], Counter[str
     counted: Counter[str] = Counter()
     give_up = time.monotonic() + 5
     while sum(counted.values()) < calls and time.monotonic() < give_up:
-        after = served.server_calls("gateway", GET_HOME)
+        after = await served.server_calls("gateway", GET_HOME)
         counted = Counter({code: after[code] - before[code] for code in after})
         await asyncio.sleep(0.05)
     return outcomes, +counted

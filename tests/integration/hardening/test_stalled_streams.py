@@ -31,12 +31,20 @@ ENV = {
 WRITE_TIMEOUT_S = 5.0  # the full policy's stream_write_timeout_s
 
 
-def streams_in_flight(served: Served) -> float:
-    return served.metric("gateway", "mesh_server_in_flight", STREAM)
+async def streams_in_flight(served: Served) -> float:
+    return await served.metric("gateway", "mesh_server_in_flight", STREAM)
 
 
-def shed(served: Served) -> float:
-    return served.metric("gateway", "mesh_server_shed_total", STREAM)
+async def shed(served: Served) -> float:
+    return await served.metric("gateway", "mesh_server_shed_total", STREAM)
+
+
+async def shed_at_least(served: Served, count: int) -> bool:
+    return await shed(served) >= count
+
+
+async def no_stream_in_flight(served: Served) -> bool:
+    return await streams_in_flight(served) == 0
 
 
 async def get_homes(addr: str, calls: int) -> Counter[str]:
@@ -63,15 +71,17 @@ async def test_stalled_streams_leave_get_home_answering_and_end_within_the_write
         started = time.monotonic()
         attackers = [await stall(addr, STREAM, request, 70, KEY) for _ in range(2)]
         try:
-            await await_until(lambda: shed(served) >= 124, timeout_s=10, what="streams refused")
-            held = streams_in_flight(served)
+            await await_until(
+                lambda: shed_at_least(served, 124), timeout_s=10, what="streams refused"
+            )
+            held = await streams_in_flight(served)
             codes = await get_homes(addr, 40)  # while the streams are held
             await await_until(
-                lambda: streams_in_flight(served) == 0, timeout_s=30, what="stalled streams ended"
+                lambda: no_stream_in_flight(served), timeout_s=30, what="stalled streams ended"
             )
             ended_after_s = time.monotonic() - started
-            refused = shed(served)
-            counted = served.server_calls("gateway", STREAM)
+            refused = await shed(served)
+            counted = await served.server_calls("gateway", STREAM)
         finally:
             for attacker in attackers:
                 await attacker.close()
@@ -94,13 +104,16 @@ async def test_a_policy_swapped_at_runtime_sets_the_stream_limits_of_later_strea
         started = time.monotonic()
         attacker = await stall(served.listen["gateway"], STREAM, request, 5, KEY)
         try:
-            await await_until(lambda: shed(served) == 3, timeout_s=10, what="3 streams refused")
             await await_until(
-                lambda: streams_in_flight(served) == 0, timeout_s=10, what="stalled streams ended"
+                lambda: shed_at_least(served, 3), timeout_s=10, what="3 streams refused"
+            )
+            assert await shed(served) == 3
+            await await_until(
+                lambda: no_stream_in_flight(served), timeout_s=10, what="stalled streams ended"
             )
             ended_after_s = time.monotonic() - started
         finally:
             await attacker.close()
-        counted = served.server_calls("gateway", STREAM)
+        counted = await served.server_calls("gateway", STREAM)
     assert ended_after_s < 0.5 + 3, ended_after_s
     assert counted == Counter({"RESOURCE_EXHAUSTED": 3, "DEADLINE_EXCEEDED": 2}), counted
