@@ -109,10 +109,16 @@ def test_the_toxiproxy_api_listens_only_on_a_network_of_its_own_published_on_loo
 
 
 def test_only_published_containers_have_a_network_that_is_not_internal() -> None:
+    """Each container that publishes a port has one network with a route, alone on it, and its
+    name sorts first among the container's (older engines picked the first by name)."""
     for n in NETWORKS:
         if not internal(n):
             (alone,) = members(n)
             assert SERVICES[alone].get("ports"), f"{n}: not internal, and publishes nothing"
+    for name, svc in SERVICES.items():
+        if svc.get("ports"):
+            routed = [n for n in networks_of(name) if not internal(n)]
+            assert routed == [min(networks_of(name))], name
 
 
 def test_redis_requires_the_password_its_two_clients_are_given() -> None:
