@@ -107,13 +107,48 @@ def test_only_the_four_published_ports_and_all_on_loopback(stack: Stack) -> None
     assert set(published) == LOOPBACK_PUBLISHERS
     for service, ports in published.items():
         assert {p["URL"] for p in ports} == {"127.0.0.1"}, f"{service}: {ports}"
-    # The containers share the project's own network, and no other.
-    networks = {
-        name
-        for c in stack.containers()
-        for name in inspect(c["Name"])["NetworkSettings"]["Networks"]
+    # Each container is on the networks the file gives it, and no other (no flat default).
+    declared = stack.config()["services"]
+    for c in stack.containers():
+        joined = set(inspect(c["Name"])["NetworkSettings"]["Networks"])
+        expected = {f"{PROJECT}_{n}" for n in declared[c["Service"]]["networks"]}
+        assert joined == expected, c["Service"]
+
+
+def test_a_service_reaches_its_own_proxies_but_not_the_toxiproxy_api(stack: Stack) -> None:
+    """From inside the gateway's network namespace: its proxy to payment answers; the Toxiproxy
+    API (listening on chaos-api only, at any of Toxiproxy's addresses), notification's proxy to
+    Redis and payment itself do not."""
+
+    def addresses(service: str) -> dict[str, str]:
+        nets = inspect(stack.container(service)["Name"])["NetworkSettings"]["Networks"]
+        return {n.removeprefix(f"{PROJECT}_"): v["IPAddress"] for n, v in nets.items()}
+
+    toxiproxy = addresses("toxiproxy")
+    probes = {
+        "own proxy": (toxiproxy["proxied-gateway"], 26054),
+        "api here": (toxiproxy["proxied-gateway"], 8474),
+        "api on chaos-api": (toxiproxy["chaos-api"], 8474),
+        "another caller's proxy": (toxiproxy["proxied-notification"], 26391),
+        "payment": (addresses("payment")["proxied-payment"], 50054),
     }
-    assert networks == {f"{PROJECT}_default"}
+    script = (
+        "import socket,sys,json\n"
+        "def ok(a):\n"
+        "  try: socket.create_connection(tuple(a),timeout=2).close(); return True\n"
+        "  except OSError: return False\n"
+        "print(json.dumps({k: ok(a) for k, a in json.loads(sys.argv[1]).items()}))\n"
+    )
+    pid = inspect(stack.container("gateway")["Name"])["State"]["Pid"]
+    done = subprocess.run(
+        ["nsenter", f"--net=/proc/{pid}/ns/net", sys.executable, "-c", script, json.dumps(probes)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    reached = json.loads(done.stdout)
+    assert reached == {k: k == "own proxy" for k in probes}, reached
 
 
 # -- the user's calls through the published gateway -------------------------------------------
@@ -254,7 +289,8 @@ def admin_bridges(stack: Stack) -> Iterator[str]:
             if env.get("SERVICE") not in MESH_SERVICES:
                 continue
             instance = env.get("MESH_REPLICA") or c["Service"]
-            (address,) = {n["IPAddress"] for n in info["NetworkSettings"]["Networks"].values()}
+            # Any of its addresses: the host is on every podman network (internal or not).
+            address = min(n["IPAddress"] for n in info["NetworkSettings"]["Networks"].values())
             admin = int(env["ADMIN_ADDR"].rpartition(":")[2])
             relay = admin + 1000
             proc = subprocess.Popen(

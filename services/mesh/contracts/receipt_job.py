@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 QUEUE = "receipts"
 JOB_NAME = "receipt"
@@ -30,6 +31,14 @@ STALLED_REASON = "job stalled more than allowable limit"
 
 class BadPayload(ValueError):
     """A job's data is not a receipt; retrying cannot fix it (the message says which field)."""
+
+
+def redis_url(addr: str, password: str = "") -> str:
+    """The queue's Redis as producer and consumer dial it: redis://[:PASSWORD@]HOST:PORT.
+    `addr` is REDIS_ADDR, `password` REDIS_PASSWORD (empty: no AUTH); percent-encoded, as
+    redis-py decodes it."""
+    auth = f":{quote(password, safe='')}@" if password else ""
+    return f"redis://{auth}{addr}"
 
 
 def job_id_for(charge_id: str) -> str:

@@ -27,6 +27,8 @@ from bullmq import Worker
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
+from mesh.contracts.receipt_job import redis_url
+
 MAX_BLOCK_S = 1.0
 """The longest blocking read for the next job: how late a due delayed job can be at worst."""
 SOCKET_TIMEOUT_S = MAX_BLOCK_S + 4.0
@@ -35,11 +37,11 @@ RETRY_DELAY_MS = 1000
 """bullmq's pause after its client gave up on Redis (runRetryDelay; its default is 15 s)."""
 
 
-def connection_url(addr: str) -> str:
+def connection_url(addr: str, password: str = "") -> str:
     """The worker's Redis URL: the explicit socket timeouts its blocking reads need."""
     return (
-        f"redis://{addr}?socket_timeout={SOCKET_TIMEOUT_S}&socket_connect_timeout=2"
-        "&socket_keepalive=true"
+        f"{redis_url(addr, password)}?socket_timeout={SOCKET_TIMEOUT_S}"
+        "&socket_connect_timeout=2&socket_keepalive=true"
     )
 
 

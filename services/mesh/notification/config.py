@@ -7,7 +7,7 @@ Toxiproxy's do; everything else is in seconds.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from pydantic import Field
@@ -38,6 +38,7 @@ class _Env(EnvSettings):
         7 * 24 * 3600.0, validation_alias="NOTIFY_SENT_TTL_S"
     )
     drills: Annotated[str, Choice("0", "1")] = Field("0", validation_alias="NOTIFY_DRILLS")
+    redis_password: str = Field("", validation_alias="REDIS_PASSWORD")
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,8 @@ class NotificationConfig:
     drills: bool = False
     """NOTIFY_DRILLS=1: obey the test-only fault drills jobs carry (drills.py). Default off;
     only the job experiments and tests start workers with it."""
+    redis_password: str = field(default="", repr=False)
+    """REDIS_PASSWORD: the queue's AUTH password; unset or empty: none. Never in a repr."""
 
     @classmethod
     def from_env(
@@ -94,4 +97,5 @@ class NotificationConfig:
             sender=env.sender,
             sent_ttl_s=env.sent_ttl_s,
             drills=env.drills == "1",
+            redis_password=env.redis_password,
         )

@@ -26,6 +26,7 @@ from mesh.contracts.receipt_job import (
     BadPayload,
     Receipt,
     backoff_delay_ms,
+    redis_url,
 )
 from mesh.customers import customers
 from mesh.notification import job_span
@@ -60,11 +61,13 @@ class ReceiptWorker:
         self._planned_ms: dict[str, int] = {}
         """Backoff delays an attempt's span announced, for bullmq's hook to return."""
         self._redis = aioredis.Redis.from_url(
-            f"redis://{config.redis_addr}", socket_connect_timeout=2, socket_timeout=5
+            redis_url(config.redis_addr, config.redis_password),
+            socket_connect_timeout=2,
+            socket_timeout=5,
         )
         self._smtp = SmtpSender(config.smtp_addr, config.smtp_timeout_s, config.concurrency)
         opts: dict[str, Any] = {
-            "connection": connection_url(config.redis_addr),
+            "connection": connection_url(config.redis_addr, config.redis_password),
             "autorun": False,
             "concurrency": config.concurrency,
             "lockDuration": config.lock_ms,

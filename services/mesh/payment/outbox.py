@@ -19,7 +19,13 @@ from typing import Any
 import redis.asyncio as aioredis
 from bullmq import Queue
 
-from mesh.contracts.receipt_job import JOB_NAME, QUEUE, ReceiptRetention, ReceiptRetry
+from mesh.contracts.receipt_job import (
+    JOB_NAME,
+    QUEUE,
+    ReceiptRetention,
+    ReceiptRetry,
+    redis_url,
+)
 from mesh.payment.ledger import Ledger
 from mesh.telemetry.job_metrics import JobMetrics
 
@@ -40,6 +46,7 @@ class OutboxRelay:
         poll_s: float = 1.0,
         max_backoff_s: float = 5.0,
         retention: ReceiptRetention | None = None,
+        password: str = "",
     ) -> None:
         self._ledger = ledger
         self._policy = policy
@@ -48,7 +55,7 @@ class OutboxRelay:
         self._poll_s = poll_s
         self._max_backoff_s = max_backoff_s
         self._client = aioredis.Redis.from_url(
-            f"redis://{redis_addr}",
+            redis_url(redis_addr, password),
             decode_responses=True,
             socket_connect_timeout=1,
             socket_timeout=3,
@@ -112,7 +119,8 @@ class OutboxRelay:
 def relay_from_env(
     ledger: Ledger, redis_addr: str, metrics: JobMetrics, environ: Mapping[str, str] | None = None
 ) -> OutboxRelay:
-    """RECEIPT_* (see ReceiptRetry, ReceiptRetention), RECEIPT_QUEUE (default receipts)."""
+    """RECEIPT_* (see ReceiptRetry, ReceiptRetention), RECEIPT_QUEUE (default receipts),
+    REDIS_PASSWORD (the queue's AUTH; unset or empty: none)."""
     env = os.environ if environ is None else environ
     return OutboxRelay(
         ledger,
@@ -121,4 +129,5 @@ def relay_from_env(
         metrics,
         queue=env.get("RECEIPT_QUEUE") or QUEUE,
         retention=ReceiptRetention.from_env(env),
+        password=env.get("REDIS_PASSWORD") or "",
     )

@@ -17,6 +17,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -77,7 +78,10 @@ def test_toxiproxy_loads_deploy_config_and_its_healthcheck_passes(
         assert {name: p["enabled"] for name, p in proxies.items()} == {
             p["name"]: p["enabled"] for p in toxiproxy_config
         }
-        url = compose["environment"]["TOXIPROXY_URL"].replace(":8474", f":{real.port}")
+        # The stack's URL (http://toxiproxy-api:8474, the API's network alias) on loopback.
+        stack_url = urlsplit(compose["environment"]["TOXIPROXY_URL"])
+        assert stack_url.port == 8474, stack_url
+        url = stack_url._replace(netloc=f"127.0.0.1:{real.port}").geturl()
         done = healthcheck("toxiproxy", {**os.environ, "TOXIPROXY_URL": url})
         assert done.returncode == 0, done.stdout + done.stderr
         for name in proxies:

@@ -77,15 +77,19 @@ def assert_service_env(name: str, env: dict[str, str], wiring: dict[str, str]) -
 
 
 def test_toxiproxy_json_is_what_the_topology_implies() -> None:
+    """Each proxy listens on Toxiproxy's alias on its caller's network (toxiproxy-<caller>,
+    docker-compose.yml), so only that caller reaches it."""
     assert load_toxiproxy_json() == [
         {
             "name": p.name,
-            "listen": f"0.0.0.0:{p.port}",
+            "listen": f"toxiproxy-{e.caller}:{p.port}",
             "upstream": f"{p.upstream.name}:{p.upstream.port}",
             "enabled": True,
         }
-        for p in PROXIES
+        for e in EDGES
+        for p in edge_proxies(e)
     ]
+    assert [p["name"] for p in load_toxiproxy_json()] == [p.name for p in PROXIES]
 
 
 def test_toxiproxy_json_has_the_embedded_defaults_names_and_ports() -> None:
@@ -109,10 +113,15 @@ def test_toxiproxy_json_has_the_embedded_defaults_names_and_ports() -> None:
 def test_k8s_chaos_config_map_is_deploy_toxiproxy_json_without_replica_proxies() -> None:
     copy = OVERLAYS["chaos"] / "toxiproxy.json"
     edges = {e.name for e in EDGES}
-    per_edge = [p for p in load_toxiproxy_json() if p["name"] in edges]
+    per_edge = [
+        {**p, "listen": "0.0.0.0:" + p["listen"].rsplit(":", 1)[1]}
+        for p in load_toxiproxy_json()
+        if p["name"] in edges
+    ]
     assert load_toxiproxy_json(copy) == per_edge, (
         f"{copy}: {TOXIPROXY_JSON}'s proxies but the per-replica ones (<edge>-2), which "
-        "name no Kubernetes Service (kustomize loads no file outside its folder)"
+        "name no Kubernetes Service (kustomize loads no file outside its folder), listening "
+        "on 0.0.0.0 (a pod has one address; its NetworkPolicies pick who reaches which port)"
     )
 
 

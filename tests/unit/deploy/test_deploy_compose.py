@@ -222,7 +222,6 @@ def test_toxiproxy_loads_deploy_toxiproxy_json_at_start() -> None:
     source = "./" + TOXIPROXY_JSON.relative_to(ROOT).as_posix()
     mounts = {m.split(":")[0]: m.split(":")[1] for m in toxiproxy["volumes"]}
     assert f"-config={mounts[source]}" in toxiproxy["command"]
-    assert "-host=0.0.0.0" in toxiproxy["command"]
     assert toxiproxy["healthcheck"]["test"] == ["CMD", "/toxiproxy-cli", "list"]
 
 

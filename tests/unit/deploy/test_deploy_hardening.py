@@ -147,7 +147,9 @@ def test_health_checks_ask_the_port_the_service_listens_on() -> None:
 
     toxiproxy = SERVICES["toxiproxy"]
     url = urlsplit(toxiproxy["environment"]["TOXIPROXY_URL"])  # read by `toxiproxy-cli list`
-    assert (url.hostname, url.port) == ("127.0.0.1", TOXIPROXY_API_PORT)
+    # The API listens on its own network's alias of Toxiproxy (-host=), not on loopback.
+    assert (url.hostname, url.port) == ("toxiproxy-api", TOXIPROXY_API_PORT)
+    assert f"-host={url.hostname}" in toxiproxy["command"]
     assert f"-port={TOXIPROXY_API_PORT}" in toxiproxy["command"]
 
     smtp = SERVICES["smtp"]
