@@ -26,6 +26,7 @@ from statistics import fmean
 from chaos.experiment.loading import catalogue
 from chaos.experiment.model import AppFault, Fault, ToxicFault
 from chaos.launch.mesh import Mesh
+from chaos.launch.state import MeshState
 from chaos.load import Outcome, run_load
 from chaos.run.faults import Injector, describe
 from chaos.toxiproxy.client import ToxiproxyClient
@@ -196,12 +197,7 @@ async def run_soak(mesh: Mesh, config: SoakConfig, tick: Tick | None = None) -> 
     result = SoakResult(config)
     rng = random.Random(config.seed)
     vocabulary = fault_vocabulary()
-    token = state.admin_token
-    injector = Injector(
-        ToxiproxyClient(state.toxiproxy, timeout_s=2.0, token=token) if state.toxiproxy else None,
-        {name: addrs["admin"] for name, addrs in state.services.items()},
-        admin_token=token,
-    )
+    injector = _injector(state)
     stop = asyncio.Event()
     current = [""]
     acked: list[str] = []
@@ -264,11 +260,26 @@ async def run_soak(mesh: Mesh, config: SoakConfig, tick: Tick | None = None) -> 
         await injector.reset_all()
     result.elapsed_s = time.monotonic() - t0
     result.faults = [(e.at_s, e.what, e.on) for e in injector.timeline]
-    in_ledger = ledger_keys(mesh.state_dir / "payment" / "ledger.sqlite3")
-    result.acknowledged = len(acked)
-    result.lost = [key for key in acked if key not in in_ledger]
+    _count_lost(result, acked, mesh.state_dir / "payment" / "ledger.sqlite3")
     result.growth = growth_of(result.samples, config, result.elapsed_s)
     return result
+
+
+def _injector(state: MeshState) -> Injector:
+    """Faults through the mesh's Toxiproxy (if it has one) and its services' admin ports."""
+    token = state.admin_token
+    return Injector(
+        ToxiproxyClient(state.toxiproxy, timeout_s=2.0, token=token) if state.toxiproxy else None,
+        {name: addrs["admin"] for name, addrs in state.services.items()},
+        admin_token=token,
+    )
+
+
+def _count_lost(result: SoakResult, acked: list[str], ledger: Path) -> None:
+    """Acknowledged charges the ledger does not hold are lost."""
+    in_ledger = ledger_keys(ledger)
+    result.acknowledged = len(acked)
+    result.lost = [key for key in acked if key not in in_ledger]
 
 
 async def _sleep_or_stop(stop: asyncio.Event, seconds: float) -> bool:

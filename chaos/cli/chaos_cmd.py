@@ -8,7 +8,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console, Group, RenderableType
@@ -165,7 +165,7 @@ def _catalogue_names() -> list[str]:
     return in_lesson_order(p.stem for p in EXPERIMENTS_DIR.glob("*.yaml"))
 
 
-def _refuse(err: Exception) -> None:
+def _refuse(err: Exception) -> NoReturn:
     """Bad input: one line naming the file and the key, exit 2."""
     console.print(f"[red]error:[/red] {escape(str(err))}", soft_wrap=True)
     raise typer.Exit(2) from None
@@ -260,15 +260,7 @@ def execute(
 
     Every file is checked, and the target read, before anything starts: bad input is one line
     and exit 2."""
-    try:
-        if not names:
-            raise ExperimentError("name at least one experiment, or --all")
-        resolved = [(Path(n).stem, *load_experiment(n)) for n in names]
-        remote = Target.parse(target) if target else None
-        generator_command()  # MESH_LOADGEN names a generator that is there (LoadGeneratorError)
-    except (ExperimentError, ValueError) as err:
-        _refuse(err)
-
+    resolved, remote = _resolve(names, target)
     private_umask()  # the state dir is the owner's alone; reports are shared_files()
     mesh = None if remote else Mesh(state_dir=state_dir, ports=Ports.auto())
     started = time.monotonic()
@@ -289,7 +281,8 @@ def execute(
     except PolicyError as err:
         _refuse(err)
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted: every fault was removed, the mesh stopped[/yellow]")
+        after = "the mesh stopped" if mesh is not None else "the target mesh is still running"
+        console.print(f"[yellow]interrupted: every fault was removed, {after}[/yellow]")
         raise typer.Exit(130) from None
     finally:
         if mesh is not None:
@@ -297,12 +290,39 @@ def execute(
     if json_path is not None:
         with shared_files():
             write_json(json_path, [to_json(r) for r in results])
+    _summary(results, repeat, reports, time.monotonic() - started, runner)
+    return results
+
+
+def _resolve(
+    names: list[str], target: str | None
+) -> tuple[list[tuple[str, Path, Experiment]], Target | None]:
+    """Each file loaded and checked, and the target read, before anything starts: bad input
+    is one line and exit 2."""
+    try:
+        if not names:
+            raise ExperimentError("name at least one experiment, or --all")
+        resolved = [(Path(n).stem, *load_experiment(n)) for n in names]
+        remote = Target.parse(target) if target else None
+        generator_command()  # MESH_LOADGEN names a generator that is there (LoadGeneratorError)
+    except (ExperimentError, ValueError) as err:
+        _refuse(err)
+    return resolved, remote
+
+
+def _summary(
+    results: list[ExperimentResult],
+    repeat: int,
+    reports: Path,
+    took_s: float,
+    runner: Runner | None,
+) -> None:
     console.print(verdict_table(results, console.width))
     held = sum(r.held for r in results)
     runs = f" in all {repeat} runs" if repeat > 1 else ""
     console.print(
         f"{held} of {len(results)} hypotheses held{runs}; reports in {reports}/ "
-        f"({time.monotonic() - started:.0f} s in all)"
+        f"({took_s:.0f} s in all)"
     )
     if runner is not None:
         for key, cap in runner.capacity.items():
@@ -311,7 +331,6 @@ def execute(
                 "for the whole run"
             )
         console.print(runner.cpu.line(runner.generator.kind))
-    return results
 
 
 @app.command()

@@ -58,8 +58,8 @@ def toxiproxy(
 
     With MESH_TOXIPROXY_TOKEN set, API requests (but GET /version) must send `Authorization:
     Bearer <token>` or get 401; unset (the default), the API is open, as Toxiproxy's."""
-    from chaos.toxiproxy.api_token import TOKEN_ENV, token_from_env
-    from chaos.toxiproxy.real import SERVERS, RealToxiproxyError, exec_real
+    from chaos.toxiproxy.api_token import token_from_env
+    from chaos.toxiproxy.real import SERVERS
     from chaos.toxiproxy.server import proxy_loop, run_loop, serve_forever
 
     if config is not None and not config.is_file():
@@ -70,13 +70,7 @@ def toxiproxy(
         raise typer.Exit(2)
     token = token_from_env()
     if server == "real":
-        if token:
-            typer.echo(f"warning: real Toxiproxy ignores {TOKEN_ENV}: its API is open", err=True)
-        try:
-            exec_real(host, port, config)
-        except RealToxiproxyError as err:
-            typer.echo(f"error: {err}", err=True)
-            raise typer.Exit(2) from None
+        _exec_real(host, port, config, token)
     try:
         loop = proxy_loop()
     except ValueError as err:
@@ -92,3 +86,17 @@ def toxiproxy(
         ),
         loop,
     )
+
+
+def _exec_real(host: str, port: int, config: Path | None, token: str | None) -> None:
+    """Replace this process with real Toxiproxy (returns only if it cannot: exit 2)."""
+    from chaos.toxiproxy.api_token import TOKEN_ENV
+    from chaos.toxiproxy.real import RealToxiproxyError, exec_real
+
+    if token:
+        typer.echo(f"warning: real Toxiproxy ignores {TOKEN_ENV}: its API is open", err=True)
+    try:
+        exec_real(host, port, config)
+    except RealToxiproxyError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None

@@ -101,33 +101,42 @@ def up(
     console_server: ConsoleServer | None = None
     try:
         mesh.control = str(control.open())
-        with console.status("starting the mesh..."):
-            try:
-                state = mesh.start()
-            except LaunchError as err:
-                console.print(f"[red]mesh up failed:[/red] {err}")
-                console.print("nothing was left running.")
-                raise typer.Exit(1) from None
+        state = _start(mesh)
         if not no_console:
             console_server = _console(state, 0 if auto_ports else console_port)
         _banner(mesh, state, state_dir, console_server)
-        supervisor = Supervisor(mesh, _reporter(mesh.state_dir / "logs" / "supervisor.log"))
-        thread = threading.Thread(
-            target=supervisor.run, args=(stop, control), name="supervisor", daemon=True
-        )
-        thread.start()
-        while not stop.wait(0.5):
-            pass
-        mesh.interrupt()  # a restart in progress gives up now
-        thread.join()
-        codes = mesh.stop()
-        console.print("stopped: " + ", ".join(f"{k} ({v})" for k, v in codes.items()))
+        _supervise(mesh, stop, control)
     finally:
         stop.set()
-        mesh.stop()  # on every other way out; a no-op after the stop above
+        mesh.stop()  # on every other way out; a no-op after the stop in _supervise
         control.close()
         if console_server is not None:
             console_server.close()
+
+
+def _start(mesh: Mesh) -> MeshState:
+    with console.status("starting the mesh..."):
+        try:
+            return mesh.start()
+        except LaunchError as err:
+            console.print(f"[red]mesh up failed:[/red] {err}")
+            console.print("nothing was left running.")
+            raise typer.Exit(1) from None
+
+
+def _supervise(mesh: Mesh, stop: threading.Event, control: ControlServer) -> None:
+    """Restart what dies until `stop`, then stop every process and say how each ended."""
+    supervisor = Supervisor(mesh, _reporter(mesh.state_dir / "logs" / "supervisor.log"))
+    thread = threading.Thread(
+        target=supervisor.run, args=(stop, control), name="supervisor", daemon=True
+    )
+    thread.start()
+    while not stop.wait(0.5):
+        pass
+    mesh.interrupt()  # a restart in progress gives up now
+    thread.join()
+    codes = mesh.stop()
+    console.print("stopped: " + ", ".join(f"{k} ({v})" for k, v in codes.items()))
 
 
 def _console(state: MeshState, port: int) -> ConsoleServer:
