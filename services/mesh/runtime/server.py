@@ -24,6 +24,7 @@ from mesh.resilience.events import EventBus
 from mesh.resilience.fault_admin import FaultAdminServicer
 from mesh.resilience.faults import FaultTable
 from mesh.resilience.handlers import ServerChain, ServerLayer
+from mesh.resilience.inbound import AssignCriticality
 from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import Pipeline, build_pipeline
 from mesh.resilience.policy import EdgePolicy, MeshPolicy, load_policy
@@ -190,6 +191,9 @@ class Service:
     """The service's own gate, before call counting (the gateway's API key check)."""
     admission: Sequence[ServerLayer] = ()
     """The service's own admission, inside call counting (the gateway's per-key rate limit)."""
+    criticality: AssignCriticality | None = None
+    """The service's own criticality per RPC, ignoring its callers' (the gateway's, from
+    policy); None: each call keeps the `mesh-criticality` its caller sent."""
 
 
 def message_size_options(max_bytes: int) -> list[tuple[str, Any]]:
@@ -303,6 +307,7 @@ async def serve(
         tracing=server_tracing(tracing),
         front=built.front,
         admission=built.admission,
+        assign_criticality=built.criticality,
     )
     for interceptor in interceptors:
         if isinstance(interceptor, SheddingInterceptor | StreamGuard):
