@@ -97,6 +97,13 @@ class RecommendationFake(recommendation_pb2_grpc.RecommendationServiceServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no picks today")
         return recommendation_pb2.RecommendResponse(source="personalised")
 
+    async def StreamRecommend(
+        self, request: Any, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[recommendation_pb2.RankedProduct]:
+        self.seen.append(("StreamRecommend", criticality_of(context)))
+        product = recommendation_pb2.Product(product_id="p1", title="t")
+        yield recommendation_pb2.RankedProduct(product=product, rank=1)
+
     async def Popular(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         self.seen.append(("Popular", criticality_of(context)))
         product = recommendation_pb2.Product(product_id="p1", title="t")
@@ -177,3 +184,18 @@ async def test_a_public_client_cannot_raise_its_criticality_at_the_gateway() -> 
         await get_home(target, "CRITICAL_PLUS")
         await get_home(target, "SHEDDABLE")
     assert recs.seen == [("Recommend", "CRITICAL"), ("Recommend", "CRITICAL")]
+
+
+async def test_a_stream_through_the_gateway_carries_the_gateways_criticality() -> None:
+    recs = RecommendationFake()
+    async with gateway_before(recs) as target:
+        recs.seen.clear()
+        async with grpc.aio.insecure_channel(target) as channel:
+            stream = gateway_pb2_grpc.GatewayStub(channel).StreamRecommendations(
+                gateway_pb2.GetHomeRequest(user_id="u-0001", limit=1),
+                timeout=5.0,
+                metadata=((METADATA_KEY, "CRITICAL_PLUS"),),
+            )
+            items = [item async for item in stream]
+    assert len(items) == 1
+    assert recs.seen == [("StreamRecommend", "CRITICAL")]  # the policy's default
