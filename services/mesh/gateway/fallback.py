@@ -12,7 +12,9 @@ import asyncio
 
 import grpc
 
+from mesh.resilience import criticality
 from mesh.resilience.clock import Clock, SystemClock
+from mesh.resilience.criticality import Criticality
 from mesh.resilience.events import EventBus, FallbackServed
 from mesh.v1 import gateway_pb2, recommendation_pb2, recommendation_pb2_grpc
 
@@ -32,6 +34,10 @@ class PopularCache:
         self.products: list[recommendation_pb2.Product] = []
         self._fetched_s = float("-inf")
         self._refresh: asyncio.Task[list[recommendation_pb2.Product]] | None = None
+        self.criticality = Criticality.SHEDDABLE
+        """What a refresh carries, whoever's call started it: it only improves a degraded
+        answer, so an overloaded recommendation sheds it first (policy
+        `criticality.popular_refresh`)."""
 
     def fresh(self) -> bool:
         return bool(self.products) and self._clock.now() - self._fetched_s < self.ttl_s
@@ -43,6 +49,7 @@ class PopularCache:
         return await asyncio.shield(self._refresh)
 
     async def _fetch(self) -> list[recommendation_pb2.Product]:
+        criticality.set_current(self.criticality)  # this task's own context: nobody else's
         reply = await self._stub.Popular(recommendation_pb2.PopularRequest(limit=POPULAR_LIMIT))
         self.products = list(reply.products)
         self._fetched_s = self._clock.now()

@@ -75,12 +75,14 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
             runtime.bus,
             popular_ttl_s=runtime.policy.fallbacks.popular_ttl_s,
         )
+        self.recommendations.popular.criticality = runtime.policy.criticality.for_popular_refresh()
         runtime.on_policy(lambda _: self._policy_changed(runtime))
 
     def _policy_changed(self, runtime: Runtime) -> None:
         self._retried = {dep: runtime.retries_on(dep) for dep in RELAYED}
         self._busy_pushback_ms = runtime.policy.server(runtime.config.name).shed_pushback_ms
         self.recommendations.popular.ttl_s = runtime.policy.fallbacks.popular_ttl_s
+        self.recommendations.popular.criticality = runtime.policy.criticality.for_popular_refresh()
 
     async def _relay(
         self,
@@ -189,4 +191,6 @@ async def build(runtime: Runtime) -> Service:
         close=close,
         front=[AuthInterceptor(keys)],  # a call without a valid key is refused, uncounted
         admission=[RateLimitInterceptor(rate_limit, keys)],  # refusals counted
+        # A public client's mesh-criticality is ignored: each RPC gets the policy's.
+        criticality=lambda method: runtime.policy.criticality.for_rpc(method),
     )

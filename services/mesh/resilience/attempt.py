@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import grpc
 import grpc.aio
 
-from mesh.resilience import classify
+from mesh.resilience import classify, criticality
 from mesh.resilience.clock import Clock
 from mesh.resilience.context import CallContext, Next
 from mesh.resilience.events import AttemptFinished, AttemptStarted, EventBus
@@ -23,7 +23,8 @@ _NO_OBSERVATION: AbstractContextManager[None] = nullcontext()
 
 
 class AttemptHook:
-    """Emits AttemptStarted / AttemptFinished around each wire attempt and runs the observer."""
+    """Emits AttemptStarted / AttemptFinished around each wire attempt and runs the observer;
+    each attempt carries the current criticality (mesh.resilience.criticality) as metadata."""
 
     name: ClassVar[str] = "attempt_hook"
 
@@ -36,6 +37,7 @@ class AttemptHook:
         metadata = ctx.details.metadata
         # grpc.aio shares the caller's metadata object between attempts: copy per attempt.
         ctx.attempt_metadata = grpc.aio.Metadata(*metadata) if metadata else grpc.aio.Metadata()
+        ctx.criticality = _carry_criticality(ctx.attempt_metadata)
         emit = self._bus.emit
         emit(AttemptStarted(ctx.dependency, ctx.method, ctx.attempt, ctx.attempt_timeout_s))
         started_s = self._clock.now()
@@ -59,6 +61,17 @@ class AttemptHook:
             emit(
                 AttemptFinished(ctx.dependency, ctx.method, ctx.attempt, code, duration_s, pushback)
             )
+
+
+def _carry_criticality(metadata: grpc.aio.Metadata) -> criticality.Criticality | None:
+    """The criticality this attempt carries: one the caller put in its metadata on purpose,
+    else that of the call being served (propagated hop to hop like the deadline)."""
+    if criticality.METADATA_KEY in metadata:
+        return criticality.from_metadata(metadata)
+    value = criticality.current()
+    if value is not None:
+        metadata.add(criticality.METADATA_KEY, value.name)
+    return value
 
 
 async def send_on_wire(ctx: CallContext) -> Any:

@@ -9,6 +9,8 @@ from typing import Any, ClassVar, Protocol
 
 import grpc.aio
 
+from mesh.resilience.criticality import Criticality
+
 Continuation = Callable[[grpc.aio.ClientCallDetails, Any], Awaitable[Any]]
 
 
@@ -31,6 +33,8 @@ class CallContext:
     attempt_metadata: grpc.aio.Metadata | None = None
     sent: int = 0
     """Attempts handed to the wire: 0 means the dependency cannot have seen this call."""
+    criticality: Criticality | None = None
+    """The criticality the current attempt carries (set by the attempt hook; None: none)."""
 
 
 Next = Callable[[CallContext], Awaitable[Any]]

@@ -8,6 +8,8 @@ them to statuses (pushback trailers included) without special cases::
     └── ResilienceError                    (never retried by our retry strategy)
         ├── BreakerOpenError               UNAVAILABLE, pushback = time until the next probe
         ├── BulkheadFullError              RESOURCE_EXHAUSTED (reject mode, or queue wait spent)
+        ├── ClientThrottledError         RESOURCE_EXHAUSTED: the adaptive throttle rejected the
+        │                                  attempt here, before it reached the backend
         ├── DeadlineBudgetExhaustedError   DEADLINE_EXCEEDED: no time left to start an attempt
         │                                  or a backoff sleep
         ├── StreamBrokenError              the wire's code: a committed stream failed after
@@ -70,6 +72,19 @@ class BulkheadFullError(ResilienceError):
             grpc.StatusCode.RESOURCE_EXHAUSTED,
             f"bulkhead full for {dependency}: {limit} calls in flight",
         )
+
+
+class ClientThrottledError(ResilienceError):
+    """The edge's adaptive throttle rejected the attempt locally: the backend has been refusing
+    so much lately that this attempt would most likely have been refused too."""
+
+    def __init__(self, dependency: str, method: str, probability: float) -> None:
+        super().__init__(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            f"client throttle rejected {dependency} {method} locally "
+            f"(rejecting {probability:.0%} of attempts: {dependency} refuses most of them)",
+        )
+        self.probability = probability
 
 
 class DeadlineBudgetExhaustedError(ResilienceError):

@@ -106,6 +106,18 @@ class BulkheadRejected(NamedTuple):
     waited_s: float
 
 
+class ClientThrottled(NamedTuple):
+    """The adaptive throttle rejected attempt `attempt` locally with `probability`, from the
+    window's `requests` and `accepts` (Google SRE's client-side throttling)."""
+
+    dependency: str
+    method: str
+    attempt: int
+    probability: float
+    requests: int
+    accepts: int
+
+
 class DeadlineExhausted(NamedTuple):
     """No time was left to start the next `stage` ("attempt" or "backoff")."""
 
@@ -224,6 +236,7 @@ Event = (
     | BreakerStateChanged
     | BreakerRejected
     | BulkheadRejected
+    | ClientThrottled
     | DeadlineExhausted
     | FallbackServed
     | ServerCallStarted

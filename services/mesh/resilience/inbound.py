@@ -1,18 +1,35 @@
-"""Server side, outermost: capture each call's deadline for propagation and count every call."""
+"""Server side, outermost: capture each call's deadline and criticality for propagation, and
+count every call."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
 import grpc
 import grpc.aio
 
+from mesh.resilience import criticality
+from mesh.resilience.criticality import Criticality
 from mesh.resilience.deadline import reset_inbound_deadline, set_inbound_deadline
 from mesh.resilience.events import EventBus, ServerCallFinished, ServerCallStarted
 from mesh.resilience.handlers import Behaviour, ServerLayer, WrappedHandlers
 from mesh.resilience.streaming_server import inbound_stream
+
+AssignCriticality = Callable[[str], Criticality]
+"""A service that sets its calls' criticality itself (the gateway: per RPC, from policy)
+instead of trusting the `mesh-criticality` its caller sent: full method name -> criticality."""
+
+
+def inbound_criticality(
+    context: grpc.aio.ServicerContext, method: str, assign: AssignCriticality | None
+) -> Criticality | None:
+    """The criticality of the call being served: the service's own, or its caller's."""
+    if assign is not None:
+        return assign(method)
+    return criticality.from_metadata(context.invocation_metadata())
 
 
 def _code_after(context: grpc.aio.ServicerContext, default: str) -> str:
@@ -23,12 +40,17 @@ def _code_after(context: grpc.aio.ServicerContext, default: str) -> str:
 
 
 class InboundInterceptor(ServerLayer):
-    """Stores the inbound deadline as an absolute `time.monotonic()` value in a contextvar for
-    outbound calls made while serving, and emits ServerCallFinished for every unary call."""
+    """Stores the inbound deadline as an absolute `time.monotonic()` value, and the call's
+    criticality, in contextvars for outbound calls made while serving, and emits
+    ServerCallFinished for every unary call. With `assign`, the caller's criticality is
+    ignored and `assign(method)` is the call's (a public edge must not trust its clients)."""
 
-    def __init__(self, service: str, bus: EventBus) -> None:
+    def __init__(
+        self, service: str, bus: EventBus, assign: AssignCriticality | None = None
+    ) -> None:
         self._service = service
         self._bus = bus
+        self._assign = assign
         self._wrapped = WrappedHandlers()
 
     def wrap(
@@ -41,7 +63,9 @@ class InboundInterceptor(ServerLayer):
                 method,
                 handler,
                 lambda: handler._replace(
-                    unary_stream=inbound_stream(stream, self._service, method, self._bus)
+                    unary_stream=inbound_stream(
+                        stream, self._service, method, self._bus, self._assign
+                    )
                 ),
             )
         if handler is None or handler.unary_unary is None:
@@ -55,11 +79,13 @@ class InboundInterceptor(ServerLayer):
     def _wrap(self, inner: Behaviour, method: str) -> Behaviour:
         emit = self._bus.emit
         service = self._service
+        assign = self._assign
 
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
             started_s = time.monotonic()
             remaining_s = context.time_remaining()
             token = set_inbound_deadline(None if remaining_s is None else started_s + remaining_s)
+            level = criticality.set_current(inbound_criticality(context, method, assign))
             emit(ServerCallStarted(service, method))
             code = "UNKNOWN"
             try:
@@ -74,6 +100,7 @@ class InboundInterceptor(ServerLayer):
                 raise
             finally:
                 reset_inbound_deadline(token)
+                criticality.reset_current(level)
                 emit(
                     ServerCallFinished(
                         service, method, code, time.monotonic() - started_s, remaining_s

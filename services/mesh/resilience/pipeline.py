@@ -21,12 +21,16 @@ from mesh.resilience.errors import ResilienceError
 from mesh.resilience.events import CallFinished, EventBus
 from mesh.resilience.policy import EdgePolicy, PipelineOrder
 from mesh.resilience.retry import Retry, RetryBudget
+from mesh.resilience.throttle import AdaptiveThrottle
 
 PIPELINE_ORDER: tuple[str, ...] = (
     # Outermost -> innermost; the default (policy `order: retry-outside-breaker`).
     "bulkhead",  # a slot per logical call, so retries never need a second slot
     "total_deadline",  # the call's whole budget (its clock starts once a slot is held)
     "retry",  # inside the deadline: no attempt or backoff may outlive it; budget per dependency
+    "throttle",  # inside retry, beside its budget: every attempt the wire would carry, retries
+    # too, counts and may be rejected here; outside the breaker, so a local rejection never
+    # counts as the backend's failure and an open breaker's rejections are not requests
     "breaker",  # inside retry: every attempt counts, and an open breaker stops the retries
     "attempt_timeout",  # min(attempt_s, time left) as each attempt's real gRPC deadline
     "attempt_hook",  # AttemptStarted/AttemptFinished events and the observer (tracing span)
@@ -42,6 +46,7 @@ BREAKER_OUTSIDE_RETRY_ORDER: tuple[str, ...] = (
     "total_deadline",
     "breaker",  # outside retry: a logical call, all its attempts, is one outcome
     "retry",
+    "throttle",  # inside retry here too: it judges attempts, not logical calls
     "attempt_timeout",
     "attempt_hook",
 )
@@ -160,6 +165,9 @@ def build_pipeline(
             Retry(policy.retry, policy.deadline.min_attempt_s, budget, clock, bus, rng)
             if policy.retry.max_attempts > 1
             else None
+        ),
+        "throttle": lambda: (
+            AdaptiveThrottle(policy.throttle, clock, bus, rng) if policy.throttle.enabled else None
         ),
         "breaker": lambda: (
             BreakerStrategy(policy.breaker, clock, bus, dependency)

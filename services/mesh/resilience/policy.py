@@ -33,7 +33,9 @@ from pydantic import (
 )
 
 from mesh import safe_yaml, topology
+from mesh.resilience.criticality_policy import CriticalityPolicy
 from mesh.resilience.outlier_policy import OutlierPolicy
+from mesh.resilience.throttle_policy import ThrottlePolicy
 
 PRESETS: tuple[str, ...] = ("unprotected", "retry-only", "full")
 ENV_PREFIX = "MESH_POLICY__"
@@ -247,6 +249,7 @@ class EdgePolicy(_Model):
     breaker: BreakerPolicy = Field(default_factory=BreakerPolicy)
     bulkhead: BulkheadPolicy = Field(default_factory=BulkheadPolicy)
     native_retry: NativeRetryPolicy = Field(default_factory=NativeRetryPolicy)
+    throttle: ThrottlePolicy = Field(default_factory=ThrottlePolicy)
     outlier: OutlierPolicy = Field(default_factory=OutlierPolicy)
 
     @model_validator(mode="after")
@@ -300,6 +303,7 @@ class MeshPolicy(_Model):
     server_defaults: ServerPolicy = Field(default_factory=ServerPolicy)
     servers: dict[str, ServerPolicy] = {}
     fallbacks: FallbackPolicy = Field(default_factory=FallbackPolicy)
+    criticality: CriticalityPolicy = Field(default_factory=CriticalityPolicy)
 
     @model_validator(mode="after")
     def _known_names(self) -> MeshPolicy:

@@ -25,6 +25,8 @@ from typing import Any
 import grpc
 import grpc.aio
 
+from mesh.resilience import criticality
+from mesh.resilience.criticality import Criticality
 from mesh.resilience.deadline import reset_inbound_deadline, set_inbound_deadline
 from mesh.resilience.events import EventBus, ServerCallFinished, ServerCallStarted
 
@@ -81,16 +83,25 @@ async def tracked(
 
 
 def inbound_stream(
-    inner: StreamBehaviour, service: str, method: str, bus: EventBus
+    inner: StreamBehaviour,
+    service: str,
+    method: str,
+    bus: EventBus,
+    assign: Callable[[str], Criticality] | None = None,
 ) -> StreamBehaviour:
-    """Sets the inbound deadline for the stream's outbound calls and counts the call, as
-    mesh.resilience.inbound does for unary calls."""
+    """Sets the inbound deadline and criticality for the stream's outbound calls and counts the
+    call, as mesh.resilience.inbound does for unary calls."""
     emit = bus.emit
 
     async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
         started_s = time.monotonic()
         remaining_s = context.time_remaining()
         token = set_inbound_deadline(None if remaining_s is None else started_s + remaining_s)
+        level = criticality.set_current(
+            assign(method)
+            if assign is not None
+            else criticality.from_metadata(context.invocation_metadata())
+        )
         emit(ServerCallStarted(service, method))
         status = StreamStatus()
         try:
@@ -101,6 +112,7 @@ def inbound_stream(
             # A generator finalised late runs in another context: nothing of ours to undo there.
             with contextlib.suppress(ValueError):
                 reset_inbound_deadline(token)
+                criticality.reset_current(level)
             emit(
                 ServerCallFinished(
                     service, method, status.code.name, time.monotonic() - started_s, remaining_s

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from mesh.resilience.events import EventBus
 from mesh.resilience.faults import FaultInterceptor, FaultTable
 from mesh.resilience.handlers import ServerLayer
-from mesh.resilience.inbound import InboundInterceptor
+from mesh.resilience.inbound import AssignCriticality, InboundInterceptor
 from mesh.resilience.policy import ServerPolicy
 from mesh.resilience.shedding import SheddingInterceptor
 from mesh.resilience.stream_guard import StreamGuard
@@ -23,7 +23,8 @@ SERVER_ORDER: tuple[str, ...] = (
     "tracing",  # the server span (when tracing is on)
     "front",  # the service's own gate (the gateway's API key): an unauthenticated call is
     # not counted, so nobody can inflate the metrics under method names of their choosing
-    "inbound",  # deadline capture for propagation, and counting of every call received
+    "inbound",  # deadline and criticality capture for propagation (the gateway assigns its
+    # own criticality per RPC), and counting of every call received
     "admission",  # the service's own admission (the gateway's per-key rate limit): inside
     # the counting, so its refusals show in mesh_server_calls_total
     "shedding",  # in-flight limit of this server
@@ -41,6 +42,7 @@ def server_interceptors(
     tracing: Sequence[ServerLayer] = (),
     front: Sequence[ServerLayer] = (),
     admission: Sequence[ServerLayer] = (),
+    assign_criticality: AssignCriticality | None = None,
 ) -> list[ServerLayer]:
     """The server's interceptors, outermost first, in `SERVER_ORDER`."""
     return [
@@ -48,7 +50,7 @@ def server_interceptors(
         RequestDecodingInterceptor(),
         *tracing,
         *front,
-        InboundInterceptor(service_name, bus),
+        InboundInterceptor(service_name, bus, assign_criticality),
         *admission,
         SheddingInterceptor(service_name, policy, bus),
         FaultInterceptor(service_name, faults, bus),

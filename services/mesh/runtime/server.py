@@ -23,6 +23,7 @@ from mesh.resilience.clock import SystemClock
 from mesh.resilience.events import EventBus
 from mesh.resilience.faults import FaultTable
 from mesh.resilience.handlers import ServerChain, ServerLayer
+from mesh.resilience.inbound import AssignCriticality
 from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import Pipeline, build_pipeline
 from mesh.resilience.policy import EdgePolicy, MeshPolicy, load_policy
@@ -192,6 +193,9 @@ class Service:
     """The service's own gate, before call counting (the gateway's API key check)."""
     admission: Sequence[ServerLayer] = ()
     """The service's own admission, inside call counting (the gateway's per-key rate limit)."""
+    criticality: AssignCriticality | None = None
+    """The service's own criticality per RPC, ignoring its callers' (the gateway's, from
+    policy); None: each call keeps the `mesh-criticality` its caller sent."""
 
 
 def _update_server_layer(
@@ -287,6 +291,7 @@ def _public_server(
         tracing=server_tracing(runtime.tracing),
         front=built.front,
         admission=built.admission,
+        assign_criticality=built.criticality,
     )
     for layer in layers:
         if isinstance(layer, SheddingInterceptor | StreamGuard):

@@ -14,6 +14,7 @@
 | mesh_breaker_transitions_total        | counter | dependency, method, to_state    |
 | mesh_breaker_rejections_total         | counter | dependency, method              |
 | mesh_bulkhead_rejections_total        | counter | dependency, method              |
+| mesh_client_throttled_total           | counter | dependency, method              |
 | mesh_fallbacks_total                  | counter | dependency, method, served_by   |
 | mesh_server_calls_total               | counter | method, code                    |
 | mesh_server_in_flight                 | gauge   | method                          |
@@ -37,6 +38,8 @@ it stopped in time): how fast cancellation reaches this service.
 (`max_in_flight`, `max_streams_in_flight`); `mesh_server_streams_expired_total` counts streams
 the server ended because their reader took no message in time or they outlived the server's
 default stream deadline (mesh.resilience.stream_guard).
+`mesh_client_throttled_total` counts attempts the edge's adaptive throttle rejected locally
+(never sent; mesh.resilience.throttle).
 `mesh_client_call_seconds` is each logical outbound call's wall time, all attempts included.
 Bulkhead occupancy, retry budget tokens and time until a breaker's probe are read from the
 pipelines at scrape time (mesh.telemetry.pipeline_gauges, `watch_pipelines`).
@@ -162,6 +165,9 @@ class MeshMetrics:
         self.bulkhead_rejections = counter(
             "mesh_bulkhead_rejections_total", "Calls refused by a full bulkhead.", _DM
         )
+        self.throttled = counter(
+            "mesh_client_throttled_total", "Attempts rejected locally by the throttle.", _DM
+        )
         self.fallbacks = counter(
             "mesh_fallbacks_total", "Answers served by a fallback.", (*_DM, "served_by")
         )
@@ -214,6 +220,7 @@ class MeshMetrics:
             ev.BreakerStateChanged: self._breaker_moved,
             ev.BreakerRejected: self._breaker_rejected,
             ev.BulkheadRejected: self._bulkhead_rejected,
+            ev.ClientThrottled: lambda e: self.throttled.child(e.dependency, e.method).inc(),
             ev.FallbackServed: self._fallback,
             ev.ServerCallStarted: self._server_started,
             ev.ServerCallFinished: self._server_call,

@@ -13,6 +13,7 @@
 | mesh.call_budget_s     | Sent      | time the call had left at its first attempt        |
 | mesh.attempts_sent     | Sent      | attempts that reached the wire (0: rejected by us) |
 | mesh.error_type        | Sent, Att | e.g. BreakerOpenError, AioRpcError                 |
+| mesh.criticality       | Attempt   | the mesh-criticality the attempt carried           |
 | mesh.degraded          | Recv      | true when a fallback answered part of the request  |
 | mesh.degraded_parts    | Recv      | the dependencies a fallback stood in for           |
 """
@@ -31,6 +32,7 @@ ATTEMPT_TIMEOUT_S = "mesh.attempt_timeout_s"
 CALL_BUDGET_S = "mesh.call_budget_s"
 ATTEMPTS_SENT = "mesh.attempts_sent"
 ERROR_TYPE = "mesh.error_type"
+CRITICALITY = "mesh.criticality"
 DEGRADED = "mesh.degraded"
 DEGRADED_PARTS = "mesh.degraded_parts"
 
@@ -53,6 +55,9 @@ SERVED_BY = "mesh.served_by"
 IN_FLIGHT = "mesh.in_flight"
 STREAM_OUTCOME = "mesh.stream_outcome"
 MESSAGES = "mesh.messages"
+PROBABILITY = "mesh.probability"
+REQUESTS = "mesh.requests"
+ACCEPTS = "mesh.accepts"
 
 # Event names.
 EV_RETRY_SCHEDULED = "retry scheduled"
@@ -63,6 +68,7 @@ EV_DEADLINE_CLAMPED = "deadline clamped"
 EV_BREAKER = {0: "breaker closed", 1: "breaker half-opened", 2: "breaker opened"}
 EV_BREAKER_REJECTED = "breaker rejected call"
 EV_BULKHEAD_REJECTED = "bulkhead rejected"
+EV_CLIENT_THROTTLED = "client throttled"
 EV_FALLBACK = "fallback served"
 EV_SHED = "call shed"
 EV_FAULT = "fault injected"

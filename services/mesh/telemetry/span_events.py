@@ -2,7 +2,8 @@
 
 Strategies emit synchronously inside the call they act on, so the span of the call whose
 pipeline is running is the right one: retry, deadline, breaker and bulkhead events land on the
-logical call's `Sent.` span; outside a pipeline, the current span takes them: shedding, faults
+logical call's `Sent.` span (a throttle's local rejection too: that attempt never had one of
+its own); outside a pipeline, the current span takes them: shedding, faults
 and fallbacks land on the service's `Recv.` span. (Pushback is recorded by the
 attempt span itself, which sees the trailers.)
 """
@@ -65,6 +66,18 @@ def _bulkhead(span: trace.Span, e: ev.BulkheadRejected) -> None:
             n.DEPENDENCY: e.dependency,
             n.LIMIT: e.limit,
             n.WAITED_S: e.waited_s,
+        },
+    )
+
+
+def _throttled(span: trace.Span, e: ev.ClientThrottled) -> None:
+    span.add_event(
+        n.EV_CLIENT_THROTTLED,
+        {
+            n.ATTEMPT: e.attempt,
+            n.PROBABILITY: e.probability,
+            n.REQUESTS: e.requests,
+            n.ACCEPTS: e.accepts,
         },
     )
 
@@ -138,6 +151,7 @@ _HANDLERS: dict[type, Callable[[trace.Span, Any], None]] = {
     ev.BreakerStateChanged: _breaker_moved,
     ev.BreakerRejected: _breaker_rejected,
     ev.BulkheadRejected: _bulkhead,
+    ev.ClientThrottled: _throttled,
     ev.FallbackServed: _fallback,
     ev.CallShed: _shed,
     ev.FaultInjected: _fault,

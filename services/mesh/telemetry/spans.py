@@ -208,6 +208,8 @@ class AttemptSpan:
         }
         if ctx.attempt_timeout_s != float("inf"):
             attributes[n.ATTEMPT_TIMEOUT_S] = ctx.attempt_timeout_s
+        if ctx.criticality is not None:
+            attributes[n.CRITICALITY] = ctx.criticality.name
         call = _current_call.get()
         if call is None:  # an attempt observed without its call: the current span's child
             span = factory.tracer.start_span(

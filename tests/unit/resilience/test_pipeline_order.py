@@ -17,8 +17,24 @@ from mesh.resilience.policy import PRESETS, load_policy, load_policy_text
 from mesh.topology import EDGES
 from tests.unit.resilience.unit_fakes import recording_bus
 
-FULL = ("bulkhead", "total_deadline", "retry", "breaker", "attempt_timeout", "attempt_hook")
-SEED_003 = ("bulkhead", "total_deadline", "breaker", "retry", "attempt_timeout", "attempt_hook")
+FULL = (
+    "bulkhead",
+    "total_deadline",
+    "retry",
+    "throttle",
+    "breaker",
+    "attempt_timeout",
+    "attempt_hook",
+)
+SEED_003 = (
+    "bulkhead",
+    "total_deadline",
+    "breaker",
+    "retry",
+    "throttle",
+    "attempt_timeout",
+    "attempt_hook",
+)
 EXPECTED = {
     "full": FULL,
     "retry-only": ("total_deadline", "retry", "attempt_timeout", "attempt_hook"),
@@ -36,7 +52,10 @@ def test_the_other_declared_order_puts_the_breaker_outside_retry() -> None:
 
 
 def test_the_order_field_selects_it_and_defaults_to_the_declared_order() -> None:
-    text = "edges: {gateway_to_profile: {order: breaker-outside-retry}}"
+    text = (
+        "edge_defaults: {throttle: {enabled: true}}\n"
+        "edges: {gateway_to_profile: {order: breaker-outside-retry}}"
+    )
     policy = load_policy_text(text, "p.yaml", {})
     bus = recording_bus()[0]
     chosen = build_pipeline(policy.edge("gateway_to_profile"), dependency="profile", bus=bus)
