@@ -45,7 +45,7 @@ class WorkerPool:
         self._clock = clock
         self._bus = bus
         self._draw = service_times(policy)
-        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._waiters: deque[asyncio.Future[float]] = deque()
         self.in_use = 0
 
     @property
@@ -58,39 +58,47 @@ class WorkerPool:
 
     @asynccontextmanager
     async def work(self) -> AsyncIterator[float]:
-        """Holds a worker for one service time (yielded, in seconds), then frees it."""
-        start_s = self._clock.now()
-        await self._acquire()
-        waited_s = self._clock.now() - start_s
+        """Holds a worker for one service time (yielded, in seconds), then frees it.
+
+        A worker's time runs on its own: a call handed a worker starts when the previous call
+        was due to end (or when it arrived, if later), not when this process next ran, so a
+        busy event loop does not lower the pool's capacity (a database keeps working while
+        its client is descheduled)."""
+        arrived_s = self._clock.now()
+        started_s = max(await self._acquire(), arrived_s)
         service_s = self._draw()
+        due_s = started_s + service_s
         try:
-            await self._clock.sleep(service_s)
+            await self._clock.sleep(due_s - self._clock.now())
             yield service_s
         finally:
-            self._release()
+            self._release(due_s)
             self._bus.emit(
-                PoolWorkDone(self._service, waited_s, service_s, self.in_use, self.queued)
+                PoolWorkDone(
+                    self._service, started_s - arrived_s, service_s, self.in_use, self.queued
+                )
             )
 
-    async def _acquire(self) -> None:
+    async def _acquire(self) -> float:
+        """A worker, and when it was free (clock seconds)."""
         if self.in_use < self.policy.workers and not self._waiters:
             self.in_use += 1
-            return
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            return self._clock.now()
+        waiter: asyncio.Future[float] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         try:
-            await waiter  # _release hands its worker over: in_use already counts this call
+            return await waiter  # _release hands its worker over: in_use already counts this
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():
-                self._release()  # handed a worker while being cancelled: pass it on
+                self._release(self._clock.now())  # handed a worker while cancelled: pass it on
             elif waiter in self._waiters:
                 self._waiters.remove(waiter)
             raise
 
-    def _release(self) -> None:
+    def _release(self, free_s: float) -> None:
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():
-                waiter.set_result(None)
+                waiter.set_result(free_s)
                 return
         self.in_use -= 1

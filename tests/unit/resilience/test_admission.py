@@ -4,6 +4,7 @@ discipline, deadline-aware refusal and criticality (sheddable refused before cri
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
@@ -19,6 +20,16 @@ from tests.unit.resilience.manual_clock import ManualClock, settle
 M = "/mesh.v1.RecommendationService/Popular"
 CRITICAL = Criticality.CRITICAL
 SHEDDABLE = Criticality.SHEDDABLE
+
+
+@pytest.fixture(autouse=True)
+async def no_waiter_left() -> AsyncIterator[None]:
+    """Waiters a test leaves in a queue are cancelled (their cleanup runs) before the loop ends."""
+    yield
+    left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in left:
+        task.cancel()
+    await asyncio.gather(*left, return_exceptions=True)
 
 
 def admission(**policy: Any) -> tuple[Admission, ManualClock, list[Event]]:
@@ -124,8 +135,12 @@ async def test_codel_times_new_waiters_out_after_m_once_a_standing_queue_forms()
     shed = [e for e in seen if isinstance(e, CallShed)]
     assert [e.reason for e in shed] == ["queue_timeout", "queue_timeout"]
     assert shed[1].waited_s == pytest.approx(0.005)
+    with pytest.raises(ShedError):
+        await oldest
     await clock.advance(0.05)
     assert middle.done(), "the middle one keeps its N"
+    with pytest.raises(ShedError):
+        await middle
 
 
 async def test_adaptive_lifo_is_fifo_without_a_standing_queue() -> None:
