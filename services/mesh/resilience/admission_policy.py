@@ -110,4 +110,9 @@ class PoolPolicy(_Model):
     )
     distribution: Literal["fixed", "exponential", "lognormal"] = "fixed"
     sigma: float = Field(default=0.5, gt=0, le=5, description="(0, 5]: lognormal: sigma of the log")
-    seed: int | None = Field(default=None, ge=0, description="the draws' seed; null: random")
+    seed: int | None = Field(
+        default=None,
+        ge=0,
+        le=999_999,
+        description="[0, 999999]: the draws' seed; null: random",
+    )
