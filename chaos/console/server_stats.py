@@ -27,7 +27,7 @@ def server_stats(now: Snapshot, window: Snapshot, seconds: float, service: str) 
     per_s = 1.0 / seconds if seconds > 0 else 0.0
     stats = ServerStats()
     unlimited = False
-    for (name_of, name, labels), value in now.values.items():
+    for (name_of, name, _labels), value in now.values.items():
         if replica_of(name_of) != service:
             continue
         if name == "mesh_server_in_flight":

@@ -53,9 +53,8 @@ async def test_a_late_event_loop_does_not_lower_the_capacity() -> None:
 
 @pytest.mark.parametrize("distribution", ["fixed", "exponential", "lognormal"])
 def test_service_times_have_the_declared_mean(distribution: str) -> None:
-    draw = service_times(
-        PoolPolicy(workers=1, service_time_s=0.02, distribution=distribution, seed=7)
-    )
+    policy = {"workers": 1, "service_time_s": 0.02, "distribution": distribution, "seed": 7}
+    draw = service_times(PoolPolicy.model_validate(policy))
     samples = [draw() for _ in range(20_000)]
     assert statistics.fmean(samples) == pytest.approx(0.02, rel=0.05)
     assert min(samples) > 0
