@@ -40,18 +40,20 @@ async def test_the_pool_serves_its_declared_capacity_with_the_cpu_mostly_idle() 
 
 
 async def test_at_5x_an_adaptive_limit_keeps_accepted_calls_fast_where_static_64_queues() -> None:
-    # N=2 workers, 20 ms (100/s; 5x = 500 calls/s keeps this process under half a core, so
+    # N=2 workers, 20 ms (100/s; 5x = 500 calls/s keeps this process near half a core, so
     # the figures are the pattern's). Static 64 (today's default) admits 64 at once: by
-    # Little's law an accepted call waits 64 / 2 x 20 ms = 640 ms (measured p50 ~740 ms);
-    # the bound is a third of that. Vegas (reference defaults) holds a queue of alpha..beta
-    # (3..6) calls plus its probes: measured p50 ~110 ms, p99 ~400 ms against static's ~740
-    # and ~1,060 ms. Bounds: Vegas's p50 under 40% of static's, its p99 below static's, and
-    # its goodput at least 60% of capacity (measured ~86%).
+    # Little's law an accepted call waits 64 / 2 x 20 ms = 640 ms (measured p50 641-643 ms,
+    # p99 650-917 ms in 3 runs); the bound is a third of that. Gradient2 (the reference's
+    # defaults but min_limit 1, since its default floor of 20 is ten times these 2 workers)
+    # keeps its queue allowance plus what its long average lets drift: measured p50 201-217
+    # ms, p99 383-441 ms. Bounds: its p50 at most half of static's, its p99 below static's,
+    # its goodput at least 60% of capacity (measured 105-108 OK/s). Vegas is not used here:
+    # with the reference's probing it ran away in 1 of 4 runs at 5x (see the report).
     static = await measure(variant("static-64", workers=2), load=5.0, duration_s=4.0)
-    vegas = await measure(variant("vegas", workers=2), load=5.0, duration_s=4.0)
-    print(f"\nstatic-64: {static}\nvegas: {vegas}")
+    adaptive = await measure(variant("gradient2", workers=2), load=5.0, duration_s=4.0)
+    print(f"\nstatic-64: {static}\ngradient2: {adaptive}")
     assert static.p50_s >= 0.200, "static 64 lets the queue grow"
-    assert vegas.p50_s <= 0.4 * static.p50_s
-    assert vegas.p99_s < static.p99_s
-    assert vegas.goodput_per_s >= 0.6 * 100
-    assert vegas.refused > 0 and static.refused > 0
+    assert adaptive.p50_s <= 0.5 * static.p50_s
+    assert adaptive.p99_s < static.p99_s
+    assert adaptive.goodput_per_s >= 0.6 * 100
+    assert adaptive.refused > 0 and static.refused > 0
