@@ -202,3 +202,13 @@ async def test_a_full_queue_drops_its_least_critical_waiter_for_a_critical_call(
     adm.release(held, dropped=False)
     await settle()
     assert critical.done() and critical.exception() is None
+
+
+async def test_a_policy_swap_changes_the_algorithm_for_calls_from_then_on() -> None:
+    adm, _, seen = admission(max_in_flight=2)
+    held = await adm.acquire(M, CRITICAL, None)
+    adm.update(ServerPolicy.model_validate({"limit": {"algorithm": "vegas"}}))
+    assert adm.limit == 20 and adm.in_flight == 1, "calls in flight keep their places"
+    adm.release(held, dropped=None)
+    assert adm.in_flight == 0
+    assert [e for e in seen if isinstance(e, ConcurrencyLimitChanged)][-1].algorithm == "vegas"
