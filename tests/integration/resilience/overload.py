@@ -16,8 +16,8 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from multiprocessing.connection import Connection
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from typing import Any
 
 import grpc
