@@ -58,3 +58,20 @@ def test_service_times_have_the_declared_mean(distribution: str) -> None:
     samples = [draw() for _ in range(20_000)]
     assert statistics.fmean(samples) == pytest.approx(0.02, rel=0.05)
     assert min(samples) > 0
+
+
+async def test_recommendation_gets_a_pool_only_when_its_policy_declares_workers() -> None:
+    from mesh.recommendation.servicer import DeclaredCapacity
+    from mesh.resilience.policy import load_policy
+
+    capacity = DeclaredCapacity(EventBus(), ManualClock())
+    capacity.update(load_policy("full", {}).server("recommendation").pool)
+    assert capacity.pool is None, "off by default: today's behaviour"
+    env = {"MESH_POLICY__RECOMMENDATION__POOL__WORKERS": "4"}
+    capacity.update(load_policy("full", env).server("recommendation").pool)
+    first = capacity.pool
+    assert first is not None and first.capacity_per_s == pytest.approx(200.0)
+    capacity.update(load_policy("full", env).server("recommendation").pool)
+    assert capacity.pool is first, "the same settings keep the pool (and its queue)"
+    capacity.update(load_policy("full", {}).server("recommendation").pool)
+    assert capacity.pool is None
