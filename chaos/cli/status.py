@@ -1,5 +1,6 @@
 """`mesh status`: the running mesh's edges now: rates, latency, breakers per method, bulkheads,
-retry budgets and faults (who set them), from the services' metrics, Toxiproxy and FaultAdmin."""
+retry budgets and faults (who set them), and each service's admission (in flight against its
+concurrency limit, refusals by reason), from the services' metrics, Toxiproxy and FaultAdmin."""
 
 from __future__ import annotations
 
@@ -131,10 +132,52 @@ def edge_table(snapshot: dict[str, Any], title: str) -> Table:
     return table
 
 
+def _limit(server: dict[str, Any]) -> str:
+    limit = server["concurrency_limit"]
+    return "-" if limit is None else ("none" if limit == 0 else f"{limit:.0f}")
+
+
+def server_table(snapshot: dict[str, Any]) -> Table:
+    """Each service's admission: calls in flight against its concurrency limit, refusals."""
+    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False)
+    for name, justify in (
+        ("service", "left"),
+        ("in flight", "right"),
+        ("limit", "right"),
+        ("shed/s", "right"),
+        ("pool", "right"),
+        ("shed by reason", "left"),
+    ):
+        table.add_column(name, justify=justify, no_wrap=name == "service")  # type: ignore[arg-type]
+    for server in snapshot.get("servers", []):
+        reasons = ", ".join(
+            f"{reason} {rate:.1f}"
+            for reason, rate in sorted(server["shed_by_reason"].items())
+            if rate > 0
+        )
+        pool = (
+            "-"
+            if server["pool_in_use"] is None or server["pool_queued"] is None
+            else f"{server['pool_in_use']:.0f}+{server['pool_queued']:.0f}q"
+        )
+        table.add_row(
+            server["name"],
+            _n(server["in_flight"], 0),
+            _limit(server),
+            _n(server["shed_per_s"]),
+            pool,
+            reasons or "-",
+        )
+    return table
+
+
 def edge_view(snapshot: dict[str, Any], title: str) -> Group:
-    """The table, then the faults under it (`faults: none` when there are none)."""
+    """The edge table, the faults under it (`faults: none` when there are none), then each
+    service's admission (in flight, concurrency limit, refusals)."""
     lines = fault_lines(snapshot) or ["none"]
-    return Group(edge_table(snapshot, title), "faults: " + lines[0], *lines[1:])
+    return Group(
+        edge_table(snapshot, title), "faults: " + lines[0], *lines[1:], server_table(snapshot)
+    )
 
 
 def snapshot_over(view: MeshView, window_s: float) -> dict[str, Any]:

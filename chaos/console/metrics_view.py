@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from chaos.console.server_stats import ServerStats, server_stats
 from chaos.counters import Snapshot
 from mesh.topology import replica_of
 
@@ -177,3 +178,7 @@ class MetricsWindow:
     def edge(self, caller: str, dependency: str) -> EdgeStats:
         growth, seconds = self.growth()
         return edge_stats(self.latest(), growth, seconds, caller, dependency)
+
+    def server(self, service: str) -> ServerStats:
+        growth, seconds = self.growth()
+        return server_stats(self.latest(), growth, seconds, service)

@@ -14,8 +14,9 @@ from chaos.console.metrics_view import MetricsWindow
 from chaos.launch.state import MeshState
 from mesh.topology import EDGES, SERVICES, replica_of
 
-GRPC_CALLERS = frozenset(e.caller for e in EDGES if e.dependency in {s.name for s in SERVICES})
-"""The services whose metrics describe an edge (their gRPC clients): only these are scraped."""
+GRPC_SERVERS = frozenset(s.name for s in SERVICES)
+"""The gRPC services: their metrics describe their edges (as callers) and their admission (in
+flight against the concurrency limit, refusals), so these are scraped."""
 
 APP_FAULTS_EVERY_S = 2.0
 """App faults are listed over gRPC from every service: at most this often (or after a change
@@ -49,7 +50,7 @@ class MeshView:
             {
                 name: addrs["metrics"]
                 for name, addrs in state.services.items()
-                if replica_of(name) in GRPC_CALLERS
+                if replica_of(name) in GRPC_SERVERS and "metrics" in addrs
             },
             window_s,
         )
@@ -115,6 +116,7 @@ class MeshView:
             "toxiproxy": self.state.toxiproxy,
             "services": sorted(self.state.services),
             "edges": edges,
+            "servers": [{"name": s.name, **asdict(self.metrics.server(s.name))} for s in SERVICES],
             "app_faults": [asdict(f) for f in app_faults],
             "experiment": read_progress(self.state_dir),
             "errors": errors,

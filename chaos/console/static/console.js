@@ -153,13 +153,23 @@ function drawGraph() {
       el("svg:rect", {x: lx, y: ly, width: w, height: h, rx: 3}),
       label.map(([text, cls], i) => el("svg:text", {x: lx + 4, y: ly + 14 + 14 * i, class: cls}, text)))));
   }
+  const servers = new Map((state.servers || []).map((s) => [s.name, s]));
   for (const name of nodes) {
     const [x, y] = POS[name] || [0, 0];
     items.push(el("svg:g", {class: `node${PEERS.has(name) ? " peer" : ""}`, "data-node": name},
       el("svg:rect", {x: x - 55, y: y - 16, width: 110, height: 32, rx: 6}),
-      el("svg:text", {x, y}, name)));
+      el("svg:text", {x, y}, name),
+      ...admissionText(servers.get(name), x, y + 30)));
   }
   svg.replaceChildren(...items);
+}
+
+function admissionText(server, x, y) {
+  // A service's calls in flight against its concurrency limit, and its refusals per second.
+  if (!server || server.concurrency_limit === null) return [];
+  const limit = server.concurrency_limit === 0 ? "no limit" : `limit ${fmt(server.concurrency_limit, 0)}`;
+  const text = `${fmt(server.in_flight, 0)} in flight, ${limit}, shed ${fmt(server.shed_per_s)}/s`;
+  return [el("svg:text", {x, y, class: "admission", "data-admission": server.name}, text)];
 }
 
 function drawTable() {

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, nullcontext
 
 import grpc
 
 from mesh.customers import Product, customers
+from mesh.resilience.admission_policy import PoolPolicy
+from mesh.resilience.clock import Clock, SystemClock
+from mesh.resilience.events import EventBus
+from mesh.resilience.worker_pool import WorkerPool
 from mesh.runtime.relay import relay_failure
 from mesh.runtime.server import Runtime, Service
 from mesh.runtime.validation import check_limit, check_user_id, checked_fields
@@ -37,13 +42,41 @@ def popular(limit: int) -> list[recommendation_pb2.Product]:
     return [_product(p, p.popularity) for p in customers().products[:limit]]
 
 
-class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServicer):
-    """Recommend crosses a second hop (to profile); Popular is the cheap fallback source."""
+class DeclaredCapacity:
+    """The recommendation's declared worker pool (policy `servers.recommendation.pool`), if
+    any: a new pool when its settings change (calls on the old one finish there)."""
 
-    def __init__(self, profiles: profile_pb2_grpc.ProfileServiceStub, retried: bool) -> None:
+    def __init__(self, bus: EventBus, clock: Clock | None = None) -> None:
+        self._bus = bus
+        self._clock = clock or SystemClock()
+        self.pool: WorkerPool | None = None
+
+    def update(self, policy: PoolPolicy) -> None:
+        if self.pool is not None and self.pool.policy == policy:
+            return
+        self.pool = None
+        if policy.workers:
+            self.pool = WorkerPool("recommendation", policy, self._clock, self._bus)
+
+    def work(self) -> AbstractAsyncContextManager[object]:
+        """A worker's service time (or nothing without a pool)."""
+        return nullcontext() if self.pool is None else self.pool.work()
+
+
+class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServicer):
+    """Recommend crosses a second hop (to profile); Popular is the cheap fallback source.
+    Both hold a worker of the declared pool, when there is one, for each call."""
+
+    def __init__(
+        self,
+        profiles: profile_pb2_grpc.ProfileServiceStub,
+        retried: bool,
+        capacity: DeclaredCapacity | None = None,
+    ) -> None:
         self._profiles = profiles
         self.retried = retried
         """Whether this hop retries profile calls itself (then callers are told not to)."""
+        self.capacity = capacity or DeclaredCapacity(EventBus())
 
     async def _ranked(
         self, request: recommendation_pb2.RecommendRequest, context: grpc.aio.ServicerContext
@@ -56,7 +89,8 @@ class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServic
             reply = await self._profiles.GetProfile(profile_pb2.GetProfileRequest(user_id=user_id))
         except grpc.aio.AioRpcError as err:
             await relay_failure(context, err, "profile", self.retried)
-        return personalised(list(reply.profile.interests), limit)
+        async with self.capacity.work():
+            return personalised(list(reply.profile.interests), limit)
 
     async def Recommend(
         self, request: recommendation_pb2.RecommendRequest, context: grpc.aio.ServicerContext
@@ -77,17 +111,22 @@ class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServic
     ) -> recommendation_pb2.RecommendResponse:
         async with checked_fields(context):
             limit = check_limit(request.limit)
-        return recommendation_pb2.RecommendResponse(products=popular(limit), source="popular")
+        async with self.capacity.work():
+            return recommendation_pb2.RecommendResponse(products=popular(limit), source="popular")
 
 
 async def build(runtime: Runtime) -> Service:
+    capacity = DeclaredCapacity(runtime.bus)
+    capacity.update(runtime.policy.server("recommendation").pool)
     servicer = RecommendationServicer(
         runtime.stub_to("profile", profile_pb2_grpc.ProfileServiceStub),
         retried=runtime.retries_on("profile"),
+        capacity=capacity,
     )
 
     def policy_changed(_: object) -> None:
         servicer.retried = runtime.retries_on("profile")
+        capacity.update(runtime.policy.server("recommendation").pool)
 
     runtime.on_policy(policy_changed)
     return Service(

@@ -115,12 +115,16 @@ class StreamBrokenError(ResilienceError):
 class ShedError(ResilienceError):
     """The server refused the call because too many are in flight; retry after the pushback."""
 
-    def __init__(self, service: str, limit: int, pushback_s: float, kind: str = "call") -> None:
+    def __init__(
+        self, service: str, limit: int, pushback_s: float, kind: str = "call", reason: str = "limit"
+    ) -> None:
+        why = f"{limit} {kind}s in flight" if reason == "limit" else reason.replace("_", " ")
         super().__init__(
             grpc.StatusCode.RESOURCE_EXHAUSTED,
-            f"{service} shed the {kind}: {limit} {kind}s in flight",
+            f"{service} shed the {kind}: {why}",
             pushback_s=pushback_s,
         )
+        self.reason = reason
 
 
 class InjectedFaultError(ResilienceError):

@@ -159,13 +159,42 @@ class ServerCallFinished(NamedTuple):
 
 
 class CallShed(NamedTuple):
-    """The server refused a call because `in_flight` calls (of its kind: unary calls, or
-    streams, which have a limit of their own) were already running."""
+    """The server's admission refused a call; `in_flight` calls of its kind (unary calls, or
+    streams, which have a limit of their own) were running against `limit` (0: none).
+
+    `reason`: limit (no place, no queue), queue_full, queue_timeout (waited its longest for
+    a place), deadline (less time left than the expected service time), criticality (over
+    its criticality's share, or pushed out of a full queue by a more critical call).
+    `criticality` is the call's (SRE's names); `waited_s` its time in the queue."""
 
     service: str
     method: str
     in_flight: int
     pushback_s: float
+    reason: str = "limit"
+    limit: int = 0
+    criticality: str = "CRITICAL"
+    waited_s: float = 0.0
+
+
+class ConcurrencyLimitChanged(NamedTuple):
+    """The server's unary concurrency limit is now `limit` (0: no limit); `algorithm` moved
+    it (static, vegas, gradient2)."""
+
+    service: str
+    algorithm: str
+    limit: int
+
+
+class PoolWorkDone(NamedTuple):
+    """A call held one of the service's declared workers for `service_s` after waiting
+    `waited_s`; `in_use` workers are busy and `queued` calls wait as it ends."""
+
+    service: str
+    waited_s: float
+    service_s: float
+    in_use: int
+    queued: int
 
 
 class StreamExpired(NamedTuple):
@@ -242,6 +271,8 @@ Event = (
     | ServerCallStarted
     | ServerCallFinished
     | CallShed
+    | ConcurrencyLimitChanged
+    | PoolWorkDone
     | StreamExpired
     | FaultInjected
     | ReplicaEjected

@@ -33,6 +33,7 @@ from pydantic import (
 )
 
 from mesh import safe_yaml, topology
+from mesh.resilience.admission_policy import LimitPolicy, PoolPolicy, QueuePolicy
 from mesh.resilience.criticality_policy import CriticalityPolicy
 from mesh.resilience.outlier_policy import OutlierPolicy
 from mesh.resilience.throttle_policy import ThrottlePolicy
@@ -274,8 +275,9 @@ class FallbackPolicy(_Model):
 
 
 class ServerPolicy(_Model):
-    """Server-side load shedding (unary calls and streams have separate limits, so streams can
-    never take the places of unary calls) and the time limits of server streams."""
+    """Server-side admission (unary calls and streams have separate limits, so streams can
+    never take the places of unary calls; mesh.resilience.admission_policy for the unary
+    calls' limit algorithm, queue and declared pool) and the time limits of server streams."""
 
     max_in_flight: int = Field(
         default=64, ge=0, le=100_000, description="[0, 100000]: unary calls at once; 0 = no limit"
@@ -292,6 +294,9 @@ class ServerPolicy(_Model):
     shed_pushback_ms: int = Field(
         default=200, ge=0, le=60_000, description="[0, 60000]: grpc-retry-pushback-ms when shed"
     )
+    limit: LimitPolicy = Field(default_factory=LimitPolicy)
+    queue: QueuePolicy = Field(default_factory=QueuePolicy)
+    pool: PoolPolicy = Field(default_factory=PoolPolicy)
 
 
 class MeshPolicy(_Model):

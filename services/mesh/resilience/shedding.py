@@ -1,7 +1,10 @@
-"""Server-side load shedding: a per-service limit on calls in flight."""
+"""Server-side admission, the one layer: unary calls through mesh.resilience.admission (a
+static, Vegas or Gradient2 limit, deadline-aware, queued, sheddable first), streams against
+their own static limit."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
@@ -9,6 +12,9 @@ from typing import Any
 import grpc
 import grpc.aio
 
+from mesh.resilience import criticality
+from mesh.resilience.admission import Admission
+from mesh.resilience.clock import Clock, SystemClock
 from mesh.resilience.errors import ShedError
 from mesh.resilience.events import CallShed, EventBus
 from mesh.resilience.handlers import (
@@ -33,25 +39,45 @@ class _Places:
         self.in_flight = 0
 
 
+DROPPED_CODES = frozenset({"RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED"})
+"""A call ending with these was dropped (refused further on, or out of time): the limit's
+onDropped. OK is a sample (onSuccess); any other code has no meaningful RTT (onIgnore)."""
+
+
+def _dropped(context: grpc.aio.ServicerContext, default: str) -> bool | None:
+    code = context.code()
+    name = code.name if isinstance(code, grpc.StatusCode) else default
+    if name == "OK":
+        return False
+    if name in DROPPED_CODES:
+        return True
+    if name == "CANCELLED":  # the client's deadline passed (a timeout), or it gave up
+        remaining_s = context.time_remaining()
+        return True if remaining_s is not None and remaining_s <= 0 else None
+    return None
+
+
 class SheddingInterceptor(ServerLayer):
-    """Refuses calls beyond `max_in_flight` at once with RESOURCE_EXHAUSTED and a pushback, so
+    """Refuses what admission will not take with RESOURCE_EXHAUSTED and a pushback, so
     callers back off instead of queueing into a timeout (refuse some rather than fail all).
 
     Streams count against their own limit, `max_streams_in_flight`, never against the unary
     calls': a stream may hold its place for as long as its reader takes, and streams that
     stall must not leave a unary call without one."""
 
-    def __init__(self, service: str, policy: ServerPolicy, bus: EventBus) -> None:
+    def __init__(
+        self, service: str, policy: ServerPolicy, bus: EventBus, clock: Clock | None = None
+    ) -> None:
         self._service = service
         self._bus = bus
-        self._calls = _Places("call", 0)
+        self.admission = Admission(service, policy, clock or SystemClock(), bus)
         self._streams = _Places("stream", 0)
         self.update(policy)
         self._wrapped = WrappedHandlers()
 
     def update(self, policy: ServerPolicy) -> None:
         """New limits for calls arriving from now on (a policy swapped at runtime)."""
-        self._calls.limit = policy.max_in_flight
+        self.admission.update(policy)
         self._streams.limit = policy.max_streams_in_flight
         self._pushback_s = policy.shed_pushback_ms / 1000.0
 
@@ -70,7 +96,7 @@ class SheddingInterceptor(ServerLayer):
                 handler,
                 lambda: handler._replace(unary_stream=self._wrap_stream(stream, method)),
             )
-        if handler.unary_unary is None or not self._calls.limit:
+        if handler.unary_unary is None or not self.admission.active:
             return handler
         return self._wrapped.wrap(
             method,
@@ -79,22 +105,39 @@ class SheddingInterceptor(ServerLayer):
         )
 
     async def _admit(self, places: _Places, method: str, context: grpc.aio.ServicerContext) -> None:
-        """Takes a place in flight, or refuses the call with a pushback."""
+        """Takes a stream's place, or refuses the stream with a pushback."""
         if places.limit and places.in_flight >= places.limit:
-            self._bus.emit(CallShed(self._service, method, places.in_flight, self._pushback_s))
+            self._bus.emit(
+                CallShed(self._service, method, places.in_flight, self._pushback_s, "limit")
+            )
             err = ShedError(self._service, places.limit, self._pushback_s, places.kind)
             await abort_with(context, err)
         places.in_flight += 1
 
     def _wrap(self, inner: Behaviour, method: str) -> Behaviour:
-        places = self._calls
+        admission = self.admission
 
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            await self._admit(places, method, context)
+            level = criticality.from_metadata(context.invocation_metadata())
             try:
-                return await inner(request, context)
+                place = await admission.acquire(
+                    method, level or criticality.DEFAULT, context.time_remaining()
+                )
+            except ShedError as err:
+                await abort_with(context, err)
+            dropped: bool | None = None
+            try:
+                response = await inner(request, context)
+                dropped = _dropped(context, "OK")
+                return response
+            except asyncio.CancelledError:
+                dropped = _dropped(context, "CANCELLED")
+                raise
+            except Exception:
+                dropped = _dropped(context, "UNKNOWN")
+                raise
             finally:
-                places.in_flight -= 1
+                admission.release(place, dropped)
 
         return behaviour
 

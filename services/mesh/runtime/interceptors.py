@@ -27,7 +27,9 @@ SERVER_ORDER: tuple[str, ...] = (
     # own criticality per RPC), and counting of every call received
     "admission",  # the service's own admission (the gateway's per-key rate limit): inside
     # the counting, so its refusals show in mesh_server_calls_total
-    "shedding",  # in-flight limit of this server
+    "shedding",  # THE admission layer of this server (mesh.resilience.shedding): the unary
+    # calls' concurrency limit (static, vegas, gradient2) with its queue, deadline-aware and
+    # sheddable-first refusals, and the streams' own limit; inside counting, so refusals show
     "faults",  # innermost: an injected delay or failure looks like a slow or failing handler
 )
 """Slots a service does not fill are left out; the rest keep this order (pinned by a test)."""

@@ -19,7 +19,11 @@
 | mesh_server_calls_total               | counter | method, code                    |
 | mesh_server_in_flight                 | gauge   | method                          |
 | mesh_server_deadline_overrun_seconds  | histogram | method                        |
-| mesh_server_shed_total                | counter | method                          |
+| mesh_server_shed_total                | counter | method, reason                  |
+| mesh_server_concurrency_limit         | gauge   | service                         |
+| mesh_pool_in_use                      | gauge   | service                         |
+| mesh_pool_queue_length                | gauge   | service                         |
+| mesh_pool_wait_seconds                | histogram | service                       |
 | mesh_server_streams_expired_total     | counter | method                          |
 | mesh_faults_injected_total            | counter | method, code                    |
 | mesh_replica_ejections_total          | counter | dependency, replica, reason     |
@@ -34,8 +38,12 @@ attempts, budget, pushback, not_retryable_method, retries_off; `stage` is attemp
 `mesh_server_deadline_overrun_seconds` observes, for each call that arrived with a deadline
 and ended CANCELLED or DEADLINE_EXCEEDED, how long it kept running past that deadline (0 when
 it stopped in time): how fast cancellation reaches this service.
-`mesh_server_shed_total` counts unary calls and streams refused past their own limits
-(`max_in_flight`, `max_streams_in_flight`); `mesh_server_streams_expired_total` counts streams
+`mesh_server_shed_total` counts unary calls and streams refused by admission; `reason` is
+limit, queue_full, queue_timeout, deadline or criticality (mesh.resilience.admission);
+`mesh_server_concurrency_limit` is the unary calls' current limit (static `max_in_flight`, or
+what Vegas / Gradient2 learned; 0: no limit). The `mesh_pool_*` metrics are the declared worker
+pool's (mesh.resilience.worker_pool): workers busy and calls waiting as the last call ended,
+and each call's wait for a worker; `mesh_server_streams_expired_total` counts streams
 the server ended because their reader took no message in time or they outlived the server's
 default stream deadline (mesh.resilience.stream_guard).
 `mesh_client_throttled_total` counts attempts the edge's adaptive throttle rejected locally
@@ -189,8 +197,27 @@ class MeshMetrics:
             )
         )
         self.shed = counter(
-            "mesh_server_shed_total", "Calls refused by load shedding.", ("method",)
+            "mesh_server_shed_total", "Calls refused by admission.", ("method", "reason")
         )
+        self.concurrency_limit = Gauge(
+            "mesh_server_concurrency_limit",
+            "Unary calls admitted at once (0: no limit).",
+            ("service",),
+            registry=registry,
+        ).labels(service)
+        self.pool_in_use = Gauge(
+            "mesh_pool_in_use", "Declared workers busy.", ("service",), registry=registry
+        ).labels(service)
+        self.pool_queued = Gauge(
+            "mesh_pool_queue_length", "Calls waiting for a worker.", ("service",), registry=registry
+        ).labels(service)
+        self.pool_wait = Histogram(
+            "mesh_pool_wait_seconds",
+            "Each call's wait for a declared worker.",
+            ("service",),
+            registry=registry,
+            buckets=CALL_SECONDS_BUCKETS,
+        ).labels(service)
         self.expired = counter(
             "mesh_server_streams_expired_total",
             "Streams ended by the server: a stalled reader, or no client deadline.",
@@ -224,7 +251,9 @@ class MeshMetrics:
             ev.FallbackServed: self._fallback,
             ev.ServerCallStarted: self._server_started,
             ev.ServerCallFinished: self._server_call,
-            ev.CallShed: self._shed,
+            ev.CallShed: lambda e: self.shed.child(e.method, e.reason).inc(),
+            ev.ConcurrencyLimitChanged: lambda e: self.concurrency_limit.set(e.limit),
+            ev.PoolWorkDone: self._pool,
             ev.StreamExpired: lambda e: self.expired.child(e.method).inc(),
             ev.FaultInjected: self._fault,
             ev.ReplicaEjected: lambda e: self.ejections.child(
@@ -300,8 +329,10 @@ class MeshMetrics:
         if e.budget_s is not None and e.code in ("CANCELLED", "DEADLINE_EXCEEDED"):
             self.overrun.child(e.method).observe(max(0.0, e.duration_s - e.budget_s))
 
-    def _shed(self, e: ev.CallShed) -> None:
-        self.shed.child(e.method).inc()
+    def _pool(self, e: ev.PoolWorkDone) -> None:
+        self.pool_wait.observe(e.waited_s)
+        self.pool_in_use.set(e.in_use)
+        self.pool_queued.set(e.queued)
 
     def _fault(self, e: ev.FaultInjected) -> None:
         self.faults.child(e.method, e.code).inc()

@@ -104,7 +104,21 @@ def _fallback(span: trace.Span, e: ev.FallbackServed) -> None:
 
 
 def _shed(span: trace.Span, e: ev.CallShed) -> None:
-    span.add_event(n.EV_SHED, {n.IN_FLIGHT: e.in_flight, n.PUSHBACK_S: e.pushback_s})
+    span.add_event(
+        n.EV_SHED,
+        {
+            n.IN_FLIGHT: e.in_flight,
+            n.PUSHBACK_S: e.pushback_s,
+            n.REASON: e.reason,
+            n.LIMIT: e.limit,
+            n.CRITICALITY: e.criticality,
+            n.WAITED_S: e.waited_s,
+        },
+    )
+
+
+def _pool(span: trace.Span, e: ev.PoolWorkDone) -> None:
+    span.add_event(n.EV_POOL_WORK, {n.WAITED_S: e.waited_s, n.SERVICE_S: e.service_s})
 
 
 def _fault(span: trace.Span, e: ev.FaultInjected) -> None:
@@ -154,6 +168,7 @@ _HANDLERS: dict[type, Callable[[trace.Span, Any], None]] = {
     ev.ClientThrottled: _throttled,
     ev.FallbackServed: _fallback,
     ev.CallShed: _shed,
+    ev.PoolWorkDone: _pool,
     ev.FaultInjected: _fault,
     ev.ReplicaEjected: _ejected,
     ev.ReplicaReturned: _returned,

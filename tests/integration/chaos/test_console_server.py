@@ -117,3 +117,11 @@ def test_the_token_is_in_the_url_and_in_an_owner_only_file_removed_on_close(
     finally:
         running.close()
     assert not path.exists()
+
+
+def test_the_state_carries_each_services_admission(server: ConsoleServer) -> None:
+    status, body = ask(server, "GET", "/api/state")
+    servers = {s["name"]: s for s in json.loads(body)["servers"]}
+    assert status == 200 and set(servers) >= {"gateway", "profile", "recommendation", "payment"}
+    assert servers["recommendation"]["concurrency_limit"] is None, "no metrics read: unknown"
+    assert servers["recommendation"]["shed_by_reason"] == {}

@@ -67,10 +67,11 @@ class Served:
         return counts
 
     async def metric(self, name: str, metric: str, method: str) -> float:
-        """The value of `metric` for `method` on service `name` (0 when it has none yet)."""
+        """The value of `metric` for `method` on service `name`, summed over its other labels
+        (0 when it has none yet)."""
         text = await self.scrape(name)
-        found = re.search(rf'^{metric}{{method="{re.escape(method)}"}} (\S+)$', text, re.M)
-        return float(found.group(1)) if found else 0.0
+        found = re.findall(rf'^{metric}{{method="{re.escape(method)}"[^}}]*}} (\S+)$', text, re.M)
+        return sum(float(v) for v in found)
 
 
 async def _until_serving(addr: str, metrics_addr: str, task: asyncio.Task[None]) -> None:

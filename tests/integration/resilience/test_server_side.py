@@ -69,7 +69,10 @@ async def test_burst_beyond_max_in_flight_is_shed_with_pushback() -> None:
     assert {p for code, p in results if code is not grpc.StatusCode.OK} == {"200"}
     assert health_reply.status == health_pb2.HealthCheckResponse.SERVING
     assert (
-        metrics.registry.get_sample_value("mesh_server_shed_total", {"method": GET_PROFILE}) == 16
+        metrics.registry.get_sample_value(
+            "mesh_server_shed_total", {"method": GET_PROFILE, "reason": "limit"}
+        )
+        == 16
     )
     ok = metrics.registry.get_sample_value(
         "mesh_server_calls_total", {"method": GET_PROFILE, "code": "OK"}

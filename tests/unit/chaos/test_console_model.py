@@ -75,3 +75,36 @@ def test_who_set_a_toxic_is_read_from_its_name() -> None:
     assert toxic_owner("cli_latency_downstream") == "mesh fault"
     assert toxic_owner("exp0_latency_downstream") == "experiment"
     assert toxic_owner("latency_downstream") == "another client"
+
+
+def _server_snap(shed: float) -> Snapshot:
+    def key(process: str, name: str, **labels: str) -> tuple[str, str, frozenset[tuple[str, str]]]:
+        return (process, name, frozenset(labels.items()))
+
+    return Snapshot(
+        {
+            key("recommendation", "mesh_server_in_flight", method=M): 5.0,
+            key("recommendation-2", "mesh_server_in_flight", method=M): 2.0,
+            key("recommendation", "mesh_server_concurrency_limit", service="recommendation"): 8.0,
+            key("recommendation-2", "mesh_server_concurrency_limit", service="recommendation"): 6.0,
+            key("recommendation", "mesh_server_shed_total", method=M, reason="limit"): shed,
+            key("recommendation", "mesh_server_shed_total", method=M, reason="deadline"): 1.0,
+            key("profile", "mesh_server_concurrency_limit", service="profile"): 64.0,
+        }
+    )
+
+
+def test_each_service_shows_its_in_flight_against_its_limit_and_its_refusals() -> None:
+    from chaos.cli.status import server_table
+
+    window = MetricsWindow({}, window_s=10.0)
+    window.add(0.0, _server_snap(shed=10.0))
+    window.add(2.0, _server_snap(shed=30.0))
+    stats = window.server("recommendation")
+    assert (stats.in_flight, stats.concurrency_limit) == (7.0, 14.0), "replicas add up"
+    assert stats.shed_per_s == 10.0 and stats.shed_by_reason == {"limit": 10.0, "deadline": 0.0}
+    assert window.server("profile").concurrency_limit == 64.0
+    table = server_table({"servers": [{"name": "recommendation", **vars(stats)}]})
+    cells = [next(iter(column.cells)) for column in table.columns]
+    assert cells[:4] == ["recommendation", "7", "14", "10.0"]
+    assert cells[5] == "limit 10.0"

@@ -28,6 +28,9 @@ def test_events_become_counters_and_gauges() -> None:
     bus.emit(ev.FallbackServed("recommendation", "/x/Recommend", "popular", "UNAVAILABLE", "r"))
     bus.emit(ev.ServerCallFinished("gateway", "/x/GetHome", "OK", 0.01))
     bus.emit(ev.CallShed("gateway", "/x/GetHome", 64, 0.2))
+    bus.emit(ev.CallShed("gateway", "/x/GetHome", 3, 0.2, "deadline", 64, "SHEDDABLE", 0.0))
+    bus.emit(ev.ConcurrencyLimitChanged("gateway", "vegas", 17))
+    bus.emit(ev.PoolWorkDone("gateway", 0.004, 0.02, 3, 5))
     bus.emit(ev.FaultInjected("gateway", "/x/GetHome", "INTERNAL", 0.0))
 
     def value(name: str, **labels: str) -> float | None:
@@ -52,7 +55,12 @@ def test_events_become_counters_and_gauges() -> None:
         == 1
     )
     assert value("mesh_server_calls_total", method="/x/GetHome", code="OK") == 1
-    assert value("mesh_server_shed_total", method="/x/GetHome") == 1
+    assert value("mesh_server_shed_total", method="/x/GetHome", reason="limit") == 1
+    assert value("mesh_server_shed_total", method="/x/GetHome", reason="deadline") == 1
+    assert value("mesh_server_concurrency_limit", service="gateway") == 17
+    assert value("mesh_pool_in_use", service="gateway") == 3
+    assert value("mesh_pool_queue_length", service="gateway") == 5
+    assert value("mesh_pool_wait_seconds_count", service="gateway") == 1
     assert value("mesh_faults_injected_total", method="/x/GetHome", code="INTERNAL") == 1
     assert value("mesh_service_info", service="gateway") == 1
 

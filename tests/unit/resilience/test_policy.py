@@ -14,6 +14,13 @@ import yaml
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from mesh.resilience.admission_policy import (
+    Gradient2Policy,
+    LimitPolicy,
+    PoolPolicy,
+    QueuePolicy,
+    VegasPolicy,
+)
 from mesh.resilience.policy import (
     EdgePolicy,
     FallbackPolicy,
@@ -222,7 +229,8 @@ def numeric_fields() -> list[tuple[str, str, FieldInfo]]:
         if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel)
     ]
     models += [("budget", RetryBudgetPolicy), ("fallbacks", FallbackPolicy)]
-    models += [("server_defaults", ServerPolicy)]
+    models += [("server_defaults", ServerPolicy), ("limit", LimitPolicy), ("queue", QueuePolicy)]
+    models += [("vegas", VegasPolicy), ("gradient2", Gradient2Policy), ("pool", PoolPolicy)]
     found = []
     for section, model in models:
         assert model is not None
@@ -349,3 +357,32 @@ def test_many_problems_are_summed_up() -> None:
     text = yaml.safe_dump({"edge_defaults": {"retry": {f"x{i}": 1 for i in range(40)}}})
     with pytest.raises(PolicyError, match=r"and 35 more$"):
         load_policy_text(text, "doc.yaml", {})
+
+
+@pytest.mark.parametrize("preset", ["unprotected", "retry-only", "full"])
+def test_presets_keep_the_static_limit_no_queue_and_no_pool(preset: str) -> None:
+    server = load_policy(preset, {}).server("recommendation")
+    assert server.limit.algorithm == "static" and not server.limit.deadline_aware
+    assert server.queue.discipline == "none"
+    assert server.pool.workers == 0
+
+
+def test_admission_and_the_pool_are_set_per_service_from_the_environment() -> None:
+    env = {
+        "MESH_POLICY__RECOMMENDATION__LIMIT__ALGORITHM": "gradient2",
+        "MESH_POLICY__RECOMMENDATION__LIMIT__GRADIENT2__MIN_LIMIT": "2",
+        "MESH_POLICY__RECOMMENDATION__QUEUE__DISCIPLINE": "codel",
+        "MESH_POLICY__RECOMMENDATION__POOL": "{workers: 4, service_time_s: 0.02, seed: 1}",
+    }
+    policy = load_policy("full", env)
+    server = policy.server("recommendation")
+    assert server.limit.algorithm == "gradient2" and server.limit.gradient2.min_limit == 2
+    assert server.limit.gradient2.max_concurrency == 200, "the reference's default"
+    assert server.queue.discipline == "codel" and server.queue.codel_target_s == 0.005
+    assert (server.pool.workers, server.pool.service_time_s) == (4, 0.02)
+    assert policy.server("profile").limit.algorithm == "static"
+
+
+def test_codel_m_must_be_shorter_than_n() -> None:
+    with pytest.raises(PolicyError, match=r"codel_target_s \(0.2\) must be < codel_interval_s"):
+        load_policy("full", {"MESH_POLICY__SERVER_DEFAULTS__QUEUE__CODEL_TARGET_S": "0.2"})

@@ -1,0 +1,192 @@
+"""A server's admission of unary calls: one concurrency limit (static, Vegas or Gradient2),
+deadline-aware refusal, an optional queue for a place, and criticality (sheddable first).
+
+`acquire` gives a call a place or raises ShedError (RESOURCE_EXHAUSTED with pushback) after
+emitting CallShed with its reason; `release` gives the place back and feeds the limit the
+call's RTT, as the reference's SimpleLimiter listener does: `dropped=False` is onSuccess (the
+RTT is a sample), `True` is onDropped (timed out or refused further on: loss-based limits
+shrink), `None` is onIgnore (no meaningful RTT: no sample). Refusals made here never took a
+place, so they are no sample either, as in the reference.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+from mesh.resilience.admission_policy import LimitPolicy
+from mesh.resilience.admission_queue import Waiter, WaitQueue
+from mesh.resilience.clock import Clock
+from mesh.resilience.criticality import Criticality
+from mesh.resilience.errors import ShedError
+from mesh.resilience.events import CallShed, ConcurrencyLimitChanged, EventBus
+from mesh.resilience.limits import (
+    FixedLimit,
+    Gradient2Limit,
+    Gradient2Settings,
+    Limit,
+    VegasLimit,
+    VegasSettings,
+)
+from mesh.resilience.policy import ServerPolicy
+
+EXPECTED_RTT_WEIGHT = 0.2
+"""Weight of each new RTT in the expected service time (an exponential average)."""
+
+Place = tuple[float, int]
+"""When a call got its place (clock seconds) and the calls in flight with it."""
+
+
+def build_limit(policy: LimitPolicy, max_in_flight: int) -> Limit | None:
+    """The limit the policy names (None: static with max_in_flight 0, no limit)."""
+    if policy.algorithm == "vegas":
+        return VegasLimit(VegasSettings(**policy.vegas.model_dump()))
+    if policy.algorithm == "gradient2":
+        return Gradient2Limit(Gradient2Settings(**policy.gradient2.model_dump()))
+    return FixedLimit(max_in_flight) if max_in_flight else None
+
+
+class Admission:
+    """Places for unary calls under the current limit; see the module docstring."""
+
+    def __init__(self, service: str, policy: ServerPolicy, clock: Clock, bus: EventBus) -> None:
+        self._service = service
+        self._clock = clock
+        self._bus = bus
+        self._key: tuple[object, ...] = ()
+        self._limit: Limit | None = None
+        self._queue = WaitQueue(policy.queue, clock)
+        self.in_flight = 0
+        self.expected_s: float | None = None
+        self.update(policy)
+
+    def update(self, policy: ServerPolicy) -> None:
+        """New settings for calls arriving from now on; a changed limit starts afresh."""
+        limit = policy.limit
+        key: tuple[object, ...] = (limit.algorithm, limit.vegas, limit.gradient2)
+        key += (policy.max_in_flight,)
+        if key != self._key:
+            self._key = key
+            self._limit = build_limit(policy.limit, policy.max_in_flight)
+            self._announce()
+        self._policy = policy.limit
+        self._queue.policy = policy.queue
+        self._pushback_s = policy.shed_pushback_ms / 1000.0
+        if self.expected_s is None and policy.pool.workers:
+            self.expected_s = policy.pool.service_time_s
+        self._hand_over()
+
+    @property
+    def limit(self) -> int:
+        """Calls admitted at once (0: no limit)."""
+        return 0 if self._limit is None else self._limit.limit
+
+    @property
+    def active(self) -> bool:
+        """Whether admission can refuse anything (else the layer steps aside, as today)."""
+        return self._limit is not None or self._policy.deadline_aware
+
+    @property
+    def queued(self) -> int:
+        return len(self._queue)
+
+    def share(self, criticality: Criticality) -> int:
+        """The places calls of this criticality may fill (CRITICAL and above: all of them)."""
+        limit = self.limit
+        if criticality >= Criticality.CRITICAL:
+            return limit
+        return max(limit - math.ceil(limit * self._policy.critical_reserve), 0)
+
+    async def acquire(
+        self, method: str, criticality: Criticality, remaining_s: float | None
+    ) -> Place:
+        """A place for the call, or ShedError (deadline, criticality, limit, queue_*)."""
+        expected_s = self.expected_s if self._policy.deadline_aware else None
+        if expected_s is not None and remaining_s is not None and remaining_s < expected_s:
+            raise self._refuse("deadline", method, criticality)
+        if self._limit is None or (self.in_flight < self.share(criticality) and not self._queue):
+            return self._take()
+        if self.in_flight < self.limit:  # the rest is reserved for more critical calls
+            raise self._refuse("criticality", method, criticality)
+        if not self._queue.enabled:
+            raise self._refuse("limit", method, criticality)
+        wait_s = self._queue.timeout_s()
+        if remaining_s is not None:
+            wait_s = min(wait_s, remaining_s - (expected_s or 0.0))
+        return await self._wait(method, criticality, wait_s)
+
+    def release(self, place: Place, dropped: bool | None) -> None:
+        """Gives the place back; the call's RTT feeds the limit unless `dropped` is None."""
+        self.in_flight -= 1
+        start_s, in_flight = place
+        rtt_s = self._clock.now() - start_s
+        if dropped is not None and self._limit is not None and round(rtt_s * 1e9) > 0:
+            before = self._limit.limit
+            self._limit.on_sample(start_s, rtt_s, in_flight, dropped)
+            if self._limit.limit != before:
+                self._announce()
+        if dropped is False:
+            old = self.expected_s
+            w = EXPECTED_RTT_WEIGHT
+            self.expected_s = rtt_s if old is None else (1 - w) * old + w * rtt_s
+        self._hand_over()
+
+    def _take(self) -> Place:
+        self.in_flight += 1
+        return self._clock.now(), self.in_flight
+
+    async def _wait(self, method: str, criticality: Criticality, wait_s: float) -> Place:
+        if self._queue.full:
+            victim = self._queue.evictable(criticality)
+            if victim is None:
+                raise self._refuse("queue_full", method, criticality)
+            self._queue.remove(victim)
+            victim.future.set_exception(self._refuse("criticality", victim.method, victim))
+        waiter = Waiter(method, criticality, self._clock.now())
+        self._queue.push(waiter)
+        timer = asyncio.ensure_future(self._clock.sleep(max(wait_s, 0.0)))
+        try:
+            await asyncio.wait((waiter.future, timer), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            if waiter.future.done() and waiter.future.exception() is None:
+                self.release(waiter.future.result(), None)  # handed a place while cancelled
+            raise
+        finally:
+            timer.cancel()
+            self._queue.remove(waiter)
+        if waiter.future.done():
+            return waiter.future.result()  # a place, or the eviction's ShedError
+        waiter.future.cancel()
+        raise self._refuse("queue_timeout", method, waiter)
+
+    def _hand_over(self) -> None:
+        """Free places go to waiters: the most critical that may take one, by discipline."""
+        while self._queue and (self._limit is None or self.in_flight < self.limit):
+            waiter = self._queue.pick(lambda w: self.in_flight < self.share(w.criticality))
+            if waiter is None:
+                return
+            self._queue.remove(waiter)
+            waiter.future.set_result(self._take())
+
+    def _refuse(self, reason: str, method: str, who: Criticality | Waiter) -> ShedError:
+        waited_s = 0.0
+        if isinstance(who, Waiter):
+            waited_s = self._clock.now() - who.enqueued_s
+            who = who.criticality
+        self._bus.emit(
+            CallShed(
+                self._service,
+                method,
+                self.in_flight,
+                self._pushback_s,
+                reason,
+                self.limit,
+                who.name,
+                waited_s,
+            )
+        )
+        return ShedError(self._service, self.limit, self._pushback_s, "call", reason)
+
+    def _announce(self) -> None:
+        algorithm = str(self._key[0]) if self._key else "static"
+        self._bus.emit(ConcurrencyLimitChanged(self._service, algorithm, self.limit))
