@@ -17,12 +17,13 @@ METADATA_KEY = "mesh-criticality"
 
 
 class Criticality(enum.IntEnum):
-    """Higher is more important; the names are SRE's."""
+    """Higher is more important; the names are SRE's. No member is 0, so none is falsy: a
+    SHEDDABLE call is never mistaken for a call that named no criticality."""
 
-    SHEDDABLE = 0
-    SHEDDABLE_PLUS = 1
-    CRITICAL = 2
-    CRITICAL_PLUS = 3
+    SHEDDABLE = 1
+    SHEDDABLE_PLUS = 2
+    CRITICAL = 3
+    CRITICAL_PLUS = 4
 
     @classmethod
     def parse(cls, value: str | bytes | None) -> Criticality | None:

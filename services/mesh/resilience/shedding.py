@@ -118,10 +118,16 @@ class SheddingInterceptor(ServerLayer):
         admission = self.admission
 
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            level = criticality.from_metadata(context.invocation_metadata())
+            # What the inbound layer settled (the gateway assigns its own per RPC, so a public
+            # client cannot claim the reserve), else what the caller sent.
+            level = criticality.current()
+            if level is None:
+                level = criticality.from_metadata(context.invocation_metadata())
             try:
                 place = await admission.acquire(
-                    method, level or criticality.DEFAULT, context.time_remaining()
+                    method,
+                    criticality.DEFAULT if level is None else level,
+                    context.time_remaining(),
                 )
             except ShedError as err:
                 await abort_with(context, err)

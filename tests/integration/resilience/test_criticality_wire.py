@@ -199,3 +199,55 @@ async def test_a_stream_through_the_gateway_carries_the_gateways_criticality() -
             items = [item async for item in stream]
     assert len(items) == 1
     assert recs.seen == [("StreamRecommend", "CRITICAL")]  # the policy's default
+
+
+async def test_the_reserve_goes_by_the_criticality_the_server_settled() -> None:
+    """The admission layer sheds by the criticality the inbound layer settled: where a service
+    assigns its own (the gateway), a client that claims CRITICAL_PLUS is still what the service
+    said, so the places kept for critical calls stay theirs; elsewhere the caller's value
+    counts, SHEDDABLE included (the lowest level is not "none")."""
+    from mesh.resilience.admission_policy import LimitPolicy
+    from mesh.resilience.criticality import Criticality
+    from mesh.resilience.faults import FaultTable
+    from mesh.resilience.inbound import AssignCriticality
+    from mesh.resilience.policy import ServerPolicy
+    from mesh.runtime.interceptors import server_interceptors
+
+    async def handler(_: object, __: grpc.aio.ServicerContext) -> None:
+        return None
+
+    def assigning(level: Criticality) -> AssignCriticality:
+        return lambda _method: level
+
+    # One place in all, and all of it kept for critical calls: a sheddable call never gets in.
+    policy = ServerPolicy(max_in_flight=1, limit=LimitPolicy(critical_reserve=0.9))
+    cases: list[tuple[str, AssignCriticality | None, str]] = [
+        (
+            "assigned SHEDDABLE, claims CRITICAL_PLUS",
+            assigning(Criticality.SHEDDABLE),
+            "CRITICAL_PLUS",
+        ),
+        ("assigned CRITICAL, claims SHEDDABLE", assigning(Criticality.CRITICAL), "SHEDDABLE"),
+        ("caller's SHEDDABLE", None, "SHEDDABLE"),
+        ("caller's CRITICAL", None, "CRITICAL"),
+    ]
+    codes: dict[str, str] = {}
+    for case, assign, sent in cases:
+        layers = server_interceptors(
+            "a", policy, EventBus(), FaultTable(), assign_criticality=assign
+        )
+        async with serving(profile_servicer(ProfileFake(handler)), layers) as target:
+            async with grpc.aio.insecure_channel(target) as client:
+                try:
+                    await profile_pb2_grpc.ProfileServiceStub(client).GetProfile(
+                        REQUEST, timeout=5.0, metadata=((METADATA_KEY, sent),)
+                    )
+                    codes[case] = "OK"
+                except grpc.aio.AioRpcError as err:
+                    codes[case] = err.code().name
+    assert codes == {
+        "assigned SHEDDABLE, claims CRITICAL_PLUS": "RESOURCE_EXHAUSTED",
+        "assigned CRITICAL, claims SHEDDABLE": "OK",
+        "caller's SHEDDABLE": "RESOURCE_EXHAUSTED",
+        "caller's CRITICAL": "OK",
+    }, codes
