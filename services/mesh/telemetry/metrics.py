@@ -126,13 +126,21 @@ class MeshMetrics:
         self._http: MetricsHttpServer | None = None
         self._http_started: asyncio.Task[None] | None = None
 
-        def counter(name: str, doc: str, labels: tuple[str, ...]) -> _Cached:
-            return _Cached(Counter(name, doc, labels, registry=registry))
-
         info = Gauge(
             "mesh_service_info", "The service this process runs.", ["service"], registry=registry
         )
         info.labels(service).set(1)
+        self._client_metrics(registry, clock or SystemClock())
+        self._server_metrics(registry, service)
+        self._pool_metrics(registry, service)
+        self._handlers = self._event_handlers()
+
+    def _client_metrics(self, registry: CollectorRegistry, clock: Clock) -> None:
+        """What each outbound edge's pipeline decides: calls, attempts, retries, breakers..."""
+
+        def counter(name: str, doc: str, labels: tuple[str, ...]) -> _Cached:
+            return _Cached(Counter(name, doc, labels, registry=registry))
+
         self.calls = counter(
             "mesh_client_calls_total", "Logical outbound calls.", (*_DM, "outcome")
         )
@@ -162,7 +170,7 @@ class MeshMetrics:
         )
         self.breaker_state = _BreakerGauge(
             Gauge("mesh_breaker_state", "0 closed, 1 half-open, 2 open.", _DM, registry=registry),
-            clock or SystemClock(),
+            clock,
         )
         self.breaker_transitions = counter(
             "mesh_breaker_transitions_total", "Breaker state changes.", (*_DM, "to_state")
@@ -179,6 +187,13 @@ class MeshMetrics:
         self.fallbacks = counter(
             "mesh_fallbacks_total", "Answers served by a fallback.", (*_DM, "served_by")
         )
+
+    def _server_metrics(self, registry: CollectorRegistry, service: str) -> None:
+        """What this service's server decides: calls received, in flight, shed, its pool..."""
+
+        def counter(name: str, doc: str, labels: tuple[str, ...]) -> _Cached:
+            return _Cached(Counter(name, doc, labels, registry=registry))
+
         self.server_calls = counter(
             "mesh_server_calls_total", "Calls received, by final code.", ("method", "code")
         )
@@ -205,19 +220,6 @@ class MeshMetrics:
             ("service",),
             registry=registry,
         ).labels(service)
-        self.pool_in_use = Gauge(
-            "mesh_pool_in_use", "Declared workers busy.", ("service",), registry=registry
-        ).labels(service)
-        self.pool_queued = Gauge(
-            "mesh_pool_queue_length", "Calls waiting for a worker.", ("service",), registry=registry
-        ).labels(service)
-        self.pool_wait = Histogram(
-            "mesh_pool_wait_seconds",
-            "Each call's wait for a declared worker.",
-            ("service",),
-            registry=registry,
-            buckets=CALL_SECONDS_BUCKETS,
-        ).labels(service)
         self.expired = counter(
             "mesh_server_streams_expired_total",
             "Streams ended by the server: a stalled reader, or no client deadline.",
@@ -238,7 +240,25 @@ class MeshMetrics:
             "Ejected replicas back in rotation.",
             ("dependency", "replica"),
         )
-        self._handlers: dict[type, Callable[[Any], None]] = {
+
+    def _pool_metrics(self, registry: CollectorRegistry, service: str) -> None:
+        """The declared-capacity pool's workers in use, its queue and each call's wait."""
+        self.pool_in_use = Gauge(
+            "mesh_pool_in_use", "Declared workers busy.", ("service",), registry=registry
+        ).labels(service)
+        self.pool_queued = Gauge(
+            "mesh_pool_queue_length", "Calls waiting for a worker.", ("service",), registry=registry
+        ).labels(service)
+        self.pool_wait = Histogram(
+            "mesh_pool_wait_seconds",
+            "Each call's wait for a declared worker.",
+            ("service",),
+            registry=registry,
+            buckets=CALL_SECONDS_BUCKETS,
+        ).labels(service)
+
+    def _event_handlers(self) -> dict[type, Callable[[Any], None]]:
+        return {
             ev.AttemptFinished: self._attempt,
             ev.CallFinished: self._call,
             ev.RetryScheduled: self._retry,
