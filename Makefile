@@ -34,7 +34,7 @@ $(DEMO_STAMP): pyproject.toml
 
 venv: $(STAMP) ## Create .venv and install the package with its tools and dev extras
 
-# With a Go toolchain the demo's load comes from the Go generator (tools/loadgen, a few
+# With a Go toolchain the demo's load comes from the Go generator (loadgen/go, a few
 # seconds to build once): its CPU stays under 10% of the mesh's, the Python one's near 11%.
 demo: $(DEMO_STAMP) ## Create .venv, install, run the whole experiment catalogue on the embedded mesh
 	@if [ -n "$(GO_DIR)" ]; then PATH="$(GO_DIR):$$PATH" $(BIN)/python -m tools.peers \
@@ -92,11 +92,11 @@ docs: $(STAMP) ## Regenerate docs/reference/ and build the docs site into site/ 
 # tools/code_shape.py: no module over 400 lines, no function over 60, but for the ones in
 # tools/code_shape_allowlist.txt, which may only shrink (`python -m tools.code_shape --update`).
 lint: $(STAMP) ## ruff, the import-linter contracts (pyproject.toml), no import cycle, the size ratchet
-	$(BIN)/ruff check services chaos tests tools
-	$(BIN)/ruff format --check services chaos tests tools
+	$(BIN)/ruff check services chaos meshctl embedded_toxiproxy loadgen bench tests tools
+	$(BIN)/ruff format --check services chaos meshctl embedded_toxiproxy loadgen bench tests tools
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/python -m tools.import_cycles services/mesh=mesh chaos=chaos
-	$(BIN)/python -m tools.code_shape services chaos tests tools
+	$(BIN)/python -m tools.import_cycles services/mesh=mesh chaos=chaos meshctl=meshctl embedded_toxiproxy=embedded_toxiproxy loadgen=loadgen bench=bench
+	$(BIN)/python -m tools.code_shape services chaos meshctl embedded_toxiproxy loadgen bench tests tools
 
 typecheck: $(STAMP) ## mypy --strict on the packages, the tests and tools/
 	$(BIN)/mypy

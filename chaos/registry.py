@@ -1,8 +1,9 @@
 """The registries of named checks (`checks: [ledger]`) and scenarios (`scenario:` key).
 
 A leaf: it holds the registries and their types and imports no other chaos module at run
-time. The built-in checks (chaos/builtin/checks.py) and the job scenarios
-(chaos/jobs/experiments.py) register themselves on import; chaos/builtin/__init__.py imports
+time. The built-in checks (chaos/scenarios/checks.py) and the job scenarios
+(chaos/scenarios/receipts/experiments.py) register themselves on import; chaos/scenarios/__init__.py
+imports
 them, and the loader (chaos/experiment/loading.py) and the runner read the registries.
 
 A check measures what load outcomes and counters cannot, after the fault phase, and declares

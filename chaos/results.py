@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from chaos.counters import Snapshot
     from chaos.experiment.model import Experiment, Variant
-    from chaos.load import LoadResult
+    from loadgen.in_process import LoadResult
+    from meshctl.counters import Snapshot
 
 
 class SteadyStateFailed(RuntimeError):

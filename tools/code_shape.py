@@ -1,6 +1,7 @@
 """Fail on a module over 400 lines or a function over 60, except today's, listed to shrink.
 
-    python -m tools.code_shape [--update] [FOLDER ...]     (default: services chaos tests tools)
+    python -m tools.code_shape [--update] [FOLDER ...]     (default: services chaos meshctl
+    embedded_toxiproxy loadgen bench tests tools)
 
 A module's length is its line count less its declarative tables; a function's runs from its
 `def` to its last line (a nested function counts in its parent too). Generated code
@@ -28,7 +29,16 @@ from pathlib import Path
 
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
-FOLDERS = ("services", "chaos", "tests", "tools")
+FOLDERS = (
+    "services",
+    "chaos",
+    "meshctl",
+    "embedded_toxiproxy",
+    "loadgen",
+    "bench",
+    "tests",
+    "tools",
+)
 GENERATED = ("services/mesh/v1",)
 ALLOWLIST = Path("tools/code_shape_allowlist.txt")
 MODULE = "-"  # the function column of a module's row

@@ -9,7 +9,7 @@ Go module proxy refuses the pinned version, the nearest version it serves (`go l
 is built instead, and the stamp's second line records what was refused. Jaeger's module carries
 replace directives that `go install module@version` refuses, so it is built the way the module is
 meant to be consumed: `go get -tool` in a throwaway Go module under .peers/src/jaeger. A peer whose
-source is in this repo (tools/loadgen: mesh-loadgen) is built with `go build` there, and its stamp
+source is in this repo (loadgen/go: mesh-loadgen) is built with `go build` there, and its stamp
 is the hash of its sources, so an edit rebuilds it and nothing else does. A Maven project of this
 repo (tools/limits-differential) is built the same way, stamped by the hash of its pom.xml and
 .java files, with `mvn package` (offline first, online when the local repository lacks
@@ -75,7 +75,7 @@ PEERS = (
     ),
     Peer("mailpit", "github.com/axllent/mailpit", "", "v1.33.1", version_var=_MAILPIT_VERSION),
     Peer("jaeger", "github.com/jaegertracing/jaeger", "cmd/jaeger", "v1.76.0", tool_module=True),
-    Peer("mesh-loadgen", "mesh/tools/loadgen", "tools/loadgen", "", in_repo=True),  # issue 16
+    Peer("mesh-loadgen", "mesh/tools/loadgen", "loadgen/go", "", in_repo=True),  # issue 16
     # issue 27: the reference side of the adaptive limits' differential test.
     Peer(
         "limits-differential.jar",

@@ -3,7 +3,7 @@ that can be checked without a mesh.
 
 The schema (chaos/experiment/model.py) checks each key; this module then checks the names an
 experiment takes from the registries (its checks and its scenario, chaos/registry.py, with
-the built-ins registered by chaos/builtin/__init__.py), every expectation's metric against what
+the built-ins registered by chaos/scenarios/__init__.py), every expectation's metric against what
 its phase measures (chaos/experiment/metric_names.py), and every variant's policy through
 mesh's policy loader.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-import chaos.builtin  # noqa: F401 - registers the built-in checks and scenarios
+import chaos.scenarios  # noqa: F401 - registers the built-in checks and scenarios
 from chaos.experiment import metric_names
 from chaos.experiment.lesson_order import lesson_rank
 from chaos.experiment.model import (

@@ -33,7 +33,7 @@ from chaos.experiment.bounds import (
     toxic_attribute,
     within_load,
 )
-from chaos.toxiproxy.toxics import TOXIC_TYPES as TOXIC_CLASSES
+from embedded_toxiproxy.toxics import TOXIC_TYPES as TOXIC_CLASSES
 from mesh import topology
 
 EXPERIMENTS_DIR = Path(__file__).parent.parent / "experiments"
@@ -340,7 +340,7 @@ class Experiment(_Model):
         default="recommendation", description="whose received calls the table counts"
     )
     dependency_method: str = Field(default="*", description="method name, or * for all")
-    checks: list[str] = Field(default=[], description="named checks from chaos/builtin/checks.py")
+    checks: list[str] = Field(default=[], description="named checks from chaos/scenarios/checks.py")
     scenario: str | None = Field(
         default=None,
         description="a named scenario (chaos/registry.py) drives this experiment instead of "

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from chaos.load import Outcome
-from chaos.traces import Span, trace_files
+from loadgen.in_process import Outcome
+from meshctl.traces import Span, trace_files
 
 MOVES = {"breaker opened": "opened", "breaker half-opened": "half-open", "breaker closed": "closed"}
 _PREFIX = '{"trace_id":"'

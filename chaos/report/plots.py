@@ -15,11 +15,11 @@ from pathlib import Path
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from chaos.load import Outcome
 from chaos.report.breaker_marks import BreakerMove, breaker_moves
 from chaos.report.job_plots import scenario_figures
 from chaos.report.plot_parts import bars_with_reference, legend, number, reference_values
 from chaos.results import ExperimentResult, FaultEvent, VariantResult
+from loadgen.in_process import Outcome
 
 SPREAD_FOR_LOG = 20.0
 """max/min of the waits above which latency.png uses a log scale."""

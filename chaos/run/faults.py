@@ -18,7 +18,7 @@ import grpc
 
 from chaos.experiment.model import AppFault, Fault, KillFault, ProxyDownFault, ToxicFault
 from chaos.results import FaultEvent
-from chaos.toxiproxy.client import ToxiproxyClient, ToxiproxyError
+from embedded_toxiproxy.client import ToxiproxyClient, ToxiproxyError
 from mesh.runtime.admin_auth import admin_metadata
 from mesh.topology import EDGES, edge_proxies, replica_of
 from mesh.v1 import admin_pb2, admin_pb2_grpc
@@ -27,7 +27,7 @@ log = logging.getLogger("chaos.faults")
 
 
 class Processes(Protocol):
-    """What a kill fault needs of a mesh this run started (chaos.launch.mesh.Mesh)."""
+    """What a kill fault needs of a mesh this run started (meshctl.launch.mesh.Mesh)."""
 
     def kill(self, name: str) -> int: ...
 

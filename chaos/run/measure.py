@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
-from chaos.counters import Snapshot
 from chaos.experiment.metric_names import counted
 from chaos.experiment.model import (
     AppFault,
@@ -21,9 +20,10 @@ from chaos.experiment.model import (
     ToxicFault,
     Variant,
 )
-from chaos.load import LoadResult, percentile
 from chaos.results import ExperimentResult, PhaseResult, Verdict
+from loadgen.in_process import LoadResult, percentile
 from mesh import topology
+from meshctl.counters import Snapshot
 
 VS_STEADY = (
     "p50_ms",

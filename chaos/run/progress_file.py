@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from chaos.launch.state import STATE_FILE
+from meshctl.launch.state import STATE_FILE
 
 PROGRESS_FILE = "experiment.json"
 

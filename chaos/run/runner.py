@@ -16,11 +16,8 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
-from chaos.counters import Snapshot, scrape
 from chaos.experiment.model import Experiment, LoadSpec, Variant
 from chaos.experiment.variant_policy import materialise_policy, policy_text
-from chaos.load import LoadGenerator, LoadResult, Outcome, plan_for
-from chaos.loadgen.procstat import cpu_by_name
 from chaos.registry import CHECKS, SCENARIOS, CheckContext, ScenarioContext
 from chaos.results import (
     ExperimentResult,
@@ -42,8 +39,11 @@ from chaos.run.measure import (
 from chaos.run.policy_swap import PolicySwapFailed, swap_over
 from chaos.run.progress_file import ProgressFile
 from chaos.run.target import Target
-from chaos.toxiproxy.client import ToxiproxyClient
+from embedded_toxiproxy.client import ToxiproxyClient
+from loadgen.in_process import LoadGenerator, LoadResult, Outcome, plan_for
+from loadgen.procstat import cpu_by_name
 from mesh.topology import INSTANCES
+from meshctl.counters import Snapshot, scrape
 
 log = logging.getLogger("chaos.runner")
 

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from chaos.launch.mesh import Mesh
-from chaos.launch.state import STATE_FILE
 from mesh.topology import INSTANCES
+from meshctl.launch.mesh import Mesh
+from meshctl.launch.state import STATE_FILE
 
 STATE_FILE_MAX_BYTES = 1 << 20
 

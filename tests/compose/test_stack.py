@@ -186,7 +186,7 @@ def test_a_receipt_reaches_mailpit(stack: Stack) -> None:
 
 @pytest.mark.timeout(300)
 def test_traces_in_jaeger_have_the_embedded_mesh_span_tree(stack: Stack, mesh_up: MeshUp) -> None:
-    from chaos.traces import load_spans, trace_files
+    from meshctl.traces import load_spans, trace_files
 
     def user_calls(addr: str, key: str | None) -> dict[str, str]:
         env = {**os.environ, "MESH_API_KEY": key or ""}

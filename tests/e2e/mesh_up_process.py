@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-MESH = [sys.executable, "-m", "chaos.cli"]
+MESH = [sys.executable, "-m", "meshctl.cli"]
 
 
 @dataclass

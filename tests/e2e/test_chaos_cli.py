@@ -51,7 +51,7 @@ def run(
         [
             sys.executable,
             "-m",
-            "chaos.cli",
+            "meshctl.cli",
             "chaos",
             "run",
             str(exp),
@@ -102,7 +102,7 @@ def test_bad_experiment_file_exits_2(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("title: x\nhypothesis: y\nvariants: [{name: full}]\nfautls: []\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "chaos.cli", "chaos", "run", str(bad)],
+        [sys.executable, "-m", "meshctl.cli", "chaos", "run", str(bad)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -120,7 +120,7 @@ def test_an_alias_bomb_is_refused_at_once(tmp_path: Path) -> None:
     )
     started = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "chaos.cli", "chaos", "run", str(bomb)],
+        [sys.executable, "-m", "meshctl.cli", "chaos", "run", str(bomb)],
         capture_output=True,
         text=True,
         timeout=60,

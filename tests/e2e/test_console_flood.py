@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.console.bounded_http import HttpLimits
+from meshctl.console.bounded_http import HttpLimits
 from tests.e2e.mesh_up_process import MESH, pid_alive, serving
 from tests.support.polling import wait_until
 

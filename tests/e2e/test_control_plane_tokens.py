@@ -21,7 +21,7 @@ from typing import Any
 import grpc
 import pytest
 
-from chaos.toxiproxy.client import ToxiproxyClient
+from embedded_toxiproxy.client import ToxiproxyClient
 from mesh.runtime.admin_auth import admin_metadata
 from mesh.v1 import admin_pb2, admin_pb2_grpc
 from tests.e2e.mesh_up_process import MESH

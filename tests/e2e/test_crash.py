@@ -19,11 +19,11 @@ import grpc
 import grpc.aio
 import pytest
 
-from chaos.launch.mesh import Mesh
-from chaos.launch.ports import Ports
-from chaos.load import Outcome, metadata_for, run_load
+from loadgen.in_process import Outcome, metadata_for, run_load
 from mesh.contracts.charge_ids import charge_id_for
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
+from meshctl.launch.mesh import Mesh
+from meshctl.launch.ports import Ports
 from tests.support.polling import await_until
 
 pytestmark = pytest.mark.e2e

@@ -10,9 +10,9 @@ import uuid
 import grpc
 import grpc.aio
 
-from chaos.launch.mesh import Mesh
 from mesh.runtime.admin_auth import admin_metadata
 from mesh.v1 import admin_pb2, admin_pb2_grpc, gateway_pb2, gateway_pb2_grpc, payment_pb2
+from meshctl.launch.mesh import Mesh
 
 IN_FLIGHT = 24
 HANDLER_DELAY_S = 1.0

@@ -14,9 +14,9 @@ import grpc
 import grpc.aio
 import pytest
 
-from chaos.launch.mesh import Mesh
 from mesh.contracts.charge_ids import charge_id_for
 from mesh.v1 import gateway_pb2, payment_pb2
+from meshctl.launch.mesh import Mesh
 from tests.e2e.hardening_helpers import assert_every_service_serving
 from tests.support.front_door import MAX_BYTES, SIZE_OPTIONS, bearer
 

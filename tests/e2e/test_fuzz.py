@@ -21,8 +21,8 @@ from google.protobuf.message import Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chaos.launch.mesh import Mesh
 from mesh.v1 import gateway_pb2, payment_pb2, profile_pb2, recommendation_pb2
+from meshctl.launch.mesh import Mesh
 from tests.e2e.hardening_helpers import assert_every_service_serving
 
 FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "200"))

@@ -11,9 +11,9 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from chaos.launch.mesh import Mesh
 from mesh.topology import INSTANCES
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2, payment_pb2_grpc
+from meshctl.launch.mesh import Mesh
 
 SC = grpc.StatusCode
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from chaos.launch.mesh import Mesh
-from chaos.launch.ports import Ports
-from chaos.launch.processes import ChildProcess
-from chaos.launch.state import STATE_FILE, MeshState, StateDirInUse
-from chaos.launch.supervisor import Backoff, Supervisor, SupervisorEvent
+from meshctl.launch.mesh import Mesh
+from meshctl.launch.ports import Ports
+from meshctl.launch.processes import ChildProcess
+from meshctl.launch.state import STATE_FILE, MeshState, StateDirInUse
+from meshctl.launch.supervisor import Backoff, Supervisor, SupervisorEvent
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -149,7 +149,7 @@ def test_the_lock_of_a_mesh_killed_with_sigkill_is_released(tmp_path: Path) -> N
             "-c",
             "import sys, time\n"
             "from pathlib import Path\n"
-            "from chaos.launch.mesh import Mesh\nfrom chaos.launch.ports import Ports\n"
+            "from meshctl.launch.mesh import Mesh\nfrom meshctl.launch.ports import Ports\n"
             f"Mesh(state_dir=Path({str(state_dir)!r}), ports=Ports.auto()).lock()\n"
             "print('locked', flush=True)\n"
             "time.sleep(60)\n",

@@ -42,7 +42,7 @@ def shortened(tmp_path: Path) -> list[Path]:
 def run(tmp_path: Path, server: str, experiments: list[Path]) -> dict[str, dict[str, Any]]:
     """`mesh chaos run ... --toxiproxy SERVER`; each experiment's fault-phase metrics of `full`."""
     out = tmp_path / f"{server}.json"
-    args = [sys.executable, "-m", "chaos.cli", "chaos", "run", *map(str, experiments)]
+    args = [sys.executable, "-m", "meshctl.cli", "chaos", "run", *map(str, experiments)]
     args += ["--toxiproxy", server, "--json", str(out), "--reports", str(tmp_path / server)]
     args += ["--state-dir", str(tmp_path / f"var-{server}")]
     done = subprocess.run(args, capture_output=True, text=True, timeout=240)

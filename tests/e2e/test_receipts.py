@@ -11,8 +11,8 @@ from typing import Any
 import grpc
 import pytest
 
-from chaos import traces as tr
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
+from meshctl import traces as tr
 from tests.e2e.mesh_up_process import MESH, MeshUp
 from tests.support.polling import wait_until
 

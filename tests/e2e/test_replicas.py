@@ -10,11 +10,11 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
-from chaos.counters import scrape
-from chaos.launch.mesh import Mesh
-from chaos.launch.ports import Ports
-from chaos.load import metadata_for
+from loadgen.in_process import metadata_for
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc
+from meshctl.counters import scrape
+from meshctl.launch.mesh import Mesh
+from meshctl.launch.ports import Ports
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.e2e

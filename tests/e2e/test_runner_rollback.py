@@ -12,12 +12,12 @@ import grpc
 import pytest
 
 from chaos.experiment.loading import load_experiment
-from chaos.launch.mesh import Mesh
 from chaos.run.runner import Runner
 from chaos.run.target import Target
-from chaos.toxiproxy.client import ToxiproxyClient
+from embedded_toxiproxy.client import ToxiproxyClient
 from mesh.runtime.admin_auth import admin_metadata
 from mesh.v1 import admin_pb2, admin_pb2_grpc
+from meshctl.launch.mesh import Mesh
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -117,7 +117,7 @@ def test_ctrl_c_removes_every_fault(mesh: Mesh, tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "chaos.cli",
+            "meshctl.cli",
             "chaos",
             "run",
             str(experiment(tmp_path, 0.0)),

@@ -10,11 +10,11 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from typer.testing import CliRunner
 
-from chaos.cli.app import app
-from chaos.launch.certs import write_certs
-from chaos.launch.mesh import Mesh
-from chaos.launch.ports import Ports
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
+from meshctl.cli.app import app
+from meshctl.launch.certs import write_certs
+from meshctl.launch.mesh import Mesh
+from meshctl.launch.ports import Ports
 
 INTERNAL = ("profile", "recommendation", "payment")
 

@@ -1,4 +1,4 @@
-"""toxiproxy-python against a server that wants its API token (chaos.toxiproxy.api_token)."""
+"""toxiproxy-python against a server that wants its API token (embedded_toxiproxy.api_token)."""
 
 from __future__ import annotations
 

@@ -14,11 +14,11 @@ from bullmq import Queue
 from opentelemetry.trace import Tracer
 from prometheus_client import CollectorRegistry
 
-from chaos.jobs.mailbox import Mailbox
-from chaos.launch.ports import free_port
 from mesh.notification.config import NotificationConfig
 from mesh.notification.worker import ReceiptWorker
 from mesh.telemetry.job_metrics import JobMetrics
+from meshctl.launch.ports import free_port
+from meshctl.mail.mailbox import Mailbox
 from tests.e2e.jobs.jobs_helpers import RedisProc, start_redis
 from tests.support.polling import wait_until
 
@@ -41,7 +41,7 @@ def smtp_sink(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sink]:
     root = tmp_path_factory.mktemp("mailbox")
     addr = f"127.0.0.1:{free_port()}"
     popen = subprocess.Popen(
-        [sys.executable, "-m", "chaos.jobs.smtp_sink", "--listen", addr, "--dir", str(root)],
+        [sys.executable, "-m", "meshctl.mail.smtp_sink", "--listen", addr, "--dir", str(root)],
         stdout=subprocess.DEVNULL,
     )
 

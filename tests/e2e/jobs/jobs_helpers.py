@@ -12,10 +12,10 @@ from typing import Any
 
 from bullmq import Job, Queue
 
-from chaos.launch.ports import free_port
-from chaos.launch.redis_server import redis_args, wait_ping
 from mesh.contracts.receipt_job import JOB_NAME, Receipt, ReceiptRetry, job_id_for
 from mesh.notification.config import NotificationConfig
+from meshctl.launch.ports import free_port
+from meshctl.launch.redis_server import redis_args, wait_ping
 from tests.support.polling import await_until
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from chaos.toxiproxy.client import ToxiproxyClient
-from chaos.toxiproxy.server import ToxiproxyServer
+from embedded_toxiproxy.client import ToxiproxyClient
+from embedded_toxiproxy.server import ToxiproxyServer
 from mesh.contracts.receipt_job import JOB_NAME, ReceiptRetry, job_id_for
 from tests.e2e.jobs.jobs_helpers import job, receipt, wait_state, worker_config
 from tests.support.polling import await_until

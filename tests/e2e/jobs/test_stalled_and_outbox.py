@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from chaos.launch.ports import free_port
 from mesh.contracts.receipt_job import QUEUE, ReceiptRetry
 from mesh.customers import customers
 from mesh.payment.ledger import Ledger
 from mesh.payment.outbox import OutboxRelay
 from mesh.telemetry.job_metrics import JobMetrics
+from meshctl.launch.ports import free_port
 from tests.e2e.jobs.jobs_helpers import (
     enqueue,
     job,

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
-from chaos import traces as tr
 from mesh.contracts.receipt_job import JOB_NAME, Receipt, ReceiptRetry, job_id_for
 from mesh.telemetry.tracing import TRACER_NAME, setup_tracing
+from meshctl import traces as tr
 from tests.e2e.jobs.jobs_helpers import receipt, wait_state, worker_config
 
 

@@ -10,7 +10,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 
-from chaos.launch.ports import free_port
+from meshctl.launch.ports import free_port
 from tests.e2e.jobs.jobs_helpers import worker_process_env
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.bench.overhead import run_overhead_bench
+from bench.overhead import run_overhead_bench
 
 pytestmark = pytest.mark.timeout(60)
 

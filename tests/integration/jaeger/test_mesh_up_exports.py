@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from chaos import jaeger_query as jq
-from chaos import traces as tr
-from chaos.cli.app import app
+from meshctl import jaeger_query as jq
+from meshctl import traces as tr
+from meshctl.cli.app import app
 from tests.integration.jaeger.jaeger_process import Jaeger
 from tests.support.polling import wait_until
 
-MESH = [sys.executable, "-m", "chaos.cli"]
+MESH = [sys.executable, "-m", "meshctl.cli"]
 pytestmark = pytest.mark.e2e
 
 

@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from chaos import jaeger_query as jq
-from chaos import traces as tr
-from chaos.cli.app import app
-from chaos.launch.ports import free_port
 from mesh.telemetry.jsonl_exporter import JsonLinesSpanExporter, JsonLinesSpanProcessor
 from mesh.telemetry.tracing import MeshTracing
+from meshctl import jaeger_query as jq
+from meshctl import traces as tr
+from meshctl.cli.app import app
+from meshctl.launch.ports import free_port
 from tests.integration.jaeger.jaeger_process import Jaeger
 from tests.integration.telemetry.inproc_mesh import in_process_mesh
 from tests.support.polling import wait_until
@@ -64,7 +64,7 @@ _CLEAN_ENV = {k: v for k, v in os.environ.items() if k not in ("MESH_API_KEY", "
 
 def _mesh_call_home(gateway: str, cwd: Path) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, "-m", "chaos.cli", "call", "home", "--user", "u-0001", "--limit", "3",
+        [sys.executable, "-m", "meshctl.cli", "call", "home", "--user", "u-0001", "--limit", "3",
          "--addr", gateway, "--timeout", "5", "--json", "-"],
         capture_output=True, text=True, timeout=60, check=False, cwd=cwd,
         env={**_CLEAN_ENV, "MESH_STATE_DIR": str(cwd)},

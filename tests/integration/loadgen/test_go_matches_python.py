@@ -1,4 +1,4 @@
-"""The Go load generator (tools/loadgen, `make peers`) and the Python one (chaos/loadgen) send
+"""The Go load generator (loadgen/go, `make peers`) and the Python one (loadgen) send
 the same plans to the same fake gateway and report the same records, times aside: the same
 requests (byte for byte, with the same metadata), codes, degraded parts, checkout status and
 charge id, pushback and details, in open and closed loops, with client retries, dropped calls
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 import grpc
 import pytest
 
-from chaos.load import LoadGenerator, LoadResult, Outcome, generator_command
-from chaos.loadgen.generator import serialise
-from chaos.loadgen.protocol import Plan, Request, decode
+from loadgen.generator import serialise
+from loadgen.in_process import LoadGenerator, LoadResult, Outcome, generator_command
+from loadgen.protocol import Plan, Request, decode
 from mesh.v1 import gateway_pb2, payment_pb2
 from tests.support.peers import peer_binary
 

@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from chaos.toxiproxy.client import ToxiproxyClient, ToxiproxyError
-from chaos.toxiproxy.real import RealToxiproxy, free_port
+from embedded_toxiproxy.client import ToxiproxyClient, ToxiproxyError
+from meshctl.launch.real_toxiproxy import RealToxiproxy, free_port
 from tests.support.peers import peer_binary
 from tests.support.polling import wait_until
 from tests.unit.deploy.deploy_sources import load_compose, load_toxiproxy_json

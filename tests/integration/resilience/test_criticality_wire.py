@@ -11,7 +11,6 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from chaos.launch.ports import free_port
 from mesh.gateway import servicer as gateway
 from mesh.resilience.channel import resilient_channel
 from mesh.resilience.clock import SystemClock
@@ -28,6 +27,7 @@ from mesh.v1 import (
     recommendation_pb2,
     recommendation_pb2_grpc,
 )
+from meshctl.launch.ports import free_port
 from tests.integration.resilience.servers import ProfileFake, profile_servicer, serving
 from tests.integration.resilience.test_deadlines_wire import (
     REQUEST,

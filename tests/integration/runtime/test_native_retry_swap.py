@@ -18,11 +18,11 @@ import grpc.aio
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from chaos.launch.ports import free_ports
 from mesh.recommendation import servicer as recommendation
 from mesh.runtime.server import Runtime, Service, serve
 from mesh.v1 import admin_pb2, admin_pb2_grpc, profile_pb2, recommendation_pb2
 from mesh.v1 import recommendation_pb2_grpc as rec_grpc
+from meshctl.launch.ports import free_ports
 from tests.integration.resilience.servers import ProfileFake, profile_servicer, serving
 from tests.support.polling import await_until
 

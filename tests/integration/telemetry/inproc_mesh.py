@@ -14,14 +14,14 @@ import grpc
 import grpc.aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from chaos.launch.ports import free_port
-from chaos.toxiproxy.server import ToxiproxyServer
+from embedded_toxiproxy.server import ToxiproxyServer
 from mesh.gateway import servicer as gateway
 from mesh.profile import servicer as profile
 from mesh.recommendation.servicer import RecommendationServicer
 from mesh.runtime.server import Runtime, Service, serve
 from mesh.topology import EDGES
 from mesh.v1 import recommendation_pb2, recommendation_pb2_grpc
+from meshctl.launch.ports import free_port
 from tests.support.polling import await_until
 
 log = logging.getLogger("tests.flaky_recommendation")

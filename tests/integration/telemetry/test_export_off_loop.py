@@ -19,10 +19,10 @@ import pytest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
-from chaos.traces import load_spans
 from mesh.telemetry.jsonl_exporter import JsonLinesSpanExporter, JsonLinesSpanProcessor
 from mesh.telemetry.tracing import MeshTracing, server_tracing
 from mesh.v1 import profile_pb2, profile_pb2_grpc
+from meshctl.traces import load_spans
 from tests.support.polling import await_until
 
 QUEUE = 50

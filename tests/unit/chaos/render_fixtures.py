@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from chaos.counters import Snapshot
 from chaos.experiment.loading import load_experiment
 from chaos.experiment.model import Experiment
-from chaos.load import LoadResult, Outcome
 from chaos.registry import SCENARIOS
 from chaos.results import ExperimentResult, PhaseResult, VariantResult
 from chaos.run.measure import evaluate, load_metrics
+from loadgen.in_process import LoadResult, Outcome
+from meshctl.counters import Snapshot
 
 CODES = ("OK", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED", "UNAVAILABLE")
 

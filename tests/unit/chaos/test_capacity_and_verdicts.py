@@ -12,17 +12,17 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from chaos.counters import Snapshot
 from chaos.experiment.loading import load_experiment
 from chaos.experiment.model import AppFault, Expectation, LoadSpec
-from chaos.load import LoadResult, Outcome
-from chaos.loadgen.protocol import Plan
 from chaos.report.repeat import spread_text, spreads
 from chaos.report.tables import print_result, run_line, to_json
 from chaos.results import ExperimentResult, PhaseResult, VariantResult, Verdict
 from chaos.run.measure import evaluate, exposure, vs_steady
 from chaos.run.runner import CALIBRATION_S, Runner
 from chaos.run.target import Target
+from loadgen.in_process import LoadResult, Outcome
+from loadgen.protocol import Plan
+from meshctl.counters import Snapshot
 
 GOODPUT = 200.0
 

@@ -14,8 +14,6 @@ from rich.console import Console
 from rich.progress import Progress
 from typer.testing import CliRunner
 
-from chaos.cli import chaos_cmd
-from chaos.cli.app import app
 from chaos.experiment.lesson_order import LESSON_ORDER, in_lesson_order
 from chaos.experiment.loading import catalogue
 from chaos.experiment.model import EXPERIMENTS_DIR, Experiment, Variant
@@ -25,6 +23,8 @@ from chaos.results import ExperimentResult, VariantResult
 from chaos.run.eta import Eta, about, expected_s
 from chaos.run.runner import Runner
 from chaos.run.target import Target
+from meshctl.cli import chaos_cmd
+from meshctl.cli.app import app
 from tests.unit.chaos.render_fixtures import demo_result
 
 

@@ -10,7 +10,7 @@ import pytest
 from chaos.experiment.loading import catalogue, load_experiment
 from chaos.experiment.model import ExperimentError
 from chaos.experiment.variant_policy import materialise_policy
-from chaos.toxiproxy.toxics import TOXIC_TYPES
+from embedded_toxiproxy.toxics import TOXIC_TYPES
 from mesh.resilience.policy import load_policy
 
 GOOD = """

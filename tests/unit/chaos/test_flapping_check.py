@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from chaos.counters import Snapshot
 from chaos.experiment.loading import load_experiment
 from chaos.experiment.model import Experiment
-from chaos.load import LoadResult, Outcome
 from chaos.registry import CHECKS, CheckContext
 from chaos.results import FaultEvent, PhaseResult
 from chaos.run.target import Target
+from loadgen.in_process import LoadResult, Outcome
+from meshctl.counters import Snapshot
 
 EXPERIMENT = """
 title: t

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from chaos import load
-from chaos.cli import chaos_cmd
-from chaos.cli.app import app
-from chaos.load import LoadGeneratorError, generator_command
 from chaos.run.measure import CpuTally
+from loadgen import in_process as load
+from loadgen.in_process import LoadGeneratorError, generator_command
+from meshctl.cli import chaos_cmd
+from meshctl.cli.app import app
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return binary
 
 
-PYTHON = ("python", [sys.executable, "-m", "chaos.loadgen.generator"])
+PYTHON = ("python", [sys.executable, "-m", "loadgen.generator"])
 
 
 def test_go_when_built_unless_python_is_asked_for(built: Path) -> None:

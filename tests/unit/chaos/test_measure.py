@@ -1,6 +1,6 @@
 """The runner's metric functions: what a phase's outcomes and counters give, and the verdict.
 
-One percentile definition for the whole chaos package: nearest-rank (chaos.load.percentile).
+One percentile definition for the whole chaos package: nearest-rank (loadgen.in_process.percentile).
 A p99 is a latency some request really had (never interpolated between two, never beyond the
 slowest), and it is the same on every report, table and plot.
 """
@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from chaos.counters import Snapshot
 from chaos.experiment.loading import load_experiment
 from chaos.experiment.model import Expectation
-from chaos.load import LoadResult, Outcome, percentile
 from chaos.results import ExperimentResult, PhaseResult, VariantResult
 from chaos.run.measure import counter_metrics, evaluate, load_metrics
+from loadgen.in_process import LoadResult, Outcome, percentile
+from meshctl.counters import Snapshot
 
 
 @pytest.mark.parametrize(

@@ -7,15 +7,15 @@ from typing import Any
 
 import pytest
 
-from chaos.counters import Snapshot
 from chaos.experiment.loading import load_experiment
 from chaos.experiment.metric_names import available
 from chaos.experiment.model import Experiment
-from chaos.load import LoadResult, Outcome
 from chaos.registry import CHECKS, SCENARIOS, Check, CheckContext
 from chaos.results import ExperimentResult, FaultEvent, PhaseResult, VariantResult
 from chaos.run.measure import counter_metrics, evaluate, load_metrics
 from chaos.run.target import Target
+from loadgen.in_process import LoadResult, Outcome
+from meshctl.counters import Snapshot
 
 EXPERIMENT = """
 title: t

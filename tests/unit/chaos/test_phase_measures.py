@@ -9,14 +9,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from chaos.counters import Snapshot
 from chaos.experiment.loading import load_experiment
 from chaos.experiment.model import Fault, LoadSpec, ProxyDownFault, ToxicFault
-from chaos.load import LoadResult
 from chaos.run import runner as runner_module
 from chaos.run.measure import AttemptsWhileOn, exposure
 from chaos.run.runner import Runner
 from chaos.run.target import Target
+from loadgen.in_process import LoadResult
+from meshctl.counters import Snapshot
 from tests.unit.chaos.test_capacity_and_verdicts import FakeGenerator
 
 Key = tuple[str, str, frozenset[tuple[str, str]]]

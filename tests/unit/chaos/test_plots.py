@@ -14,15 +14,15 @@ import pytest
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from chaos.counters import Snapshot
 from chaos.experiment.loading import load_experiment
-from chaos.load import LoadResult, Outcome
 from chaos.report.breaker_marks import breaker_moves
 from chaos.report.index import write_index
 from chaos.report.job_plots import scenario_figures
 from chaos.report.plots import calls_figure, latency_figure, plot
 from chaos.report.tables import write_report
 from chaos.results import ExperimentResult, FaultEvent, PhaseResult, VariantResult
+from loadgen.in_process import LoadResult, Outcome
+from meshctl.counters import Snapshot
 
 
 def _outcomes(

@@ -15,7 +15,7 @@ SERVICES = ("profile", "recommendation", "payment", "notification", "gateway")
 
 
 def state(tmp_path: Path, **changes: Any) -> dict[str, Any]:
-    """What `mesh up` writes to mesh.json (chaos/launcher.py MeshState), ports made up."""
+    """What `mesh up` writes to mesh.json (meshctl/launch/state.py MeshState), ports made up."""
     doc: dict[str, Any] = {
         "gateway": "127.0.0.1:50051",
         "toxiproxy": "http://127.0.0.1:8474",

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from chaos.cli.app import app
 from chaos.experiment.model import EXPERIMENTS_DIR
+from meshctl.cli.app import app
 
 GOOD = """
 title: t

@@ -114,7 +114,9 @@ def test_lint_enforces_the_import_contracts_and_the_absence_of_cycles() -> None:
     assert result.returncode == 0, result.stderr
     assert ".venv/bin/lint-imports" in result.stdout
     assert "-m tools.import_cycles services/mesh=mesh chaos=chaos" in result.stdout
-    assert "-m tools.code_shape services chaos tests tools" in result.stdout
+    assert (
+        "-m tools.code_shape services chaos meshctl embedded_toxiproxy loadgen bench tests tools"
+    ) in result.stdout
 
 
 def test_install_brings_the_tools_and_dev_extras() -> None:
@@ -150,7 +152,9 @@ def test_check_is_lint_types_and_the_unit_and_integration_tests_only() -> None:
     assert result.returncode == 0, result.stderr
     commands = result.stdout.splitlines()
     assert ".venv/bin/mypy" in commands
-    assert ".venv/bin/ruff check services chaos tests tools" in commands
+    assert (
+        ".venv/bin/ruff check services chaos meshctl embedded_toxiproxy loadgen bench tests tools"
+    ) in commands
     (at,) = [i for i, line in enumerate(commands) if "-m pytest" in line]
     pytest_line = " ".join(part.strip(" \\\t") for part in commands[at : at + 2])
     assert pytest_line.endswith("-m pytest -n 2 tests/unit tests/integration")

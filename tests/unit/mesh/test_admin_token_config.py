@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from chaos.launch.ports import Ports
-from chaos.launch.processes import LaunchError
-from chaos.launch.wiring import Security, Wiring, control_token
 from mesh.runtime.config import ConfigError, ServiceConfig
 from mesh.topology import service
+from meshctl.launch.ports import Ports
+from meshctl.launch.processes import LaunchError
+from meshctl.launch.wiring import Security, Wiring, control_token
 
 GOOD = "a-token-of-at-least-sixteen-chars"
 

@@ -4,8 +4,8 @@ import pytest
 from pydantic import ValidationError
 
 from chaos.experiment.model import Variant
-from chaos.toxiproxy.addresses import split_host_port
-from chaos.toxiproxy.errors import ApiError
+from embedded_toxiproxy.addresses import split_host_port
+from embedded_toxiproxy.errors import ApiError
 from mesh.contracts.charge_ids import charge_id_for, check_charge_lookup
 from mesh.contracts.receipt_job import BadPayload, Receipt
 from mesh.customers import CATEGORIES, customers, user_id

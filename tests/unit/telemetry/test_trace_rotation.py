@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from chaos import traces as tr
-from chaos.cli.app import app
-from chaos.console.trace_view import load_recent
 from mesh.config_error import ConfigError
 from mesh.telemetry.jsonl_exporter import JsonLinesSpanExporter
 from mesh.telemetry.tracing import choose_exporter
+from meshctl import traces as tr
+from meshctl.cli.app import app
+from meshctl.console.trace_view import load_recent
 
 T0 = 1_700_000_000_000_000_000
 

@@ -18,11 +18,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import SpanKind, Status, StatusCode, set_span_in_context
 from typer.testing import CliRunner
 
-from chaos import jaeger_query as jq
-from chaos import traces as tr
-from chaos.cli.app import app
 from mesh.telemetry.jsonl_exporter import JsonLinesSpanExporter
 from mesh.telemetry.tracing import choose_exporter, setup_tracing
+from meshctl import jaeger_query as jq
+from meshctl import traces as tr
+from meshctl.cli.app import app
 
 
 def _record(traces_dir: Path) -> tuple[str, str]:

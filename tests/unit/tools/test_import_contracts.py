@@ -10,6 +10,7 @@ from mesh.topology import SERVICES
 
 ROOT = Path(__file__).resolve().parents[3]
 MESH = ROOT / "services" / "mesh"
+TOOLING = ("chaos", "meshctl", "embedded_toxiproxy", "loadgen", "bench")
 
 
 def contracts() -> dict[str, dict[str, Any]]:
@@ -25,9 +26,9 @@ def mesh_top_level_modules() -> set[str]:
 
 def test_the_topology_may_import_nothing_else_of_the_project() -> None:
     (leaf,) = [c for c in contracts().values() if c.get("source_modules") == ["mesh.topology"]]
-    assert set(leaf["forbidden_modules"]) == (mesh_top_level_modules() - {"mesh.topology"}) | {
-        "chaos"
-    }
+    assert set(leaf["forbidden_modules"]) == (mesh_top_level_modules() - {"mesh.topology"}) | set(
+        TOOLING
+    )
 
 
 def test_every_service_is_held_apart_from_the_others() -> None:
@@ -46,24 +47,47 @@ def test_every_service_is_held_apart_from_the_others() -> None:
     assert set(layers["layers"][0].split(" | ")) == services
 
 
-def test_every_chaos_package_has_a_layer() -> None:
-    """A new room in chaos/ must be placed in the layers, or nothing checks its arrows."""
+def test_every_tooling_room_has_a_layer() -> None:
+    """A new room in a tooling package must be placed in the layers, or nothing checks its
+    arrows (every module or package at a tooling package's top, or the package itself); and
+    every name in the layers is a module that exists."""
     (layers,) = [
-        c for c in contracts().values() if c["type"] == "layers" and c["layers"][0] == "chaos.cli"
+        c for c in contracts().values() if c["type"] == "layers" and c["layers"][0] == "meshctl.cli"
     ]
-    placed = {m for layer in layers["layers"] for m in layer.split(" | ")}
-    root = ROOT / "chaos"
+    placed = {m.strip() for layer in layers["layers"] for m in layer.split(" | ")}
+
+    def covered(room: str) -> bool:
+        return any(
+            p == room or p.startswith(room + ".") or room.startswith(p + ".") for p in placed
+        )
+
+    def exists(name: str) -> bool:
+        path = ROOT.joinpath(*name.split("."))
+        return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
     rooms = {
-        f"chaos.{p.stem}"
-        for p in root.iterdir()
-        if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()
+        f"{package}.{p.stem}"
+        for package in TOOLING
+        for p in (ROOT / package).iterdir()
+        if (p.suffix == ".py" and p.stem not in ("__init__", "__main__"))
+        or (p / "__init__.py").is_file()
     }
-    assert rooms == placed
+    assert {r for r in rooms if not covered(r)} == set()
+    assert {p for p in placed if not exists(p)} == set()
 
 
-def test_mesh_never_imports_chaos() -> None:
+def test_mesh_never_imports_the_tooling() -> None:
     assert any(
-        c["source_modules"] == ["mesh"] and c["forbidden_modules"] == ["chaos"]
+        c["source_modules"] == ["mesh"] and set(c["forbidden_modules"]) == set(TOOLING)
+        for c in contracts().values()
+        if c["type"] == "forbidden"
+    )
+
+
+def test_the_embedded_toxiproxy_imports_nothing_else_of_the_project() -> None:
+    assert any(
+        c["source_modules"] == ["embedded_toxiproxy"]
+        and set(c["forbidden_modules"]) == {"mesh"} | set(TOOLING) - {"embedded_toxiproxy"}
         for c in contracts().values()
         if c["type"] == "forbidden"
     )

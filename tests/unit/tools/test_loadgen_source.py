@@ -1,4 +1,4 @@
-"""tools/loadgen (the Go load generator) has no generated code: its protobuf field numbers,
+"""loadgen/go (the Go load generator) has no generated code: its protobuf field numbers,
 ChargeStatus names, status code names, retryable codes and pushback key are written out in
 load.go. Each must agree with the .proto files (through the generated descriptors) and with
 mesh.resilience, or its records would quietly differ from the Python generator's."""
@@ -10,12 +10,12 @@ from pathlib import Path
 
 import grpc
 
-from chaos.loadgen.generator import METHODS, TICK_S
+from loadgen.generator import METHODS, TICK_S
 from mesh.resilience.classify import RETRYABLE_CODES
 from mesh.resilience.errors import PUSHBACK_KEY
 from mesh.v1 import gateway_pb2, payment_pb2
 
-SOURCE = (Path(__file__).resolve().parents[3] / "tools" / "loadgen" / "load.go").read_text()
+SOURCE = (Path(__file__).resolve().parents[3] / "loadgen" / "go" / "load.go").read_text()
 
 
 def go_strings(variable: str) -> list[str]:

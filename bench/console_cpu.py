@@ -1,0 +1,141 @@
+"""The mesh's CPU per GetHome with the console open (polled once a second, as the page does)
+and closed, in interleaved rounds on one embedded mesh: `python -m bench.console_cpu`.
+
+Measured as `mesh bench mesh` measures (bench.mesh.measure: a fresh load client, CPU
+from /proc of every process around the window), over every process of the mesh (services,
+replicas, Toxiproxy, redis, SMTP sink), not only GetHome's path: the console scrapes them all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from bench.mesh import BenchError, Window, cpu_seconds, measure
+from meshctl.console.server import ConsoleServer
+from meshctl.launch.mesh import Mesh
+from meshctl.launch.ports import Ports
+
+
+def _poll(console: ConsoleServer | None, stop: threading.Event) -> None:
+    """GET /api/state once a second, as an open page does, until `stop`."""
+    while console is not None and not stop.wait(1.0):
+        request = urllib.request.Request(console.url + "api/state")
+        request.add_header("Authorization", f"Bearer {console.token.value}")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            response.read()
+
+
+def _idle_cpu_ms_per_s(
+    pids: dict[str, int], console: ConsoleServer | None, seconds: float
+) -> float:
+    """The mesh's CPU per second with no load, the console polled or not (None)."""
+    stop = threading.Event()
+    poller = threading.Thread(target=_poll, args=(console, stop), daemon=True)
+    if console is not None:
+        poller.start()
+    before = sum(cpu_seconds(pid) for pid in pids.values())
+    time.sleep(seconds)
+    after = sum(cpu_seconds(pid) for pid in pids.values())
+    stop.set()
+    if poller.is_alive():
+        poller.join()
+    return 1000 * (after - before) / seconds
+
+
+def _window(
+    gateway: str,
+    roles: dict[str, tuple[int, ...]],
+    requests: int,
+    concurrency: int,
+    api_key: str | None,
+    tries: int = 3,
+) -> Window:
+    """One measured window; one whose calls failed (an overloaded machine opens breakers) is
+    measured again, up to `tries` times."""
+    for attempt in range(1, tries + 1):
+        try:
+            return measure(
+                gateway,
+                roles,
+                requests=requests,
+                concurrency=concurrency,
+                api_key=api_key,
+                warmup=200,
+            )
+        except BenchError:
+            if attempt == tries:
+                raise
+            time.sleep(2.0)  # the breakers' open time, so the next window starts closed
+    raise AssertionError("unreachable")
+
+
+def run(requests: int, concurrency: int, rounds: int, idle_s: float = 10.0) -> dict[str, Any]:
+    windows: dict[str, list[Window]] = {"closed": [], "open": []}
+    idle: dict[str, list[float]] = {"closed": [], "open": []}
+    with tempfile.TemporaryDirectory(prefix="console-cpu-") as tmp:
+        mesh = Mesh(state_dir=Path(tmp), ports=Ports.auto(), direct=False, policy="full")
+        state = mesh.start()
+        server = ConsoleServer(state).start()
+        try:
+            pids = {p.name: p.popen.pid for p in mesh.procs}
+            roles: dict[str, tuple[int, ...]] = {n: (pid,) for n, pid in pids.items()}
+            for _ in range(rounds):
+                if idle_s > 0:
+                    idle["closed"].append(_idle_cpu_ms_per_s(pids, None, idle_s))
+                    idle["open"].append(_idle_cpu_ms_per_s(pids, server, idle_s))
+                for variant in ("closed", "open"):
+                    stop = threading.Event()
+                    poller = threading.Thread(target=_poll, args=(server, stop), daemon=True)
+                    if variant == "open":
+                        poller.start()
+                    try:
+                        windows[variant].append(
+                            _window(state.gateway, roles, requests, concurrency, state.api_key)
+                        )
+                    finally:
+                        stop.set()
+                        if poller.is_alive():
+                            poller.join()
+        finally:
+            server.close()
+            mesh.stop()
+    out: dict[str, Any] = {"requests": requests, "rounds": rounds}
+    for variant, runs in windows.items():
+        total = sum(w.requests for w in runs)
+        mesh_cpu = sum(s for w in runs for n, s in w.cpu_s.items() if n != "client")
+        out[variant] = {
+            "mesh_cpu_ms_per_request": 1000 * mesh_cpu / total,
+            "seconds": sum(w.elapsed_s for w in runs),
+            "by_round": [
+                1000 * sum(s for n, s in w.cpu_s.items() if n != "client") / w.requests
+                for w in runs
+            ],
+        }
+    if idle["open"]:
+        # What one open console costs the mesh, per second of polling, measured with no load.
+        out["idle_mesh_cpu_ms_per_s"] = {k: sum(v) / len(v) for k, v in idle.items()}
+    out["change"] = (
+        out["open"]["mesh_cpu_ms_per_request"] / out["closed"]["mesh_cpu_ms_per_request"] - 1
+    )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--requests", type=int, default=3000)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--idle-s", type=float, default=10.0)
+    args = parser.parse_args()
+    print(json.dumps(run(args.requests, args.concurrency, args.rounds, args.idle_s), indent=2))
+
+
+if __name__ == "__main__":
+    main()

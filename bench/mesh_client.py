@@ -1,0 +1,101 @@
+"""The load client of `mesh bench mesh`, in a process of its own so its CPU is counted apart.
+
+`python -m bench.mesh_client --target ADDR --requests N --concurrency C`
+(the API key, if the mesh wants one, comes in the environment as MESH_BENCH_API_KEY: never
+in argv, where `ps` shows it and a key starting with '-' reads as an option)
+[--warmup W]`: sends W GetHome calls, prints `ready`, waits for a line on stdin, sends N
+calls with C in flight (one pre-serialised request, no stub-side encoding), then prints one
+JSON line: latencies (p50, p99 ms), elapsed seconds, how many calls failed and how many
+answers were degraded (recommendations from the fallback: cheaper, so they skew the CPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from typing import Any
+
+import grpc
+
+from mesh.v1 import gateway_pb2
+
+METHOD = "/mesh.v1.Gateway/GetHome"
+USER_ID = "u-0001"
+
+
+KEY_ENV = "MESH_BENCH_API_KEY"
+
+
+async def _run(target: str, requests: int, concurrency: int, key: str | None, warmup: int) -> None:
+    payload = gateway_pb2.GetHomeRequest(user_id=USER_ID).SerializeToString()
+    metadata = (("authorization", f"Bearer {key}"),) if key else None
+    async with grpc.aio.insecure_channel(target) as channel:
+        call = channel.unary_unary(METHOD)  # bytes in, bytes out: no serialiser per call
+        latencies: list[float] = []
+        failures: dict[str, int] = {}
+        degraded = 0
+
+        async def batch(count: int, record: bool) -> None:
+            remaining = count
+
+            async def worker() -> None:
+                nonlocal remaining, degraded
+                while remaining > 0:
+                    remaining -= 1
+                    start = time.perf_counter()
+                    try:
+                        reply = await call(payload, metadata=metadata, timeout=10.0)
+                    except grpc.aio.AioRpcError as err:
+                        failures[err.code().name] = failures.get(err.code().name, 0) + 1
+                    else:
+                        if record and gateway_pb2.GetHomeResponse.FromString(reply).degraded:
+                            degraded += 1
+                    if record:
+                        latencies.append((time.perf_counter() - start) * 1000)
+
+            await asyncio.gather(*(worker() for _ in range(min(concurrency, count))))
+
+        await batch(warmup, record=False)
+        if failures:
+            print(json.dumps({"error": f"warm-up calls failed: {failures}"}), flush=True)
+            return
+        print("ready", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        start = time.perf_counter()
+        await batch(requests, record=True)
+        elapsed = time.perf_counter() - start
+    result: dict[str, Any] = {
+        "requests": requests,
+        "elapsed_s": elapsed,
+        "failures": failures,
+        "degraded": degraded,
+        "p50_ms": statistics.median(latencies),
+        "p99_ms": statistics.quantiles(latencies, n=100)[98]
+        if len(latencies) > 1
+        else latencies[0],
+    }
+    print(json.dumps(result), flush=True)
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--target", required=True)
+    parser.add_argument("--requests", type=int, required=True)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--warmup", type=int, default=200)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    key = os.environ.get(KEY_ENV) or None
+    asyncio.run(_run(args.target, args.requests, args.concurrency, key, args.warmup))
+
+
+if __name__ == "__main__":
+    main()

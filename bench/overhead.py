@@ -1,0 +1,317 @@
+"""Overhead of the resilience layer (and of tracing): raw grpc.aio vs the full stack.
+
+Every server runs in this process (the fake ProfileService returns a fixed profile); rounds
+alternate the variants, in reverse order every other round, so drift on a shared machine hits
+all alike. Besides latency and throughput each variant reports the event loop's own CPU time
+per call: the loop thread is the bottleneck, and its CPU per call moves less between runs than
+wall-clock figures do. Objects alive after set-up are frozen out of the collector's reach, as
+a service process freezes its start-up objects.
+Run: python -m bench.overhead [--tracing] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import grpc
+import grpc.aio
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+from mesh.resilience.channel import NO_BUILTIN_RETRIES, resilient_channel
+from mesh.resilience.clock import SystemClock
+from mesh.resilience.events import EventBus
+from mesh.resilience.faults import FaultTable
+from mesh.resilience.handlers import ServerChain
+from mesh.resilience.interceptor import ResilienceInterceptor
+from mesh.resilience.pipeline import build_pipeline
+from mesh.resilience.policy import load_policy
+from mesh.runtime.collector import freeze_startup_objects
+from mesh.runtime.edge_channels import close_edge_channel
+from mesh.runtime.interceptors import server_interceptors
+from mesh.telemetry.tracing import MeshTracing, server_tracing, setup_tracing
+from mesh.v1 import profile_pb2, profile_pb2_grpc
+
+_PROFILE = profile_pb2.GetProfileResponse(
+    profile=profile_pb2.Profile(user_id="u1", display_name="Ada", interests=["books", "tea"])
+)
+_REQUEST = profile_pb2.GetProfileRequest(user_id="u1")
+
+
+class _FixedProfile(profile_pb2_grpc.ProfileServiceServicer):
+    async def GetProfile(self, request: Any, context: Any) -> profile_pb2.GetProfileResponse:
+        return _PROFILE
+
+
+async def _start(interceptors: list[grpc.aio.ServerInterceptor]) -> tuple[grpc.aio.Server, str]:
+    server = grpc.aio.server(interceptors=interceptors)
+    profile_pb2_grpc.add_ProfileServiceServicer_to_server(_FixedProfile(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    return server, f"127.0.0.1:{port}"
+
+
+class _NoopClientInterceptor(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+    """Passes the call on untouched: what the grpc.aio client interceptor API costs by itself."""
+
+    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        return await continuation(details, request)
+
+
+class _NoopServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Returns the handler untouched: what the grpc.aio server interceptor API costs by itself."""
+
+    async def intercept_service(self, continuation: Any, handler_call_details: Any) -> Any:
+        return await continuation(handler_call_details)
+
+
+async def _round(stub: Any, calls: int, concurrency: int) -> tuple[list[float], float, float]:
+    """Runs `calls` calls, `concurrency` at a time: (latencies, wall seconds, loop-thread CPU
+    seconds)."""
+    latencies_s: list[float] = []
+    remaining = calls
+
+    async def worker() -> None:
+        nonlocal remaining
+        while remaining > 0:
+            remaining -= 1
+            started = time.perf_counter()
+            await stub.GetProfile(_REQUEST, timeout=5.0)
+            latencies_s.append(time.perf_counter() - started)
+
+    started = time.perf_counter()
+    cpu_started = time.thread_time()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return latencies_s, time.perf_counter() - started, time.thread_time() - cpu_started
+
+
+def _summary(latencies_s: list[float], elapsed_s: float, cpu_s: float) -> dict[str, float]:
+    cuts = statistics.quantiles(latencies_s, n=100)
+    return {
+        "p50_ms": cuts[49] * 1000,
+        "p99_ms": cuts[98] * 1000,
+        "throughput_rps": len(latencies_s) / elapsed_s,
+        "loop_cpu_us_per_call": cpu_s / len(latencies_s) * 1e6,
+    }
+
+
+class _EncodingExporter(SpanExporter):
+    """Encodes each batch to OTLP protobuf bytes as the OTLP exporter would, then drops it:
+    the export cost is real, the network is not."""
+
+    def __init__(self) -> None:
+        self.spans = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        encode_spans(spans).SerializeToString()
+        self.spans += len(spans)
+        return SpanExportResult.SUCCESS
+
+
+def _provider(service: str) -> tuple[TracerProvider, _EncodingExporter]:
+    exporter = _EncodingExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    return provider, exporter
+
+
+async def run_overhead_bench(
+    calls: int = 3000, concurrency: int = 64, rounds: int = 3, tracing: bool = False
+) -> dict[str, Any]:
+    """Interleaves `rounds` rounds of each variant; returns figures and ratios to raw.
+
+    Variants: raw grpc.aio; floor (a no-op grpc.aio client interceptor and a no-op server
+    interceptor: the price of the interceptor API itself, below which no interceptor-based
+    pipeline can go); full (our server interceptors + the resilience pipeline); with `tracing`,
+    also full+tracing (our spans: server, call and attempt) and raw+stock-otel
+    (opentelemetry-instrumentation-grpc aio client and server interceptors), both exporting
+    through a BatchSpanProcessor to an exporter that OTLP-encodes and drops each batch.
+    """
+    policy = load_policy("full", {})
+    # Bulkhead sized to the offered concurrency: the bench measures cost, not rejections.
+    edge = policy.edge("gateway_to_profile").model_copy(deep=True)
+    # Deadlines as long as the caller's 5 s: a stall on a busy machine must not end the run.
+    edge = edge.model_copy(
+        update={
+            "bulkhead": edge.bulkhead.model_copy(update={"max_concurrent": concurrency}),
+            "deadline": edge.deadline.model_copy(update={"total_s": 5.0, "attempt_s": 5.0}),
+        }
+    )
+    servers: list[grpc.aio.Server] = []
+    channels: dict[str, grpc.aio.Channel] = {}
+    providers: list[TracerProvider] = []
+    exporters: dict[str, _EncodingExporter] = {}
+    traces_dir = Path(tempfile.mkdtemp(prefix="mesh-bench-traces-"))
+
+    async def full_stack(
+        name: str, tracing_on: MeshTracing | None, replicas: int = 1, ejection: bool = True
+    ) -> None:
+        bus = EventBus()
+        if tracing_on is not None:
+            bus.subscribe(tracing_on.listener)
+        targets = []
+        for _ in range(replicas):
+            layers = server_interceptors(
+                "profile",
+                policy.server("profile"),
+                bus,
+                FaultTable(),
+                tracing=server_tracing(tracing_on),
+            )
+            server, target = await _start([ServerChain(layers)])  # as serve() mounts them
+            servers.append(server)
+            targets.append(target)
+        pipeline = build_pipeline(
+            edge,
+            dependency="profile",
+            bus=bus,
+            clock=SystemClock(),
+            attempt_observer=tracing_on.attempt_observer if tracing_on else None,
+            call_observer=tracing_on.call_observer if tracing_on else None,
+        )
+        interceptor = ResilienceInterceptor(pipeline, dependency="profile", clock=SystemClock())
+        channels[name] = resilient_channel(
+            ",".join(targets),
+            interceptor,
+            native_retry=edge.native_retry,
+            outlier=edge.outlier.model_copy(update={"enabled": ejection}),
+            bus=bus,
+            dependency="profile",
+        )
+
+    raw_server, raw_target = await _start([])
+    servers.append(raw_server)
+    channels["raw"] = grpc.aio.insecure_channel(raw_target, options=[NO_BUILTIN_RETRIES])
+    floor_server, floor_target = await _start([_NoopServerInterceptor()])
+    servers.append(floor_server)
+    channels["floor"] = grpc.aio.insecure_channel(
+        floor_target, options=[NO_BUILTIN_RETRIES], interceptors=[_NoopClientInterceptor()]
+    )
+    await full_stack("full", None)
+    # The mesh's own topology: two replicas, the edge's replica router (ejection on in the
+    # full policy) picking one per attempt; and the same with ejection off, where gRPC's
+    # round_robin balances (the difference is what routing costs).
+    await full_stack("full+replicas", None, replicas=2)
+    await full_stack("full+replicas-rr", None, replicas=2, ejection=False)
+    if tracing:
+        # A dev dependency: imported only when asked for.
+        from opentelemetry.instrumentation.grpc import (
+            aio_client_interceptors,
+            aio_server_interceptor,
+        )
+
+        provider, exporters["full+tracing"] = _provider("bench-mesh")
+        providers.append(provider)
+        await full_stack("full+tracing", MeshTracing(provider))
+        # The shipped default: JSON lines encoded as spans end, written by a thread.
+        file_provider = setup_tracing("bench-file", {"MESH_TRACES_DIR": str(traces_dir)})
+        assert file_provider is not None
+        providers.append(file_provider)
+        await full_stack("full+tracing-file", MeshTracing(file_provider))
+        stock_provider, exporters["raw+stock-otel"] = _provider("bench-stock")
+        providers.append(stock_provider)
+        stock_server, stock_target = await _start(
+            [aio_server_interceptor(tracer_provider=stock_provider)]  # type: ignore[no-untyped-call]
+        )
+        servers.append(stock_server)
+        channels["raw+stock-otel"] = grpc.aio.insecure_channel(
+            stock_target,
+            options=[NO_BUILTIN_RETRIES],
+            interceptors=aio_client_interceptors(tracer_provider=stock_provider),  # type: ignore[no-untyped-call]
+        )
+    # As a service process does once its imports are done (mesh.runtime.collector): the
+    # collector then walks only what calls create, in every variant alike.
+    freeze_startup_objects()
+    stubs = {n: profile_pb2_grpc.ProfileServiceStub(c) for n, c in channels.items()}
+    samples: dict[str, list[float]] = {n: [] for n in stubs}
+    elapsed: dict[str, float] = dict.fromkeys(stubs, 0.0)
+    cpu: dict[str, float] = dict.fromkeys(stubs, 0.0)
+    try:
+        for stub in stubs.values():
+            await _round(stub, min(calls, 500), concurrency)  # warm-up: connections, caches
+        for number in range(rounds):
+            order = list(stubs) if number % 2 == 0 else list(reversed(stubs))
+            for name in order:
+                latencies_s, elapsed_s, cpu_s = await _round(stubs[name], calls, concurrency)
+                samples[name] += latencies_s
+                elapsed[name] += elapsed_s
+                cpu[name] += cpu_s
+    finally:
+        for channel in channels.values():
+            await close_edge_channel(channel)
+        for server in servers:
+            await server.stop(None)
+        for provider in providers:
+            provider.shutdown()
+        shutil.rmtree(traces_dir, ignore_errors=True)
+        gc.unfreeze()
+    variants = {n: _summary(samples[n], elapsed[n], cpu[n]) for n in stubs}
+    raw = variants["raw"]
+    for row in variants.values():
+        row["throughput"] = row["throughput_rps"]
+        row["p50_ratio"] = row["p50_ms"] / raw["p50_ms"]
+        row["p99_ratio"] = row["p99_ms"] / raw["p99_ms"]
+        row["throughput_ratio"] = row["throughput_rps"] / raw["throughput_rps"]
+        row["cpu_ratio"] = row["loop_cpu_us_per_call"] / raw["loop_cpu_us_per_call"]
+    for name, exporter in exporters.items():
+        variants[name]["spans_exported"] = exporter.spans
+    full = variants["full"]
+    return {
+        "calls": calls,
+        "concurrency": concurrency,
+        "rounds": rounds,
+        "tracing": tracing,
+        "exporter": (
+            "full+tracing: BatchSpanProcessor -> OTLP protobuf encode, then dropped; "
+            "full+tracing-file: the default JSON lines file export"
+            if tracing
+            else None
+        ),
+        "variants": variants,
+        "raw": raw,
+        "full": full,
+        "p50_ratio": full["p50_ratio"],
+        "p99_ratio": full["p99_ratio"],
+        "throughput_ratio": full["throughput_ratio"],
+        "cpu_ratio": full["cpu_ratio"],
+        # Loop CPU per call that is ours, beyond what the interceptor API itself costs.
+        "ours_us_per_call": (
+            full["loop_cpu_us_per_call"] - variants["floor"]["loop_cpu_us_per_call"]
+        ),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--calls", type=int, default=3000)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--tracing", action="store_true", help="add full+tracing and raw+stock-otel variants"
+    )
+    args = parser.parse_args()
+    result = asyncio.run(
+        run_overhead_bench(args.calls, args.concurrency, args.rounds, tracing=args.tracing)
+    )
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            out.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

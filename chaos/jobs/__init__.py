@@ -1,2 +1,0 @@
-"""Receipts' side of the harness: Redis and the SMTP sink as local peers, queue inspection,
-and the background-job experiments."""

@@ -1,1 +1,0 @@
-"""The load generator process: a plan in, compact outcome records out (chaos/load.py drives it)."""

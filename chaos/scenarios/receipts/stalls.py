@@ -1,0 +1,255 @@
+"""The stalled-job experiments (seed 004): poison-job and false-stall.
+
+Both run on a queue of their own with workers of their own (started with NOTIFY_DRILLS=1, so
+they obey the jobs' test-only drills, mesh/notification/drills.py) and read what happened from
+BullMQ's own records: its event stream (`active` each time a worker takes a job, `stalled` each
+time a stalled-job check finds the job's lock gone) and the finished job's state and reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from chaos.registry import ScenarioContext, ScenarioResult, scenario
+from chaos.scenarios.receipts.harness import JobEvent, JobsHarness, as_row, count_events, receipt
+from mesh.contracts.receipt_job import STALLED_REASON, ReceiptRetry
+from meshctl.launch.processes import LaunchError
+from meshctl.queue_admin import QueueAdmin
+
+
+def _harness(ctx: ScenarioContext) -> JobsHarness:
+    if ctx.target.mesh is None:
+        raise RuntimeError("job experiments need the embedded mesh (no --target)")
+    return JobsHarness(ctx.target.mesh)
+
+
+MAX_STARTS = 30
+"""More worker starts than any variant needs (k+1 deaths plus the pool): a bound, not a wait."""
+
+
+@dataclass
+class WorkerPool:
+    """`size` receipt workers on one queue; one that dies is replaced (a supervisor's restart),
+    and its death counted."""
+
+    h: JobsHarness
+    prefix: str
+    env: dict[str, str]
+    size: int
+    live: list[str] = field(default_factory=list)
+    deaths: int = 0
+    started: int = 0
+
+    async def start(self) -> None:
+        while len(self.live) < self.size:
+            if self.started >= MAX_STARTS:
+                raise RuntimeError(f"{self.prefix}: {self.started} workers started, giving up")
+            self.started += 1
+            name = f"{self.prefix}-{self.started}"
+            try:
+                await asyncio.to_thread(self.h.mesh.start_worker, name, self.env)
+            except LaunchError:
+                # A poison job waiting in the queue can kill a worker before it reports ready.
+                self.deaths += 1
+                continue
+            self.live.append(name)
+
+    async def replace_dead(self) -> None:
+        alive = set(self.h.mesh.alive())
+        dead = [n for n in self.live if n not in alive]
+        for name in dead:
+            self.live.remove(name)
+            self.deaths += 1
+        if dead:
+            await self.start()
+
+    async def stop(self) -> None:
+        alive = set(self.h.mesh.alive())
+        for name in self.live:
+            if name in alive:
+                await asyncio.to_thread(self.h.mesh.kill, name, signal.SIGTERM)
+
+
+def _worker_env(queue: str, p: dict[str, Any]) -> dict[str, str]:
+    return {
+        "NOTIFY_QUEUE": queue,
+        "NOTIFY_DRILLS": "1",
+        "NOTIFY_CONCURRENCY": "1",
+        "NOTIFY_LOCK_MS": str(int(p.get("lock_ms", 1000))),
+        "NOTIFY_STALLED_INTERVAL_MS": str(int(p.get("stalled_interval_ms", 250))),
+        "NOTIFY_MAX_STALLED": str(int(p.get("max_stalled", 1))),
+    }
+
+
+def _times(events: list[JobEvent], kind: str, job_id: str) -> list[float]:
+    return [e.t for e in events if e.event == kind and e.job_id == job_id]
+
+
+POISON_METRICS = (
+    "max_stalled",
+    "poison_runs",
+    "poison_pickups",
+    "poison_stalls",
+    "poison_failed",
+    "reason_readable",
+    "poison_receipts",
+    "failed_after_s",
+    "others",
+    "others_completed",
+    "others_pickups",
+    "others_receipts",
+    "others_duplicates",
+)
+
+
+@scenario("poison-job", metrics=POISON_METRICS)
+async def poison_job(ctx: ScenarioContext) -> ScenarioResult:
+    """One receipt whose job kills its worker each time it is taken, among `jobs` ordinary
+    ones, on `workers` workers that are restarted when they die: BullMQ fails it after
+    max_stalled + 1 stalls; the others complete once each."""
+    p = ctx.params
+    n, k = int(p.get("jobs", 10)), int(p.get("max_stalled", 1))
+    h = _harness(ctx)
+    queue = f"poison-{ctx.variant.name}-{uuid.uuid4().hex[:8]}"
+    pool = WorkerPool(h, f"w-{queue}", _worker_env(queue, p), int(p.get("workers", 2)))
+    admin = QueueAdmin(h.redis, queue)
+    timeout_s = float(p.get("timeout_s", 60))
+    try:
+        await pool.start()
+        # Five attempts, as every receipt has: stalls are not attempts, and a job that kills
+        # its worker is failed by the stall count, whatever attempts remain.
+        poison = await h.enqueue(queue, receipt("poison"), ReceiptRetry(), {"exit": True})
+        others = [
+            await h.enqueue(queue, receipt("bystander"), ReceiptRetry(attempts=1)) for _ in range(n)
+        ]
+        ctx.progress(f"{ctx.variant.name}: poison job among {n} receipts", 0, n + 1)
+        q = h.queue(queue)
+        deadline = time.monotonic() + timeout_s
+        pending = {poison, *others}
+        while pending and time.monotonic() < deadline:
+            await pool.replace_dead()
+            for job_id in list(pending):
+                if await q.getJobState(job_id) in ("completed", "failed"):
+                    pending.discard(job_id)
+            ctx.progress(f"{ctx.variant.name}: jobs finished", n + 1 - len(pending), n + 1)
+            await asyncio.sleep(0.05)
+        await pool.replace_dead()  # a death at the very end still counts
+        events = await h.events(queue)
+        view = await admin.show(poison)
+        done = await h.wait_finished(queue, others, timeout_s=0)
+    finally:
+        await pool.stop()
+        await admin.close()
+        await h.close()
+    mails = Counter(m.charge_id for m in h.mailbox.messages())
+    other_charges = [j.removeprefix("receipt-") for j in others]
+    picked = _times(events, "active", poison)
+    finished = (view.finished_on or 0) / 1000 if view else 0.0
+    failed = view is not None and view.state == "failed"
+    metrics = {
+        "max_stalled": k,
+        "poison_runs": pool.deaths,
+        "poison_pickups": len(picked),
+        "poison_stalls": count_events(events, "stalled", poison),
+        "poison_failed": float(failed),
+        "reason_readable": float(
+            failed and view is not None and view.failed_reason == STALLED_REASON
+        ),
+        "poison_receipts": mails[poison.removeprefix("receipt-")],
+        "failed_after_s": round(finished - picked[0], 3) if failed and picked else -1.0,
+        "others": n,
+        "others_completed": sum(j.state == "completed" for j in done),
+        "others_pickups": sum(count_events(events, "active", j) for j in others),
+        "others_receipts": sum(mails[c] for c in other_charges),
+        "others_duplicates": sum(max(mails[c] - 1, 0) for c in other_charges),
+    }
+    rows = [
+        as_row(
+            job=poison,
+            state=view.state if view else "gone",
+            worker_deaths=pool.deaths,
+            picked_up=len(picked),
+            stalled=metrics["poison_stalls"],
+            picked_at_s=[round(t - picked[0], 3) for t in picked],
+            reason=(view.failed_reason if view else "") or "-",
+        ),
+        as_row(
+            job=f"{n} others",
+            state=f"{metrics['others_completed']:g} completed",
+            picked_up=metrics["others_pickups"],
+            receipts=metrics["others_receipts"],
+        ),
+    ]
+    return ScenarioResult(metrics, rows)
+
+
+FALSE_STALL_METRICS = (
+    "block_ms",
+    "lock_ms",
+    "pickups",
+    "stalls",
+    "rerun_after_s",
+    "completed",
+    "failed_stalled",
+    "receipts",
+)
+
+
+@scenario("false-stall", metrics=FALSE_STALL_METRICS)
+async def false_stall(ctx: ScenarioContext) -> ScenarioResult:
+    """One receipt whose handler blocks for `block_s`, longer than the lock, on the event loop
+    (or in a thread with `offload`), on `workers` healthy workers: nothing dies, yet a blocked
+    loop cannot renew the lock, so BullMQ takes the job for stalled and runs it again."""
+    p = ctx.params
+    lock_ms, block_s = int(p.get("lock_ms", 1000)), float(p["block_s"])
+    h = _harness(ctx)
+    queue = f"falsestall-{ctx.variant.name}-{uuid.uuid4().hex[:8]}"
+    pool = WorkerPool(h, f"w-{queue}", _worker_env(queue, p), int(p.get("workers", 2)))
+    admin = QueueAdmin(h.redis, queue)
+    drill = {"block_s": block_s, "offload": bool(p.get("offload", False))}
+    try:
+        await pool.start()
+        r = receipt("block")
+        job_id = await h.enqueue(queue, r, ReceiptRetry(attempts=1), drill)
+        ctx.progress(f"{ctx.variant.name}: a handler blocking {block_s:g} s", 0, 1)
+        await h.wait_finished(queue, [job_id], timeout_s=float(p.get("timeout_s", 30)))
+        # The first handler may still be blocked when BullMQ has finished the job: let every
+        # run end (each blocks block_s at most) before reading the mailbox.
+        await asyncio.sleep(block_s)
+        ctx.progress(f"{ctx.variant.name}: finished", 1, 1)
+        events = await h.events(queue)
+        view = await admin.show(job_id)
+    finally:
+        await pool.stop()
+        await admin.close()
+        await h.close()
+    picked = _times(events, "active", job_id)
+    receipts = sum(1 for m in h.mailbox.messages() if m.charge_id == r.charge_id)
+    state = view.state if view else "gone"
+    reason = view.failed_reason if view else ""
+    metrics = {
+        "block_ms": round(block_s * 1000),
+        "lock_ms": lock_ms,
+        "pickups": len(picked),
+        "stalls": count_events(events, "stalled", job_id),
+        "rerun_after_s": round(picked[1] - picked[0], 3) if len(picked) > 1 else -1.0,
+        "completed": float(state == "completed"),
+        "failed_stalled": float(state == "failed" and reason == STALLED_REASON),
+        "receipts": receipts,
+    }
+    row = as_row(
+        job=job_id,
+        handler="blocks in a thread" if drill["offload"] else "blocks the event loop",
+        state=state,
+        picked_at_s=[round(t - picked[0], 3) for t in picked],
+        stalled=metrics["stalls"],
+        receipts=receipts,
+        reason=reason or "-",
+    )
+    return ScenarioResult(metrics, [row])

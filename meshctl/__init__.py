@@ -1,0 +1,1 @@
+"""The operator side: what the `mesh` command is (CLI, launcher, console, traces)."""

@@ -1,0 +1,377 @@
+"""`mesh chaos list|validate|run`: the experiment catalogue, its checker and its runner."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console, Group, RenderableType
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+from rich.text import Text
+
+from chaos.experiment.lesson_order import in_lesson_order
+from chaos.experiment.loading import load_experiment
+from chaos.experiment.model import EXPERIMENTS_DIR, Experiment, ExperimentError
+from chaos.report.index import report_folder, write_index
+from chaos.report.repeat import spreads
+from chaos.report.table_fit import Column, FitTable
+from chaos.report.tables import print_result, showed, to_json, write_report
+from chaos.results import ExperimentResult
+from chaos.run.eta import Eta, about, expected_s, kind
+from chaos.run.runner import Runner
+from chaos.run.target import Target
+from loadgen.in_process import generator_command
+from mesh.resilience.policy import PolicyError
+from meshctl.cli.json_out import JsonOpt, human_output_to_stderr, write_json
+from meshctl.cli.toxiproxy import ServerChoice, choose_server
+from meshctl.launch.mesh import Mesh
+from meshctl.launch.ports import Ports
+from meshctl.launch.private import private_umask, shared_files
+from meshctl.launch.processes import LaunchError
+
+app = typer.Typer(
+    help="Chaos experiments: steady state, faults, load, verdict.", no_args_is_help=True
+)
+console = Console(width=None if sys.stdout.isatty() else 150)
+logging.getLogger("matplotlib").setLevel(logging.ERROR)  # font-cache notes and the like
+
+
+@app.command("list")
+def list_() -> None:
+    """Every experiment in the catalogue with its hypothesis."""
+    table = Table("name", "variants", "hypothesis", show_lines=True)
+    try:
+        entries = [load_experiment(name) for name in _catalogue_names()]
+    except ExperimentError as err:
+        _refuse(err)
+    for path, exp in entries:
+        table.add_row(path.stem, ", ".join(v.name for v in exp.variants), exp.hypothesis)
+    console.print(table)
+
+
+def _measured(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4g}"
+
+
+def verdict_table(results: list[ExperimentResult], width: int = 120) -> RenderableType:
+    """The verdict screen: one line per experiment saying what it showed, then each missed
+    expectation with what was measured and what was wanted."""
+    table = FitTable(
+        [
+            Column("experiment", justify="left", keep=True),
+            Column("verdict", justify="left", keep=True),
+            Column("what it showed", justify="left", wraps=True),
+        ],
+        title="verdict",
+    )
+    missed: list[str] = []
+    for r in results:
+        table.add_row(
+            r.name,
+            "held" if r.held else "did not hold",
+            showed(r),
+            style="" if r.held else "red",
+        )
+        if r.aborted:
+            missed.append(f"{r.name}: {r.aborted}")
+        if len(r.repeats) > 1:
+            missed += [
+                f"{r.name}: {s.variant}/{s.phase} {s.metric}={s.shown()} held {s.held}/{s.runs}"
+                + (f" ({s.void} void)" if s.void else "")
+                + f" (want {s.bound})"
+                for s in spreads(r.repeats)
+                if not s.always
+            ]
+        else:
+            missed += [
+                f"{r.name}: {v.variant}/{v.phase} {v.metric}={_measured(v.measured)} "
+                f"(want {v.bound})" + (" VOID: the variant met no fault" if v.void else "")
+                for v in r.verdicts
+                if not v.passed
+            ]
+    notes = [Text("missed (measured, wanted):", style="bold")] if missed else []
+    return Group(table.render(width), *notes, *[Text(f"  {m}") for m in missed])
+
+
+class RunProgress:
+    """Two lines under the reports: the whole run ("experiment 3/13 ..., about 2 min left")
+    and the current step (the runner's and the scenarios' progress callback)."""
+
+    def __init__(self, progress: Progress, experiments: list[Experiment]) -> None:
+        self.progress = progress
+        self.eta = Eta([expected_s(exp) for exp in experiments], [kind(e) for e in experiments])
+        self.count = len(experiments)
+        self.started = time.monotonic()
+        self.run = progress.add_task("", total=self.count, left=self.left)
+        self.step_task = progress.add_task("", total=None, left=lambda: "")
+
+    def left(self) -> str:
+        return about(self.eta.left_s(time.monotonic() - self.started))
+
+    def start(self, n: int, name: str) -> None:
+        self.started = time.monotonic()
+        self.progress.update(
+            self.run, description=f"experiment {n}/{self.count}: {name}", completed=n - 1
+        )
+        self.progress.update(
+            self.step_task, description=f"{name}: starting", completed=0, total=None
+        )
+
+    def step(self, label: str, done: int, total: int) -> None:
+        self.progress.update(self.step_task, description=label, completed=done, total=total)
+
+    def finish(self) -> None:
+        self.eta.finished(time.monotonic() - self.started)
+        self.progress.update(self.run, completed=len(self.eta.actual))
+
+
+class _LeftColumn(ProgressColumn):
+    """The task's `left` field, computed at each refresh so it moves between callbacks."""
+
+    def render(self, task: Task) -> Text:
+        left = task.fields.get("left")
+        return Text(left() if callable(left) else "", style="progress.remaining")
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        _LeftColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+
+
+def _catalogue_names() -> list[str]:
+    return in_lesson_order(p.stem for p in EXPERIMENTS_DIR.glob("*.yaml"))
+
+
+def _refuse(err: Exception) -> NoReturn:
+    """Bad input: one line naming the file and the key, exit 2."""
+    console.print(f"[red]error:[/red] {escape(str(err))}", soft_wrap=True)
+    raise typer.Exit(2) from None
+
+
+@app.command()
+def validate(
+    experiments: Annotated[
+        list[str] | None,
+        typer.Argument(help="Names from `mesh chaos list`, or paths to YAML files."),
+    ] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Check the whole catalogue.")] = False,
+) -> None:
+    """Check experiment files without starting anything; exit 2 if any is bad.
+
+    One line per file, OK or its errors: the schema, metric names, toxic attributes, edges,
+    services and methods, and each variant's policy with its overrides.
+    """
+    names = _catalogue_names() if all_ else list(experiments or [])
+    if not names:
+        _refuse(ExperimentError("name at least one experiment, or --all"))
+    bad = 0
+    for name in names:
+        try:
+            path, _ = load_experiment(name)
+        except ExperimentError as err:
+            bad += 1
+            console.print(f"[red]invalid[/red] {escape(str(err))}", soft_wrap=True)
+        else:
+            console.print(f"[green]OK[/green]      {escape(str(path))}", soft_wrap=True)
+    if bad:
+        raise typer.Exit(2)
+
+
+async def _run_all(
+    runner: Runner,
+    experiments: list[tuple[str, Path, Experiment]],
+    shown: RunProgress,
+    reports: Path,
+    repeat: int = 1,
+) -> list[ExperimentResult]:
+    """Run the experiments in order, the whole list `repeat` times on the same mesh (capacity
+    measured once); each report shows every run so far. The last run of each is returned,
+    carrying all its runs in `repeats`."""
+    runs: dict[str, list[ExperimentResult]] = {}
+    try:
+        await _rounds(runner, experiments, shown, reports, repeat, runs)
+    finally:
+        await runner.close()
+    return [found[-1] for found in runs.values()]
+
+
+async def _rounds(
+    runner: Runner,
+    experiments: list[tuple[str, Path, Experiment]],
+    shown: RunProgress,
+    reports: Path,
+    repeat: int,
+    runs: dict[str, list[ExperimentResult]],
+) -> None:
+    n = 0
+    for round_ in range(1, repeat + 1):
+        for name, path, exp in experiments:
+            n += 1
+            shown.start(n, name if repeat == 1 else f"{name} (run {round_}/{repeat})")
+            shown.progress.console.rule(name if repeat == 1 else f"{name}: run {round_}/{repeat}")
+            result = await runner.run(name, path, exp)
+            if repeat > 1:
+                runs.setdefault(name, []).append(result)
+                result.repeats = list(runs[name])
+            else:
+                runs[name] = [result]
+            print_result(shown.progress.console, result)
+            with warnings.catch_warnings(), shared_files():  # reports are meant to be shared
+                warnings.simplefilter("ignore")  # a plot's library warning is not the user's
+                write_report(
+                    result, report_folder(reports, name), runner.target.state_dir / "traces"
+                )
+                write_index(reports, runner.target.state_dir)
+            shown.finish()
+
+
+def execute(
+    names: list[str],
+    target: str | None,
+    json_path: Path | None,
+    reports: Path,
+    state_dir: Path,
+    repeat: int = 1,
+) -> list[ExperimentResult]:
+    """Run the named experiments (embedded mesh unless `target`); print and write reports.
+
+    Every file is checked, and the target read, before anything starts: bad input is one line
+    and exit 2."""
+    resolved, remote = _resolve(names, target)
+    private_umask()  # the state dir is the owner's alone; reports are shared_files()
+    mesh = None if remote else Mesh(state_dir=state_dir, ports=Ports.auto())
+    started = time.monotonic()
+    results: list[ExperimentResult] = []
+    runner: Runner | None = None
+    try:
+        if mesh is not None:
+            with console.status("starting the embedded mesh..."):
+                mesh.start()
+        tgt = remote or Target.from_mesh(mesh)  # type: ignore[arg-type]
+        with _progress() as progress:
+            shown = RunProgress(progress, [exp for _, _, exp in resolved] * repeat)
+            runner = Runner(tgt, shown.step)
+            results = asyncio.run(_run_all(runner, resolved, shown, reports, repeat))
+    except LaunchError as err:
+        console.print(f"[red]could not start the mesh:[/red] {err}")
+        raise typer.Exit(1) from None
+    except PolicyError as err:
+        _refuse(err)
+    except KeyboardInterrupt:
+        after = "the mesh stopped" if mesh is not None else "the target mesh is still running"
+        console.print(f"[yellow]interrupted: every fault was removed, {after}[/yellow]")
+        raise typer.Exit(130) from None
+    finally:
+        if mesh is not None:
+            mesh.stop()
+    if json_path is not None:
+        with shared_files():
+            write_json(json_path, [to_json(r) for r in results])
+    _summary(results, repeat, reports, time.monotonic() - started, runner)
+    return results
+
+
+def _resolve(
+    names: list[str], target: str | None
+) -> tuple[list[tuple[str, Path, Experiment]], Target | None]:
+    """Each file loaded and checked, and the target read, before anything starts: bad input
+    is one line and exit 2."""
+    try:
+        if not names:
+            raise ExperimentError("name at least one experiment, or --all")
+        resolved = [(Path(n).stem, *load_experiment(n)) for n in names]
+        remote = Target.parse(target) if target else None
+        generator_command()  # MESH_LOADGEN names a generator that is there (LoadGeneratorError)
+    except (ExperimentError, ValueError) as err:
+        _refuse(err)
+    return resolved, remote
+
+
+def _summary(
+    results: list[ExperimentResult],
+    repeat: int,
+    reports: Path,
+    took_s: float,
+    runner: Runner | None,
+) -> None:
+    console.print(verdict_table(results, console.width))
+    held = sum(r.held for r in results)
+    runs = f" in all {repeat} runs" if repeat > 1 else ""
+    console.print(
+        f"{held} of {len(results)} hypotheses held{runs}; reports in {reports}/ "
+        f"({took_s:.0f} s in all)"
+    )
+    if runner is not None:
+        for key, cap in runner.capacity.items():
+            console.print(
+                f"capacity ({'+'.join(key)}): {cap['capacity_per_s']:.0f} req/s, measured once "
+                "for the whole run"
+            )
+        console.print(runner.cpu.line(runner.generator.kind))
+
+
+@app.command()
+def run(
+    experiments: Annotated[
+        list[str] | None,
+        typer.Argument(help="Names from `mesh chaos list`, or paths to YAML files."),
+    ] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Run the whole catalogue.")] = False,
+    target: Annotated[
+        str | None,
+        typer.Option(
+            help="Run against a running mesh instead of starting one: `running` (the mesh "
+            "`mesh up` describes in var/mesh.json), a mesh.json path, or "
+            "toxiproxy=URL,gateway=HOST:PORT[,api_key=KEY][,admin_token=TOKEN]"
+            "[,admin.SERVICE=ADDR][,metrics.SERVICE=URL]"
+        ),
+    ] = None,
+    json_path: JsonOpt = None,
+    reports: Annotated[Path, typer.Option(help="Folder for report.md and plots.")] = Path(
+        "reports"
+    ),
+    state_dir: Annotated[Path, typer.Option(help="State of the embedded mesh.")] = Path(
+        "var/chaos"
+    ),
+    repeat: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=20,
+            help="Run the experiments N times on the same mesh (capacity measured once); "
+            "report each expectation's median [min-max] and how many runs held it. A "
+            "hypothesis holds only if it held in every run.",
+        ),
+    ] = 1,
+    toxiproxy: ServerChoice = "embedded",
+) -> None:
+    """Run experiments; exit 1 when a hypothesis does not hold, 2 on bad input."""
+    names = _catalogue_names() if all_ else list(experiments or [])
+    choose_server(toxiproxy, "mesh chaos run", console)
+    with human_output_to_stderr(json_path, console):
+        results = execute(names, target, json_path, reports, state_dir, repeat)
+    if not all(r.held for r in results):
+        raise typer.Exit(1)

@@ -1,0 +1,41 @@
+"""`mesh demo`: the whole experiment catalogue on the embedded mesh, with its verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from chaos.experiment.loading import catalogue
+from meshctl.cli import chaos_cmd
+from meshctl.cli.json_out import JsonOpt, human_output_to_stderr
+
+console = Console()
+
+
+def demo(
+    reports: Annotated[Path, typer.Option(help="Folder for the reports.")] = Path("reports"),
+    state_dir: Annotated[Path, typer.Option(help="State of the demo mesh.")] = Path("var/chaos"),
+    json_path: JsonOpt = Path("reports/demo.json"),
+) -> None:
+    """Start the embedded mesh, run every experiment of the catalogue, print the verdict.
+
+    The experiments run in the order the lesson builds: deadlines and timeouts, retries,
+    retry storms, breakers, bulkheads, shedding, then the background jobs. Exits 0 when every
+    experiment ran (whether or not its hypothesis held: the verdict says which did);
+    `mesh chaos run --all` exits 1 when one did not hold.
+    """
+    names = [p.stem for p, _ in catalogue()]
+    with human_output_to_stderr(json_path, console, chaos_cmd.console):
+        console.print(
+            f"[bold]mesh demo[/bold]: {len(names)} experiments on the embedded mesh "
+            "(4 services behind the embedded Toxiproxy, every process on 127.0.0.1), "
+            "from deadlines to background jobs"
+        )
+        results = chaos_cmd.execute(names, None, json_path, reports, state_dir)
+        broken = [r.name for r in results if r.aborted]
+        if broken:
+            console.print(f"[red]aborted: {', '.join(broken)}[/red]")
+            raise typer.Exit(1)

@@ -1,0 +1,199 @@
+"""`mesh fault add|rm|list|reset`: toxics by edge name (arguments as toxiproxy-cli's `toxic`
+commands: -t TYPE -a KEY=VALUE -n NAME --tox F --upstream/--downstream), app faults by
+--service and --method through FaultAdmin. Toxics it adds are named `cli_...`, so the console
+and `mesh status` say they came from `mesh fault`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from meshctl.cli.json_out import JsonOpt, human_output_to_stderr, write_json
+from meshctl.cli.status import StateDirOpt, console, running_state
+from meshctl.console.faults import FaultControl, FaultError
+from meshctl.launch.state import MeshState
+
+app = typer.Typer(
+    help="Add, remove, list or reset faults on the running mesh.", no_args_is_help=True
+)
+
+EdgeArg = Annotated[
+    str | None, typer.Argument(help="The edge (Toxiproxy proxy name), e.g. gateway_to_profile.")
+]
+ServiceOpt = Annotated[
+    str | None, typer.Option("--service", help="App fault: the service, e.g. recommendation.")
+]
+MethodOpt = Annotated[
+    str | None, typer.Option("--method", help="App fault: the method, e.g. Recommend, or *.")
+]
+
+
+def _control(state: MeshState) -> FaultControl:
+    return FaultControl(
+        state.toxiproxy,
+        {name: addrs["admin"] for name, addrs in state.services.items()},
+        Path(state.state_dir),
+        admin_token=state.admin_token,
+    )
+
+
+def _fail(message: str) -> None:
+    console.print(f"[red]mesh fault:[/red] {message}", soft_wrap=True, highlight=False)
+    raise typer.Exit(2)
+
+
+def _attributes(pairs: list[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        try:
+            if not sep or not key:
+                raise ValueError
+            out[key] = int(value)
+        except ValueError:
+            _fail(f"-a {pair!r}: expected KEY=INTEGER, e.g. -a latency=1000")
+    return out
+
+
+@app.command("add")
+def add(
+    edge: EdgeArg = None,
+    type_: Annotated[
+        str | None, typer.Option("--type", "-t", help="Toxic type: latency, timeout, ...")
+    ] = None,
+    attribute: Annotated[
+        list[str] | None, typer.Option("--attribute", "-a", help="KEY=VALUE, repeatable.")
+    ] = None,
+    name: Annotated[str | None, typer.Option("--toxicName", "-n", help="Toxic name.")] = None,
+    toxicity: Annotated[float, typer.Option("--toxicity", "--tox", min=0.0, max=1.0)] = 1.0,
+    upstream: Annotated[bool, typer.Option("--upstream", "-u", help="Toxic upstream.")] = False,
+    service: ServiceOpt = None,
+    method: MethodOpt = None,
+    rate: Annotated[float, typer.Option(min=0.0, max=1.0, help="App fault: error rate.")] = 1.0,
+    code: Annotated[str, typer.Option(help="App fault: gRPC status code name.")] = "UNAVAILABLE",
+    delay: Annotated[float, typer.Option(min=0.0, help="App fault: delay in seconds.")] = 0.0,
+    pushback: Annotated[int, typer.Option(help="App fault: pushback ms (-1: none).")] = -1,
+    state_dir: StateDirOpt = None,
+) -> None:
+    """Add a toxic to EDGE (`mesh fault add gateway_to_profile -t latency -a latency=500`), or
+    an app fault (`mesh fault add --service recommendation --method Recommend --rate 1`)."""
+    state = running_state(state_dir, "mesh fault")
+    control = _control(state)
+    try:
+        if service is not None:
+            if edge is not None or method is None:
+                _fail("an app fault takes --service and --method, and no EDGE")
+            assert method is not None
+            f = control.set_app_fault(
+                service, method, rate, code, delay, pushback, owner="mesh fault"
+            )
+            typer.echo(
+                f"Set app fault on {service} {f.method}: {f.code} at rate {f.error_rate:g}"
+                + (f", delay {f.delay_s:g}s" if f.delay_s else "")
+            )
+            return
+        if edge is None or type_ is None:
+            _fail("a toxic takes EDGE and -t TYPE (or give --service and --method)")
+        assert edge is not None and type_ is not None
+        stream = "upstream" if upstream else "downstream"
+        toxic = control.add_toxic(
+            edge, type_, _attributes(attribute or []), stream, toxicity, name, "cli_"
+        )
+        typer.echo(f"Added {toxic.stream} {toxic.type} toxic '{toxic.name}' on proxy '{edge}'")
+    except FaultError as err:
+        _fail(str(err))
+    finally:
+        control.close()
+
+
+@app.command("rm")
+def rm(
+    edge: EdgeArg = None,
+    name: Annotated[str | None, typer.Option("--toxicName", "-n", help="Toxic name.")] = None,
+    service: ServiceOpt = None,
+    method: MethodOpt = None,
+    state_dir: StateDirOpt = None,
+) -> None:
+    """Remove toxic NAME from EDGE (`mesh fault rm gateway_to_profile -n cli_latency_downstream`),
+    or a service's app fault (`--service recommendation --method Recommend`; no --method: all)."""
+    state = running_state(state_dir, "mesh fault")
+    control = _control(state)
+    try:
+        if service is not None:
+            control.clear_app_fault(service, method or "")
+            typer.echo(f"Removed app fault{'' if method else 's'} on {service} {method or ''}")
+            return
+        if edge is None or name is None:
+            _fail("a toxic is removed with EDGE and -n NAME (or give --service)")
+        assert edge is not None and name is not None
+        control.remove_toxic(edge, name)
+        typer.echo(f"Removed toxic '{name}' on proxy '{edge}'")
+    except FaultError as err:
+        _fail(str(err))
+    finally:
+        control.close()
+
+
+@app.command("list")
+def list_(state_dir: StateDirOpt = None, json_path: JsonOpt = None) -> None:
+    """Every toxic (by edge) and app fault (by service and method), and who set it."""
+    state = running_state(state_dir, "mesh fault")
+    control = _control(state)
+    try:
+        with human_output_to_stderr(json_path, console):
+            try:
+                proxies = control.proxies() if control.client is not None else {}
+            except FaultError as err:
+                _fail(str(err))
+            toxics = control.toxics(proxies)
+            app_faults = control.app_faults()
+            table = Table(title="toxics", title_justify="left")
+            for col in ("edge", "name", "type", "stream", "toxicity", "attributes", "set by"):
+                table.add_column(col)
+            for t in toxics:
+                attrs = " ".join(f"{k}={v}" for k, v in t.attributes.items())
+                table.add_row(t.edge, t.name, t.type, t.stream, f"{t.toxicity:g}", attrs, t.owner)
+            down = [name for name, p in sorted(proxies.items()) if not p.get("enabled", True)]
+            console.print(table if toxics else "no toxics")
+            if down:
+                console.print("disabled proxies: " + ", ".join(down))
+            table = Table(title="app faults", title_justify="left")
+            for col in ("service", "method", "rate", "code", "delay", "pushback", "set by"):
+                table.add_column(col)
+            for f in app_faults:
+                table.add_row(
+                    f.service,
+                    f.method,
+                    f"{f.error_rate:g}",
+                    f.code,
+                    f"{f.delay_s:g}s",
+                    str(f.pushback_ms),
+                    f.owner,
+                )
+            console.print(table if app_faults else "no app faults")
+        if json_path is not None:
+            doc: dict[str, Any] = {
+                "toxics": [t.__dict__ for t in toxics],
+                "disabled_proxies": down,
+                "app_faults": [f.__dict__ for f in app_faults],
+            }
+            write_json(json_path, doc)
+    finally:
+        control.close()
+
+
+@app.command("reset")
+def reset(state_dir: StateDirOpt = None) -> None:
+    """Remove every toxic and app fault and enable every proxy (what the console's reset does)."""
+    state = running_state(state_dir, "mesh fault")
+    control = _control(state)
+    try:
+        missed = control.reset()
+    finally:
+        control.close()
+    if missed:
+        _fail("reset, except: " + "; ".join(missed))
+    typer.echo("Reset every toxic, proxy and app fault")

@@ -1,0 +1,211 @@
+"""`mesh up`: the mesh (and the embedded Toxiproxy) as local processes, supervised."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from mesh.runtime.logging import JsonFormatter
+from meshctl.cli.toxiproxy import ServerChoice, choose_server
+from meshctl.console.server import ConsoleServer
+from meshctl.launch.control import ControlServer
+from meshctl.launch.fd_limit import raise_open_files_limit
+from meshctl.launch.mesh import Mesh
+from meshctl.launch.ports import Ports
+from meshctl.launch.private import private_umask
+from meshctl.launch.processes import LaunchError
+from meshctl.launch.state import MeshState, StateDirInUse
+from meshctl.launch.supervisor import Supervisor, SupervisorEvent
+
+console = Console()
+CONSOLE_PORT = 8480
+
+
+def state_table(state: MeshState) -> Table:
+    table = Table(title=f"mesh is up (policy: {state.policy})", title_justify="left")
+    table.add_column("service")
+    table.add_column("gRPC")
+    table.add_column("admin (loopback)")
+    table.add_column("metrics")
+    table.add_column("pid", justify="right")
+    for name, addrs in state.services.items():
+        table.add_row(
+            name, addrs["listen"], addrs["admin"], addrs["metrics"], str(state.pids.get(name, ""))
+        )
+    return table
+
+
+def proxy_table(state: MeshState) -> Table:
+    table = Table(
+        title=f"edges (Toxiproxy API {state.toxiproxy or 'off: --direct'})", title_justify="left"
+    )
+    table.add_column("proxy / edge")
+    table.add_column("caller connects to")
+    table.add_column("upstream")
+    for name, p in state.proxies.items():
+        table.add_row(name, p["listen"], p["upstream"])
+    return table
+
+
+def up(
+    policy: Annotated[
+        str, typer.Option(help="Preset (unprotected, retry-only, full) or YAML file.")
+    ] = "full",
+    direct: Annotated[bool, typer.Option("--direct", help="Skip the Toxiproxy proxies.")] = False,
+    gateway_port: Annotated[int, typer.Option(help="Gateway port on 127.0.0.1.")] = 50051,
+    auto_ports: Annotated[
+        bool, typer.Option("--auto-ports", help="Pick free ports for everything.")
+    ] = False,
+    state_dir: Annotated[Path, typer.Option(help="Ledger, logs, traces and mesh.json.")] = Path(
+        "var"
+    ),
+    toxiproxy: ServerChoice = "embedded",
+    console_port: Annotated[
+        int,
+        typer.Option(help="The console's port on 127.0.0.1 (0: any free one; busy: another)."),
+    ] = CONSOLE_PORT,
+    no_console: Annotated[
+        bool, typer.Option("--no-console", help="Do not serve the console.")
+    ] = False,
+) -> None:
+    """Start the mesh on 127.0.0.1, wait until all of it is SERVING, stay in the foreground.
+
+    A process that dies is restarted (same ports, same policy) after 0.5 s, doubling to 10 s
+    while it keeps failing; `mesh restart SERVICE` restarts one on purpose. Ctrl-C or SIGTERM
+    stops every process cleanly. One mesh per --state-dir: a second one exits 2.
+    """
+    raise_open_files_limit()  # before anything opens: the console's and children's headroom
+    choose_server(toxiproxy, "mesh up", console)
+    private_umask()  # every file under the state dir is the owner's alone (meshctl.launch.private)
+    ports = Ports.auto() if auto_ports else Ports.default(gateway_port)
+    mesh = Mesh(state_dir=state_dir, ports=ports, direct=direct, policy=policy)
+    try:
+        mesh.lock()
+    except StateDirInUse as err:
+        console.print(f"[red]mesh up:[/red] {err}", soft_wrap=True)
+        raise typer.Exit(2) from None
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    control = ControlServer(mesh.state_dir)
+    console_server: ConsoleServer | None = None
+    try:
+        mesh.control = str(control.open())
+        state = _start(mesh)
+        if not no_console:
+            console_server = _console(state, 0 if auto_ports else console_port)
+        _banner(mesh, state, state_dir, console_server)
+        _supervise(mesh, stop, control)
+    finally:
+        stop.set()
+        mesh.stop()  # on every other way out; a no-op after the stop in _supervise
+        control.close()
+        if console_server is not None:
+            console_server.close()
+
+
+def _start(mesh: Mesh) -> MeshState:
+    with console.status("starting the mesh..."):
+        try:
+            return mesh.start()
+        except LaunchError as err:
+            console.print(f"[red]mesh up failed:[/red] {err}")
+            console.print("nothing was left running.")
+            raise typer.Exit(1) from None
+
+
+def _supervise(mesh: Mesh, stop: threading.Event, control: ControlServer) -> None:
+    """Restart what dies until `stop`, then stop every process and say how each ended."""
+    supervisor = Supervisor(mesh, _reporter(mesh.state_dir / "logs" / "supervisor.log"))
+    thread = threading.Thread(
+        target=supervisor.run, args=(stop, control), name="supervisor", daemon=True
+    )
+    thread.start()
+    while not stop.wait(0.5):
+        pass
+    mesh.interrupt()  # a restart in progress gives up now
+    thread.join()
+    codes = mesh.stop()
+    console.print("stopped: " + ", ".join(f"{k} ({v})" for k, v in codes.items()))
+
+
+def _console(state: MeshState, port: int) -> ConsoleServer:
+    """The console on `port`, or on a free port when that one is taken."""
+    jaeger = os.environ.get("MESH_JAEGER_UI")
+    reports = Path(os.environ.get("MESH_REPORTS_DIR", "reports"))
+    try:
+        return ConsoleServer(state, port, jaeger, reports).start()
+    except OSError:
+        return ConsoleServer(state, 0, jaeger, reports).start()
+
+
+def _banner(
+    mesh: Mesh, state: MeshState, state_dir: Path, console_server: ConsoleServer | None
+) -> None:
+    console.print(state_table(state))
+    console.print(proxy_table(state))
+    if console_server is not None:
+        console.print(
+            f"\nconsole: [bold]{console_server.token_url}[/bold]   (or: mesh status, mesh watch;"
+            f" the token is also in {console_server.token.path})",
+            soft_wrap=True,
+            highlight=False,
+        )
+    console.print(
+        f"\ntry:  [bold]mesh call home --user u-0001[/bold]   "
+        f"(gateway {state.gateway}; state in {state_dir / 'mesh.json'})"
+    )
+    if state.api_key:
+        console.print(
+            "\nthe gateway wants an API key (generated for this run unless MESH_API_KEYS is set):\n"
+            f"  export MESH_API_KEY={state.api_key}   # `mesh call` also finds it in mesh.json\n"
+            f"  grpcurl -plaintext -H 'authorization: Bearer {state.api_key}' "
+            f'-d \'{{"user_id": "u-0001"}}\' {state.gateway} mesh.v1.Gateway/GetHome'
+        )
+    if state.admin_token:
+        console.print(
+            "admin ports and the Toxiproxy API want this run's admin token (admin_token in "
+            "mesh.json; `mesh fault`, `mesh status` and `mesh chaos run` send it)",
+            soft_wrap=True,
+        )
+    if mesh.tls_dir is not None:
+        console.print(f"TLS between services: on (certificates in {mesh.tls_dir})")
+    console.print(
+        "A process that dies is restarted (logs/supervisor.log); "
+        "`mesh restart SERVICE` restarts one. Ctrl-C stops everything."
+    )
+
+
+def _reporter(log_path: Path) -> Callable[[SupervisorEvent], None]:
+    """Show each supervisor event on the console and append it to `log_path` (JSON lines)."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log = logging.getLogger("chaos.supervisor")
+    log.propagate = False
+    log.setLevel(logging.INFO)
+    handler = logging.FileHandler(log_path)
+    handler.setFormatter(JsonFormatter("mesh-up"))
+    log.addHandler(handler)
+    styles = {"restarted": "green", "requested": "cyan"}
+
+    def report(event: SupervisorEvent) -> None:
+        style = styles.get(event.kind, "red")
+        console.print(f"[{style}]{escape(event.message)}[/{style}]", soft_wrap=True)
+        level = logging.INFO if event.kind in styles else logging.WARNING
+        log.log(
+            level,
+            event.message,
+            extra={"event": event.kind, "component": event.name, "pid": event.pid},
+        )
+        handler.flush()
+
+    return report

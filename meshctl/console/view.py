@@ -1,0 +1,123 @@
+"""One picture of a running mesh, as JSON: nodes, edges with their figures, breakers,
+bulkheads, budgets and faults, and the experiment running on it (if any)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from mesh.topology import EDGES, SERVICES, replica_of
+from meshctl.console.faults import AppFault, FaultControl, FaultError
+from meshctl.console.metrics_view import MetricsWindow
+from meshctl.launch.state import MeshState
+
+GRPC_SERVERS = frozenset(s.name for s in SERVICES)
+"""The gRPC services: their metrics describe their edges (as callers) and their admission (in
+flight against the concurrency limit, refusals), so these are scraped."""
+
+APP_FAULTS_EVERY_S = 2.0
+"""App faults are listed over gRPC from every service: at most this often (or after a change
+made here), which is most of what an open console costs the mesh."""
+PROGRESS_FILE = "experiment.json"
+"""Written by the experiment runner while it runs (chaos.run.progress_file)."""
+PROGRESS_FRESH_S = 10.0
+
+
+def read_progress(state_dir: Path, now_s: float | None = None) -> dict[str, Any] | None:
+    """The running experiment's progress, or None when none has written it lately."""
+    path = state_dir / PROGRESS_FILE
+    try:
+        data = json.loads(path.read_text())
+        written = path.stat().st_mtime
+    except (OSError, ValueError):
+        return None
+    now_s = time.time() if now_s is None else now_s
+    if not isinstance(data, dict) or data.get("finished") or now_s - written > PROGRESS_FRESH_S:
+        return None
+    return data
+
+
+class MeshView:
+    """Reads the mesh `state` describes: its metrics (a short window), faults and progress."""
+
+    def __init__(self, state: MeshState, window_s: float = 5.0) -> None:
+        self.state = state
+        self.state_dir = Path(state.state_dir)
+        self.metrics = MetricsWindow(
+            {
+                name: addrs["metrics"]
+                for name, addrs in state.services.items()
+                if replica_of(name) in GRPC_SERVERS and "metrics" in addrs
+            },
+            window_s,
+        )
+        self.faults = FaultControl(
+            state.toxiproxy,
+            {name: addrs["admin"] for name, addrs in state.services.items()},
+            self.state_dir,
+            experiment_running=lambda: read_progress(self.state_dir) is not None,
+            admin_token=state.admin_token,
+        )
+        self._app_faults: list[AppFault] = []
+        self._app_faults_at: float | None = None
+
+    def faults_changed(self) -> None:
+        """A fault was set or cleared here: list the app faults afresh next time."""
+        self._app_faults_at = None
+
+    def _current_app_faults(self) -> list[AppFault]:
+        now = time.monotonic()
+        if self._app_faults_at is None or now - self._app_faults_at >= APP_FAULTS_EVERY_S:
+            self._app_faults = self.faults.app_faults()
+            self._app_faults_at = now
+        return self._app_faults
+
+    def close(self) -> None:
+        self.faults.close()
+
+    def snapshot(self) -> dict[str, Any]:
+        """Scrape now and describe everything; a part that cannot be read says so in `errors`."""
+        self.metrics.refresh()
+        errors: list[str] = []
+        proxies: dict[str, dict[str, Any]] = {}
+        if self.faults.client is not None:
+            try:
+                proxies = self.faults.proxies()
+            except FaultError as err:
+                errors.append(str(err))
+        toxics = self.faults.toxics(proxies) if proxies else []
+        app_faults = self._current_app_faults()
+        unreachable = self.metrics.latest().unreachable
+        if unreachable:
+            errors.append("metrics unreachable: " + ", ".join(sorted(unreachable)))
+        edges = []
+        for e in EDGES:
+            proxy = proxies.get(e.name)
+            edges.append(
+                {
+                    "name": e.name,
+                    "caller": e.caller,
+                    "dependency": e.dependency,
+                    "proxy": None
+                    if proxy is None
+                    else {"listen": proxy.get("listen"), "enabled": bool(proxy.get("enabled"))},
+                    "stats": asdict(self.metrics.edge(e.caller, e.dependency)),
+                    "toxics": [asdict(t) for t in toxics if t.edge == e.name],
+                    "app_faults": [asdict(f) for f in app_faults if f.service == e.dependency],
+                }
+            )
+        return {
+            "at": time.time(),
+            "policy": self.state.policy,
+            "gateway": self.state.gateway,
+            "toxiproxy": self.state.toxiproxy,
+            "services": sorted(self.state.services),
+            "edges": edges,
+            "servers": [{"name": s.name, **asdict(self.metrics.server(s.name))} for s in SERVICES],
+            "app_faults": [asdict(f) for f in app_faults],
+            "experiment": read_progress(self.state_dir),
+            "errors": errors,
+        }

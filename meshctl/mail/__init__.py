@@ -1,0 +1,1 @@
+"""The SMTP sink `mesh up` starts for the receipts, and its mailbox files."""

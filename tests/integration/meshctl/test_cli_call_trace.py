@@ -1,0 +1,66 @@
+"""`mesh call` sends a traceparent of its own and prints that trace id, in text and in JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from concurrent import futures
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from typer.testing import CliRunner
+
+from mesh.v1 import gateway_pb2, gateway_pb2_grpc
+from meshctl.cli.app import app
+
+
+class _Gateway(gateway_pb2_grpc.GatewayServicer):
+    def __init__(self) -> None:
+        self.traceparents: list[str] = []
+
+    def GetHome(self, request: Any, context: grpc.ServicerContext) -> Any:
+        self.traceparents.append(dict(context.invocation_metadata()).get("traceparent", ""))
+        return gateway_pb2.GetHomeResponse()
+
+
+@pytest.fixture
+def gateway() -> Iterator[tuple[str, _Gateway]]:
+    servicer = _Gateway()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    gateway_pb2_grpc.add_GatewayServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        yield f"127.0.0.1:{port}", servicer
+    finally:
+        server.stop(grace=None)
+
+
+def test_json_carries_the_trace_id_the_gateway_received(
+    gateway: tuple[str, _Gateway], tmp_path: Path
+) -> None:
+    addr, servicer = gateway
+    out = tmp_path / "home.json"
+    to_stdout = CliRunner().invoke(
+        app, ["call", "home", "--user", "u-1", "--addr", addr, "--json", "-"]
+    )
+    to_file = CliRunner().invoke(
+        app, ["call", "home", "--user", "u-1", "--addr", addr, "--json", str(out)]
+    )
+    assert to_stdout.exit_code == 0 and to_file.exit_code == 0, to_stdout.output + to_file.output
+    sent = [tp.split("-")[1] for tp in servicer.traceparents]
+    assert json.loads(to_stdout.stdout)["trace_id"] == sent[0]
+    assert json.loads(out.read_text())["trace_id"] == sent[1]
+    assert len(set(sent)) == 2 and all(len(t) == 32 for t in sent)
+
+
+def test_text_output_names_the_trace(gateway: tuple[str, _Gateway]) -> None:
+    addr, servicer = gateway
+    result = CliRunner().invoke(
+        app, ["call", "home", "--user", "u-0001", "--addr", addr], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 0, result.output
+    (traceparent,) = servicer.traceparents
+    assert f"trace {traceparent.split('-')[1]}" in result.output

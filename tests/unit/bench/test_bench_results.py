@@ -1,0 +1,126 @@
+"""A bench command rewrites its results page in place: figures as ratios, the machine, the
+date and the command, and the page's own prose kept (no benchmark runs here: fed results)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from bench.results import BEGIN, END, Machine, mesh_block, overhead_block, rewrite
+from meshctl.cli.app import app
+
+MACHINE = Machine(
+    cpus=2, loadavg_1m=1.5, python="3.11.7", when=datetime(2026, 12, 1, 6, 20, tzinfo=UTC)
+)
+
+
+def _mesh_row(total: float, cpu_ratio: float, rps: float, degraded: int = 0) -> dict[str, Any]:
+    procs = {"gateway": 0.6, "recommendation": 0.5, "profile": 0.5, "client": 0.2}
+    return {
+        "total_cpu_ms_per_request": total,
+        "cpu_ms_per_request": procs,
+        "throughput_rps": rps,
+        "p50_ms": 15.6,
+        "p99_ms": 32.9,
+        "cpu_ratio": cpu_ratio,
+        "throughput_ratio": rps / 1020,
+        "degraded": degraded,
+        "requests": 1500,
+    }
+
+
+MESH_RESULT: dict[str, Any] = {
+    "requests": 1500,
+    "rounds": 3,
+    "concurrency": 16,
+    "cpus": 2,
+    "loadavg_1m": 1.5,
+    "variants": {
+        "floor": _mesh_row(1.83, 1.0, 1020),
+        "traced": _mesh_row(2.31, 1.29, 821, degraded=4),
+    },
+}
+OVERHEAD_RESULT: dict[str, Any] = {
+    "calls": 3000,
+    "rounds": 3,
+    "concurrency": 64,
+    "ours_us_per_call": 117.0,
+    "variants": {
+        name: {
+            "p50_ms": p50,
+            "p99_ms": 50.0,
+            "throughput": tput,
+            "p50_ratio": p50 / 31.19,
+            "throughput_ratio": tput / 1976,
+            "loop_cpu_us_per_call": cpu,
+            "cpu_ratio": cpu / 505,
+        }
+        for name, p50, tput, cpu in (("raw", 31.19, 1976, 505), ("full", 43.53, 1454, 681))
+    },
+}
+
+
+def test_mesh_block_states_ratios_machine_date_and_command() -> None:
+    block = mesh_block(MESH_RESULT, MACHINE, "mesh bench mesh --requests 1500")
+    assert "Measured 2026-12-01 06:20 UTC on 2 CPUs, Python 3.11.7, load average 1.50" in block
+    assert (
+        "| traced | 2.31 | 0.60 | 0.50 | 0.50 | - | 0.20 | 821 | 15.6 | 32.9 "
+        "| **1.29** | **0.80** |" in block
+    )
+    assert "traced: 4 of 1500 answers degraded" in block
+    assert block.endswith("Reproduce: `mesh bench mesh --requests 1500`\n")
+
+
+def test_overhead_block_states_ratios_to_raw() -> None:
+    block = overhead_block(OVERHEAD_RESULT, MACHINE, "mesh bench overhead")
+    assert "| full | 43.53 | 50.00 | 1454 | 1.40 | 0.74 | 681 | **1.35** |" in block
+    assert "(full - floor): 117 us" in block
+
+
+def test_rewrite_replaces_only_the_measured_block(tmp_path: Path) -> None:
+    page = tmp_path / "mesh-cpu.md"
+    page.write_text(f"# CPU\n\nwhat it measures\n\n{BEGIN}\nold figures\n{END}\n\nnotes\n")
+    rewrite(page, "ignored title", "new figures\n")
+    assert (
+        page.read_text() == f"# CPU\n\nwhat it measures\n\n{BEGIN}\nnew figures\n{END}\n\nnotes\n"
+    )
+
+
+def test_rewrite_writes_a_new_page_whole(tmp_path: Path) -> None:
+    page = tmp_path / "results" / "new.md"
+    rewrite(page, "New bench", "figures\n")
+    assert page.read_text() == f"# New bench\n\n{BEGIN}\nfigures\n{END}\n"
+
+
+def test_mesh_bench_results_option_rewrites_the_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("bench.mesh.run_mesh_bench", lambda **_: MESH_RESULT)
+    page = tmp_path / "mesh-cpu.md"
+    page.write_text(f"# CPU\n\n{BEGIN}\nold\n{END}\n")
+    args = ["bench", "mesh", "--requests", "1500", "--rounds", "3", "--results", str(page)]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    text = page.read_text()
+    assert "old" not in text and "**1.29**" in text
+    assert "Reproduce: `mesh bench mesh --requests 1500 --concurrency 16 --rounds 3`" in text
+
+
+def test_overhead_bench_results_option_rewrites_the_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def fake(**_: object) -> dict[str, Any]:
+        return OVERHEAD_RESULT
+
+    monkeypatch.setattr("bench.overhead.run_overhead_bench", fake)
+    page = tmp_path / "overhead.md"
+    args = ["bench", "overhead", "--tracing", "--results", str(page)]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    text = page.read_text()
+    assert text.startswith("# Resilience pipeline overhead\n")
+    assert "mesh bench overhead --calls 3000 --concurrency 64 --rounds 3 --tracing" in text
