@@ -52,6 +52,9 @@ class Injector:
     timeline: list[FaultEvent] = field(default_factory=list)
     killed: set[str] = field(default_factory=set)
     """Processes a kill fault took down and has not started again (reset_all does)."""
+    served_at: dict[str, float] = field(default_factory=dict)
+    """Per process a kill fault restarted: when it served again, seconds on the timeline's
+    clock (restart_service returns once it reports SERVING)."""
     observer: Callable[[Fault, bool], Awaitable[None]] | None = None
     """Awaited after each fault goes on or off (the runner reads counters there)."""
     admin_token: str | None = None
@@ -75,6 +78,7 @@ class Injector:
         elif fault.service in self.killed:
             await asyncio.to_thread(self.processes.restart_service, fault.service)
             self.killed.discard(fault.service)
+            self.served_at[fault.service] = round(time.monotonic() - self._t0, 3)
 
     async def _app(self, fault: AppFault, on: bool) -> None:
         # Every replica of the service gets the fault.
