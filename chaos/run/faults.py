@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypedDict
 
 import grpc
 
@@ -42,6 +42,13 @@ def proxies_of(name: str) -> list[str]:
     return [name]
 
 
+class Recorded(TypedDict):
+    """A schedule's record: its faults' on/off times, when restarted processes served."""
+
+    timeline: list[FaultEvent]
+    served_at: dict[str, float]
+
+
 @dataclass
 class Injector:
     """Applies faults to one running mesh: its Toxiproxy API and its services' admin ports."""
@@ -60,6 +67,10 @@ class Injector:
     admin_token: str | None = None
     """Sent with every admin call (the Toxiproxy client carries its own)."""
     _t0: float = 0.0
+
+    def recorded(self) -> Recorded:
+        """What the last schedule did, for its PhaseResult."""
+        return {"timeline": list(self.timeline), "served_at": dict(self.served_at)}
 
     def _mark(self, what: str, on: bool) -> None:
         self.timeline.append(FaultEvent(round(time.monotonic() - self._t0, 3), what, on))
@@ -153,6 +164,7 @@ class Injector:
         and no early request slips through unfaulted.
         """
         self._t0 = time.monotonic()
+        self.served_at = {}
         at_start = [asyncio.Event() for _ in faults]
         tasks = [
             asyncio.create_task(self._one(i, f, stop, at_start[i])) for i, f in enumerate(faults)

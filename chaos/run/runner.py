@@ -192,7 +192,6 @@ class Runner:
 
         before = await scrape(self.target.metrics)
         self.injector.timeline = []
-        self.injector.served_at = {}
         faults = exp.faults_for(variant)
         while_on = AttemptsWhileOn(faults, lambda: scrape(self.target.metrics))
         self.injector.observer = while_on.observe
@@ -236,9 +235,7 @@ class Runner:
             )
         if aborted:
             metrics["aborted"] = 1.0
-        phase = PhaseResult(load, counters, metrics, list(self.injector.timeline))
-        phase.served_at = dict(self.injector.served_at)
-        return phase
+        return PhaseResult(load, counters, metrics, **self.injector.recorded())
 
     async def _probe_until_closed(self, label: str, spec: LoadSpec, most: int = 20) -> int:
         """Requests sent one at a time until no service reports a breaker open or half-open
