@@ -5,6 +5,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-tools
+# The project's own packages, byte-compiled at install: compileall writes __pycache__ even
+# under PYTHONDONTWRITEBYTECODE=1, and every process then reads it (a service's start would
+# otherwise compile them again each time).
+PACKAGES := services chaos meshctl embedded_toxiproxy loadgen bench
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
@@ -21,15 +25,19 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[tools,dev]'
+	$(BIN)/python -m compileall -q $(PACKAGES)
 	@touch $(STAMP) $(DEMO_STAMP)
 
 # The demo needs the package and its tools, not the dev extras (test, lint, browser; ~8 s
-# more to install into a fresh .venv): `make test` adds those when it first runs. Nothing is
-# byte-compiled up front (~5 s): Python compiles the modules the demo imports as it goes.
+# more to install into a fresh .venv): `make test` adds those when it first runs. Everything is
+# byte-compiled at install (a few seconds): with PYTHONDONTWRITEBYTECODE=1 and no bytecode a
+# service took 2.7 s from exec to SERVING, 1.0 s with it (grpc, protobuf, opentelemetry and
+# pydantic are most of that), and a restarted replica's start decided replica-loss's verdict.
 $(DEMO_STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --no-compile -e '.[tools]'
+	$(BIN)/python -m pip install --quiet -e '.[tools]'
+	$(BIN)/python -m compileall -q $(PACKAGES)
 	@touch $(DEMO_STAMP)
 
 venv: $(STAMP) ## Create .venv and install the package with its tools and dev extras

@@ -42,6 +42,10 @@ class PhaseResult:
     attempts_while_on: dict[int, float] = field(default_factory=dict)
     """Per toxic or proxy_down (its position in the variant's faults): the attempts sent
     across its edge while it was on (chaos/run/measure.py AttemptsWhileOn)."""
+    served_at: dict[str, float] = field(default_factory=dict)
+    """Per process a kill fault restarted: when it served again (the timeline's seconds)."""
+    notes: dict[str, str] = field(default_factory=dict)
+    """Per metric a check could not measure: why (shown in the verdict instead of n/a)."""
 
 
 @dataclass
@@ -71,6 +75,15 @@ class Verdict:
     void: bool = False
     """The variant met no fault (chaos/run/measure.py exposure): neither PASS nor FAIL, and
     not held, since nothing was tested."""
+    note: str = ""
+    """Why nothing was measured, when the check said (else the value shows as n/a)."""
+
+    @property
+    def shown(self) -> str:
+        """The measured value, or why there is none."""
+        if self.measured is not None:
+            return f"{self.measured:.4g}"
+        return f"n/a: {self.note}" if self.note else "n/a"
 
     @property
     def mark(self) -> str:

@@ -238,7 +238,7 @@ def print_result(console: Console, result: ExperimentResult) -> None:
     else:
         for verdict in result.verdicts:
             colour = {"PASS": "green", "FAIL": "red", "VOID": "yellow"}[verdict.mark]
-            measured = "n/a" if verdict.measured is None else f"{verdict.measured:.4g}"
+            measured = verdict.shown
             console.print(
                 f"  [{colour}]{verdict.mark}[/{colour}] {verdict.variant}/{verdict.phase}: "
                 f"{verdict.metric} = {measured} (want {verdict.bound})"

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypedDict
 
 import grpc
 
@@ -42,6 +42,13 @@ def proxies_of(name: str) -> list[str]:
     return [name]
 
 
+class Recorded(TypedDict):
+    """A schedule's record: its faults' on/off times, when restarted processes served."""
+
+    timeline: list[FaultEvent]
+    served_at: dict[str, float]
+
+
 @dataclass
 class Injector:
     """Applies faults to one running mesh: its Toxiproxy API and its services' admin ports."""
@@ -52,11 +59,18 @@ class Injector:
     timeline: list[FaultEvent] = field(default_factory=list)
     killed: set[str] = field(default_factory=set)
     """Processes a kill fault took down and has not started again (reset_all does)."""
+    served_at: dict[str, float] = field(default_factory=dict)
+    """Per process a kill fault restarted: when it served again, seconds on the timeline's
+    clock (restart_service returns once it reports SERVING)."""
     observer: Callable[[Fault, bool], Awaitable[None]] | None = None
     """Awaited after each fault goes on or off (the runner reads counters there)."""
     admin_token: str | None = None
     """Sent with every admin call (the Toxiproxy client carries its own)."""
     _t0: float = 0.0
+
+    def recorded(self) -> Recorded:
+        """What the last schedule did, for its PhaseResult."""
+        return {"timeline": list(self.timeline), "served_at": dict(self.served_at)}
 
     def _mark(self, what: str, on: bool) -> None:
         self.timeline.append(FaultEvent(round(time.monotonic() - self._t0, 3), what, on))
@@ -75,6 +89,7 @@ class Injector:
         elif fault.service in self.killed:
             await asyncio.to_thread(self.processes.restart_service, fault.service)
             self.killed.discard(fault.service)
+            self.served_at[fault.service] = round(time.monotonic() - self._t0, 3)
 
     async def _app(self, fault: AppFault, on: bool) -> None:
         # Every replica of the service gets the fault.
@@ -149,6 +164,7 @@ class Injector:
         and no early request slips through unfaulted.
         """
         self._t0 = time.monotonic()
+        self.served_at = {}
         at_start = [asyncio.Event() for _ in faults]
         tasks = [
             asyncio.create_task(self._one(i, f, stop, at_start[i])) for i, f in enumerate(faults)

@@ -304,7 +304,8 @@ def evaluate(result: ExperimentResult) -> list[Verdict]:
             and (exp.min is None or value >= exp.min)
             and (exp.max is None or value <= exp.max)
         )
+        note = phase.notes.get(exp.metric, "") if phase is not None and value is None else ""
         verdicts.append(
-            Verdict(exp.variant, exp.phase, exp.metric, value, bound, passed, exp.why, void)
+            Verdict(exp.variant, exp.phase, exp.metric, value, bound, passed, exp.why, void, note)
         )
     return verdicts

@@ -235,7 +235,7 @@ class Runner:
             )
         if aborted:
             metrics["aborted"] = 1.0
-        return PhaseResult(load, counters, metrics, list(self.injector.timeline))
+        return PhaseResult(load, counters, metrics, **self.injector.recorded())
 
     async def _probe_until_closed(self, label: str, spec: LoadSpec, most: int = 20) -> int:
         """Requests sent one at a time until no service reports a breaker open or half-open

@@ -103,7 +103,24 @@ async def replicas(ctx: CheckContext) -> dict[str, float]:
         ]
         if served:
             found["back_after_s"] = min(served) - end
+        else:
+            ctx.phase.notes["back_after_s"] = _not_back(ctx, replica, t0, end)
     return found
+
+
+def _not_back(ctx: CheckContext, replica: str, t0: float, restart: float) -> str:
+    """Why back_after_s has no value: how long the load went on after the restart, and when
+    (if ever) the restarted process reported SERVING."""
+    outcomes = ctx.phase.load.outcomes
+    load_end = max(o.started_s + o.latency_s for o in outcomes)
+    said = f"{replica} served no call in the {load_end - restart:.1f} s after its restart"
+    served = ctx.phase.served_at.get(replica)
+    if served is None:
+        return said + " (the load ended first); it never reported SERVING"
+    back = t0 + served - restart
+    if t0 + served > load_end:
+        return said + f" (the load ended first); it reported SERVING after {back:.1f} s"
+    return said + f"; it reported SERVING after {back:.1f} s"
 
 
 def _caller_files(traces: Path, dependency: str) -> list[Path]:

@@ -4,28 +4,13 @@ from __future__ import annotations
 
 import sys
 from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import typer
 from typer.core import TyperOption
 
-from meshctl.cli import (
-    bench,
-    call,
-    certs,
-    chaos_cmd,
-    demo,
-    fault,
-    soak,
-    status,
-    toxiproxy,
-    traces,
-    up,
-    watch,
-)
-from meshctl.cli.jobs import app as jobs_app
 from meshctl.cli.json_out import bare_json_to_stdout
-from meshctl.cli.restart import restart
+from meshctl.cli.lazy import Lazy, LazyGroup
 
 DISTRIBUTION = "grpc-resilience-mesh"
 
@@ -43,8 +28,69 @@ def _flag_shows_no_type() -> None:
 
 _flag_shows_no_type()
 
+
+class MeshGroup(LazyGroup):
+    """`mesh`'s commands, in the order its help lists them, each imported when it runs."""
+
+    lazy: ClassVar[dict[str, Lazy]] = {
+        "up": Lazy(
+            "meshctl.cli.up:up",
+            "Start the mesh on 127.0.0.1, wait until all of it is SERVING, stay in the foreground.",
+        ),
+        "restart": Lazy(
+            "meshctl.cli.restart:restart",
+            "Restart one process of the mesh `mesh up` runs (found through <state dir>/mesh.json):"
+            "\nSIGTERM, SIGKILL after 10 s if it has not exited, started again on the same ports"
+            " under\nthe same policy. Exit 0 once it serves again, 1 if it does not, 2 for an "
+            "unknown service\nor when no mesh runs.",
+        ),
+        "toxiproxy": Lazy(
+            "meshctl.cli.toxiproxy:toxiproxy",
+            "Run the embedded Toxiproxy server (same HTTP API as Toxiproxy 2.12) until Ctrl-C.",
+        ),
+        "demo": Lazy(
+            "meshctl.cli.demo:demo",
+            "Start the embedded mesh, run every experiment of the catalogue, print the verdict.",
+        ),
+        "traces": Lazy(
+            "meshctl.cli.traces:traces",
+            "Traces the services wrote locally (no collector), or Jaeger's copy: list, "
+            "waterfall,\nor Jaeger UI export.",
+        ),
+        "certs": Lazy(
+            "meshctl.cli.certs:certs",
+            "Write a dev CA and a TLS certificate per service (SANs: name, localhost, 127.0.0.1).",
+        ),
+        "soak": Lazy(
+            "meshctl.cli.soak:soak",
+            "Steady load plus random catalogue faults (10 s on / 10 s off); watch RSS and FDs.",
+        ),
+        "status": Lazy(
+            "meshctl.cli.status:status",
+            "Breakers (per method), bulkheads, retry budgets and faults of every edge, now.",
+        ),
+        "watch": Lazy(
+            "meshctl.cli.watch:watch",
+            "A live terminal view of every edge (rates, p50/p99, breakers, bulkheads, budgets,"
+            "\nfaults), refreshed every INTERVAL seconds; Ctrl-C stops it.",
+        ),
+        "call": Lazy("meshctl.cli.call:app", "Call the gateway's RPCs and print the answer."),
+        "bench": Lazy("meshctl.cli.bench:app", "Benchmarks: ratios measured in one run."),
+        "chaos": Lazy(
+            "meshctl.cli.chaos_cmd:app", "Chaos experiments: steady state, faults, load, verdict."
+        ),
+        "jobs": Lazy(
+            "meshctl.cli.jobs:app", "Receipts: the background-job queue and the local mailbox."
+        ),
+        "fault": Lazy(
+            "meshctl.cli.fault:app", "Add, remove, list or reset faults on the running mesh."
+        ),
+    }
+
+
 app = typer.Typer(
     name="mesh",
+    cls=MeshGroup,
     help="A gRPC microservice mesh that shows what deadlines, retries, circuit breakers, "
     "bulkheads and fallbacks do under injected faults.",
     no_args_is_help=True,
@@ -73,22 +119,6 @@ def _main(
 ) -> None:
     """A gRPC microservice mesh that shows what deadlines, retries, circuit breakers,
     bulkheads and fallbacks do under injected faults."""
-
-
-app.command("up")(up.up)
-app.command("restart")(restart)
-app.add_typer(call.app, name="call")
-app.command("toxiproxy")(toxiproxy.toxiproxy)
-app.add_typer(bench.app, name="bench")
-app.command("demo")(demo.demo)
-app.add_typer(chaos_cmd.app, name="chaos")
-app.add_typer(jobs_app, name="jobs")
-app.command("traces")(traces.traces)
-app.command("certs")(certs.certs)
-app.command("soak")(soak.soak)
-app.command("status")(status.status)
-app.add_typer(fault.app, name="fault")
-app.command("watch")(watch.watch)
 
 
 def main() -> None:

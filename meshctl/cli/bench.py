@@ -204,3 +204,28 @@ def mesh_cmd(
         "CPU per request: the mesh against plain grpc.aio",
         lambda machine: mesh_block(result, machine, command),
     )
+
+
+@app.command()
+def startup(
+    runs: Annotated[int, typer.Option(help="Starts of each, the median shown.")] = 5,
+    state_dir: Annotated[
+        Path, typer.Option(help="`mesh call home` runs against the `mesh up` of this folder.")
+    ] = Path("var"),
+    results: ResultsOpt = None,
+) -> None:
+    """Start-up: `mesh --version`, `--help`, `mesh call home` against a running mesh, and a
+    service from exec to SERVING, each with PYTHONDONTWRITEBYTECODE=1 (median wall and CPU)."""
+    from bench.startup import run_startup_bench, table
+
+    figures = run_startup_bench(runs, state_dir)
+    console.print(table(figures))
+    _write_results(
+        results,
+        "Start-up",
+        lambda machine: (
+            f"{machine.line()}.\n\n{table(figures)}\n\n"
+            f"`mesh bench startup --runs {runs} --results {results}` (a `mesh up` running in "
+            f"{state_dir} for the `mesh call home` row)\n"
+        ),
+    )

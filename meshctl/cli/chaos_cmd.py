@@ -65,10 +65,6 @@ def list_() -> None:
     console.print(table)
 
 
-def _measured(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.4g}"
-
-
 def verdict_table(results: list[ExperimentResult], width: int = 120) -> RenderableType:
     """The verdict screen: one line per experiment saying what it showed, then each missed
     expectation with what was measured and what was wanted."""
@@ -100,7 +96,7 @@ def verdict_table(results: list[ExperimentResult], width: int = 120) -> Renderab
             ]
         else:
             missed += [
-                f"{r.name}: {v.variant}/{v.phase} {v.metric}={_measured(v.measured)} "
+                f"{r.name}: {v.variant}/{v.phase} {v.metric}={v.shown} "
                 f"(want {v.bound})" + (" VOID: the variant met no fault" if v.void else "")
                 for v in r.verdicts
                 if not v.passed

@@ -15,6 +15,7 @@ from rich.markup import escape
 from chaos.report.table_fit import Column, FitTable
 from meshctl import jaeger_query as jq
 from meshctl import traces as tr
+from meshctl.trace_index import TraceIndex
 
 console = Console()
 
@@ -86,14 +87,13 @@ def _from_files(where: Path, trace_id: str | None) -> dict[str, list[tr.Span]]:
     if not files:
         console.print(f"no span files in {where} (is MESH_TRACING=0, or a collector set?)")
         raise typer.Exit(1)
-    found = tr.group_traces(tr.load_spans(files))
-    if trace_id is not None:
-        match = tr.find_trace(found, trace_id)
-        if match is None:
-            console.print(f"no single trace with id {trace_id!r} in {where}")
-            raise typer.Exit(1)
-        found = {match[0]: match[1]}
-    return found
+    if trace_id is None:
+        return tr.group_traces(tr.load_spans(files))
+    match = TraceIndex(where).find(files, trace_id)
+    if match is None:
+        console.print(f"no single trace with id {trace_id!r} in {where}")
+        raise typer.Exit(1)
+    return {match[0]: match[1]}
 
 
 def traces(

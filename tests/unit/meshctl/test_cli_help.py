@@ -4,26 +4,32 @@ from __future__ import annotations
 
 import re
 from importlib.metadata import version
+from typing import cast
 
 import pytest
 import typer
+import typer.main
+from typer import _click as click
+from typer.core import TyperGroup
 from typer.testing import CliRunner
 
 from meshctl.cli.app import app
 from meshctl.cli.json_out import bare_json_to_stdout
 
 
-def _commands(group: typer.Typer, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+def _commands(group: TyperGroup, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     found = [prefix]
-    for info in group.registered_commands:
-        found.append((*prefix, info.name or info.callback.__name__))  # type: ignore[union-attr]
-    for sub in group.registered_groups:
-        assert sub.typer_instance is not None and sub.name is not None
-        found += _commands(sub.typer_instance, (*prefix, sub.name))
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        if isinstance(command, TyperGroup):
+            found += _commands(command, (*prefix, name))
+        else:
+            found.append((*prefix, name))
     return found
 
 
-COMMANDS = _commands(app)
+COMMANDS = _commands(cast(TyperGroup, typer.main.get_command(app)))
 
 
 def _help(command: tuple[str, ...]) -> str:

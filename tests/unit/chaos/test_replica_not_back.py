@@ -1,0 +1,57 @@
+"""replica-loss's miss says what was not back and how long it took, instead of `n/a`."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from chaos.experiment.loading import load_experiment
+from chaos.experiment.model import EXPERIMENTS_DIR
+from chaos.registry import CheckContext
+from chaos.results import ExperimentResult, FaultEvent, PhaseResult, VariantResult
+from chaos.run.measure import evaluate
+from chaos.run.target import Target
+from chaos.scenarios.replicas import replicas
+from loadgen.in_process import LoadResult, Outcome
+from meshctl.counters import Snapshot
+
+PATH = EXPERIMENTS_DIR / "replica-loss.yaml"
+
+
+def _phase(served_at: dict[str, float]) -> PhaseResult:
+    t0 = time.monotonic() - 60.0
+    # 7 s of load from t0; the kill at 1.0 s, the restart at 2.5 s.
+    outcomes = [Outcome("home", "OK", 0.01, started_s=t0 + i * 0.025) for i in range(280)]
+    timeline = [FaultEvent(1.0, "profile-2: kill -9", True), FaultEvent(2.5, "profile-2", False)]
+    phase = PhaseResult(LoadResult(outcomes), Snapshot(), {}, timeline)
+    phase.served_at = served_at
+    return phase
+
+
+async def _check(phase: PhaseResult, tmp_path: Path) -> tuple[dict[str, float], ExperimentResult]:
+    _, exp = load_experiment(str(PATH))
+    variant = exp.variants[0]
+    target = Target("127.0.0.1:1", None, {}, {}, state_dir=tmp_path)
+    (tmp_path / "traces").mkdir()
+    found = await replicas(CheckContext(target, exp, variant, phase))
+    phase.metrics.update(found)
+    result = ExperimentResult("replica-loss", PATH, exp)
+    result.variants.append(VariantResult(variant, "full", {"fault": phase}))
+    return found, result
+
+
+async def test_a_replica_that_served_after_the_load_says_when(tmp_path: Path) -> None:
+    found, result = await _check(_phase({"profile-2": 9.3}), tmp_path)
+    assert "back_after_s" not in found
+    verdict = next(v for v in evaluate(result) if v.metric == "back_after_s")
+    assert not verdict.passed
+    assert verdict.shown == (
+        "n/a: profile-2 served no call in the 4.5 s after its restart (the load ended first);"
+        " it reported SERVING after 6.8 s"
+    )
+
+
+async def test_a_replica_that_never_served_says_so(tmp_path: Path) -> None:
+    _, result = await _check(_phase({}), tmp_path)
+    verdict = next(v for v in evaluate(result) if v.metric == "back_after_s")
+    assert verdict.shown.endswith("(the load ended first); it never reported SERVING")

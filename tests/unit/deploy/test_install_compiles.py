@@ -1,0 +1,46 @@
+"""`make venv` and `make demo` install with bytecode: site-packages and the project's own packages
+compiled, so a service's start under PYTHONDONTWRITEBYTECODE=1 compiles nothing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.unit.deploy.deploy_sources import ROOT
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
+
+
+def _recipe(stamp: str, venv: Path) -> list[str]:
+    """The commands `make` would run to build `stamp` into an empty `venv` (a dry run)."""
+    done = subprocess.run(
+        ["make", "--no-print-directory", "-n", f"VENV={venv}", f"{venv}/{stamp}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": os.environ.get("PATH", "")},
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def _project_dirs() -> set[str]:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    dirs = pyproject["tool"]["setuptools"]["package-dir"].values()
+    return {d.split("/")[0] for d in dirs}
+
+
+@pytest.mark.parametrize("stamp", [".installed", ".installed-tools"])
+def test_install_byte_compiles_everything(stamp: str, tmp_path: Path) -> None:
+    lines = _recipe(stamp, tmp_path / "venv")
+    installs = [line for line in lines if "pip install" in line and "-e " in line]
+    assert installs and not any("--no-compile" in line for line in installs)
+    compiles = [line for line in lines if "-m compileall" in line]
+    assert compiles, lines
+    assert _project_dirs() <= set(compiles[-1].split())
