@@ -21,32 +21,45 @@ help: ## List the targets
 
 include deploy/compose.mk
 
+# setuptools warns on every editable install that folders named like the packages may shadow
+# them (a box of asterisks, the only thing a quiet install printed): here those folders are
+# the packages themselves, so the warning says nothing; it is filtered out, nothing else.
+PIP_INSTALL := PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(BIN)/python -m pip \
+	install --quiet
+
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[tools,dev]'
+	$(PIP_INSTALL) --upgrade pip
+	$(PIP_INSTALL) -e '.[dev]'
 	$(BIN)/python -m compileall -q $(PACKAGES)
 	@touch $(STAMP) $(DEMO_STAMP)
 
-# The demo needs the package and its tools, not the dev extras (test, lint, browser; ~8 s
+# The demo needs the package (its tools included), not the dev extra (test, lint, browser; ~8 s
 # more to install into a fresh .venv): `make test` adds those when it first runs. Everything is
 # byte-compiled at install (a few seconds): with PYTHONDONTWRITEBYTECODE=1 and no bytecode a
 # service took 2.7 s from exec to SERVING, 1.0 s with it (grpc, protobuf, opentelemetry and
 # pydantic are most of that), and a restarted replica's start decided replica-loss's verdict.
+# Each stage says what it does and, done, how long it took (pip is quiet: a minute or more).
 $(DEMO_STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[tools]'
-	$(BIN)/python -m compileall -q $(PACKAGES)
+	@echo "demo: [install] the package into $(VENV) (pip, quiet; about 1-2 min the first time) ..."
+	@start=$$SECONDS; test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); \
+		$(PIP_INSTALL) --upgrade pip && $(PIP_INSTALL) -e . && \
+		$(BIN)/python -m compileall -q $(PACKAGES) && \
+		echo "demo: [install] done in $$((SECONDS - start)) s"
 	@touch $(DEMO_STAMP)
 
-venv: $(STAMP) ## Create .venv and install the package with its tools and dev extras
+venv: $(STAMP) ## Create .venv and install the package (services, CLI, tools) and its dev extra
 
 # With a Go toolchain the demo's load comes from the Go generator (loadgen/go, a few
 # seconds to build once): its CPU stays under 10% of the mesh's, the Python one's near 11%.
 demo: $(DEMO_STAMP) ## Create .venv, install, run the whole experiment catalogue on the embedded mesh
-	@if [ -n "$(GO_DIR)" ]; then PATH="$(GO_DIR):$$PATH" $(BIN)/python -m tools.peers \
-		--only mesh-loadgen || echo "demo: the Go load generator did not build; using the Python one"; fi
+	@if [ -n "$(GO_DIR)" ]; then start=$$SECONDS; \
+		echo "demo: [go build] the Go load generator (a Go toolchain is here; once, seconds idle, minutes busy) ..."; \
+		PATH="$(GO_DIR):$$PATH" $(BIN)/python -m tools.peers --only mesh-loadgen \
+		&& echo "demo: [go build] done in $$((SECONDS - start)) s" \
+		|| echo "demo: the Go load generator did not build; using the Python one"; \
+	else echo "demo: [go build] skipped: no Go toolchain, the Python load generator runs"; fi
+	@echo "demo: [start] the embedded mesh, then each experiment of the catalogue ..."
 	$(BIN)/mesh demo
 
 verify: $(STAMP) ## The catalogue 3 times on one mesh: fails unless every hypothesis held in all 3
@@ -57,14 +70,19 @@ GO_DIR := $(or $(patsubst %/,%,$(dir $(shell command -v go 2>/dev/null))),$(wild
 
 # pytest exits 5 when no test ran: a failure here too, never passed over.
 # With a Go toolchain the suite first builds the Go peers (once; tests needing one skip without).
+# The tests run in TEST_WORKERS pytest-xdist workers (0: in this process, one at a time): most
+# of the suite waits on processes and sockets, so two workers on 2 cores halve its wall time.
+TEST_WORKERS ?= 2
 test: $(STAMP) $(if $(GO_DIR),peers) browser ## Create .venv if needed and run the whole suite
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # The inner loop: no Go peers (MESH_PEERS_BIN names no folder, so the tests of a real peer
 # skip even where `make peers` built them), no browser, no e2e, no compose. Exit 5 fails it too.
-# The tests run in CHECK_WORKERS pytest-xdist workers (0: in this process, one at a time).
+# The tests run in CHECK_WORKERS pytest-xdist workers (0: in this process, one at a time). Four
+# on 2 cores: the unit and integration tests mostly wait (timeouts, windows, sockets), 97 s of
+# CPU in 189 s with two workers, 115 s in 123 s with four (docs/results/suite.md).
 CHECK_TESTS ?= tests/unit tests/integration
-CHECK_WORKERS ?= 2
+CHECK_WORKERS ?= 4
 check: $(STAMP) lint typecheck ## lint, typecheck, the unit and integration tests (no peers, browser, e2e)
 	MESH_PEERS_BIN=$(CURDIR)/.peers/not-in-check $(BIN)/python -m pytest -n $(CHECK_WORKERS) \
 		$(CHECK_TESTS) $(PYTEST_ARGS)
@@ -78,8 +96,16 @@ browser: $(STAMP) ## Install Debian's chromium for the browser tests (root with 
 	else echo "no /usr/bin/chromium and no root apt: the browser tests will skip"; fi
 
 .PHONY: peers
-peers: $(STAMP) ## Build real Toxiproxy, Jaeger v2, Mailpit, mesh-loadgen, the limits differential into .peers/bin (once; needs go, mvn)
+peers: $(STAMP) ## Build real Toxiproxy, Jaeger v2, Mailpit, mesh-loadgen, mesh-xds, the limits differential, ghz into .peers/bin, Chaos Toolkit into .peers/ctk (once; needs go, mvn)
 	PATH="$(GO_DIR):$$PATH" $(BIN)/python -m tools.peers
+	@$(BIN)/python -m tools.ctk_venv || echo "Chaos Toolkit did not install: its tests will skip"
+
+# deploy/k8s on a real control plane (issue 31): etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler and kubectl v1.34.3 built once from the Go module proxy into .peers/bin (cold:
+# about 20 minutes of 2 cores, under nice), kwok's fake nodes; tests/k8s; nothing left running.
+.PHONY: k8s-rehearsal
+k8s-rehearsal: $(STAMP) ## Both deploy/k8s overlays on a loopback control plane with two kwok nodes (tests/k8s)
+	PATH="$(GO_DIR):$$PATH" deploy/k8s-rehearsal/rehearse.sh
 
 up: ## docker compose stack if a Docker engine answers, else the embedded mesh
 	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory compose-up; \
@@ -90,7 +116,7 @@ mesh-up: $(STAMP) ## The embedded mesh in the foreground (Ctrl-C stops it)
 	$(BIN)/mesh up
 
 protos: $(STAMP) ## Regenerate services/mesh/v1 from protos/
-	$(BIN)/python -m mesh.codegen --write
+	$(BIN)/python -m tools.codegen --write
 
 # The reference pages are regenerated from the code first (a test fails when one is stale).
 docs: $(STAMP) ## Regenerate docs/reference/ and build the docs site into site/ (mkdocs --strict)
@@ -100,11 +126,11 @@ docs: $(STAMP) ## Regenerate docs/reference/ and build the docs site into site/ 
 # tools/code_shape.py: no module over 400 lines, no function over 60, but for the ones in
 # tools/code_shape_allowlist.txt, which may only shrink (`python -m tools.code_shape --update`).
 lint: $(STAMP) ## ruff, the import-linter contracts (pyproject.toml), no import cycle, the size ratchet
-	$(BIN)/ruff check services chaos meshctl embedded_toxiproxy loadgen bench tests tools
-	$(BIN)/ruff format --check services chaos meshctl embedded_toxiproxy loadgen bench tests tools
+	$(BIN)/ruff check services chaos meshctl embedded_toxiproxy loadgen bench tests tools integrations
+	$(BIN)/ruff format --check services chaos meshctl embedded_toxiproxy loadgen bench tests tools integrations
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m tools.import_cycles services/mesh=mesh chaos=chaos meshctl=meshctl embedded_toxiproxy=embedded_toxiproxy loadgen=loadgen bench=bench
-	$(BIN)/python -m tools.code_shape services chaos meshctl embedded_toxiproxy loadgen bench tests tools
+	$(BIN)/python -m tools.code_shape services chaos meshctl embedded_toxiproxy loadgen bench tests tools integrations
 
 typecheck: $(STAMP) ## mypy --strict on the packages, the tests and tools/
 	$(BIN)/mypy

@@ -17,7 +17,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from bench.mesh import BenchError, Window, cpu_seconds, measure
+from bench.mesh import BenchError, cpu_seconds, measure
+from bench.window import Window
 from meshctl.console.server import ConsoleServer
 from meshctl.launch.mesh import Mesh
 from meshctl.launch.ports import Ports

@@ -26,15 +26,19 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.mesh_client import KEY_ENV
+from bench.window import Window
 from mesh.topology import replica_of
 from meshctl.launch.mesh import Mesh
 from meshctl.launch.ports import Ports, free_ports
 from meshctl.launch.processes import wait_serving
+
+if TYPE_CHECKING:
+    from bench.plain_mesh import PlainMesh
 
 FLOOR = "floor"
 
@@ -79,18 +83,6 @@ def cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat", "rb") as f:
         fields = f.read().rsplit(b")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
-@dataclass
-class Window:
-    """One variant's measured window in one round."""
-
-    requests: int
-    elapsed_s: float
-    p50_ms: float
-    p99_ms: float
-    degraded: int
-    cpu_s: dict[str, float] = field(default_factory=dict)
 
 
 def _read_line(proc: subprocess.Popen[str], deadline: float) -> str:
@@ -282,6 +274,49 @@ def _terminate_unwinds() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _window_target(
+    variant: Variant, plain: PlainMesh, mesh: Mesh, sink: str, sink_pid: int
+) -> tuple[str, dict[str, tuple[int, ...]], str | None]:
+    """(gateway address, each role's PIDs, API key) of `variant`'s window: the floor as it
+    runs, the mesh restarted under the variant's environment if it is not already."""
+    if variant.name == FLOOR:
+        return plain.gateway, plain.pids(), None
+    _configure(mesh, variant, sink)
+    pids = _mesh_pids(mesh)
+    if variant.tracing == "otlp":
+        pids["otlp-sink"] = (sink_pid,)
+    return mesh.gateway, pids, mesh.api_key
+
+
+def _chosen(variants: tuple[str, ...], ghz: bool) -> list[Variant]:
+    """The variants to measure, the floor first; refused before anything starts: an unknown
+    variant (ValueError), ghz asked for but not built (GhzError naming `make peers`)."""
+    from bench.ghz import ghz_binary
+
+    if ghz:
+        ghz_binary()
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise ValueError(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
+    return [VARIANTS[n] for n in VARIANTS if n in variants or n == FLOOR]
+
+
+def _started_mesh(root: Path, chosen: list[Variant], sink: str) -> Mesh:
+    """The embedded mesh (full policy) under the first mesh variant's environment; not started
+    when only the floor is measured."""
+    first = next((v for v in chosen if v.name != FLOOR), None)
+    mesh = Mesh(
+        state_dir=root / "mesh",
+        ports=Ports.auto(),
+        direct=False,
+        policy="full",
+        env=_mesh_env(first, sink) if first else {},
+    )
+    if first is not None:
+        mesh.start()
+    return mesh
+
+
 def run_mesh_bench(
     *,
     requests: int = 1500,
@@ -290,61 +325,44 @@ def run_mesh_bench(
     variants: tuple[str, ...] = tuple(VARIANTS),
     warmup: int = 200,
     work_dir: Path | None = None,
+    ghz: bool = False,
 ) -> dict[str, Any]:
-    """Measure `variants` (the floor always among them), interleaved over `rounds`."""
-    unknown = [v for v in variants if v not in VARIANTS]
-    if unknown:
-        raise ValueError(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
-    chosen = [VARIANTS[n] for n in VARIANTS if n in variants or n == FLOOR]
+    """Measure `variants` (the floor always among them), interleaved over `rounds`; with
+    `ghz`, each window of our client is followed by one of ghz's (bench.ghz) on the same
+    target, and `result["ghz"]` compares the two clients."""
+    from bench.ghz import compare, ghz_window
+
+    chosen = _chosen(variants, ghz)
     with _terminate_unwinds(), tempfile.TemporaryDirectory(prefix="mesh-bench-") as tmp:
         root = work_dir or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
         windows: dict[str, list[Window]] = {v.name: [] for v in chosen}
+        ghz_windows: dict[str, list[Any]] = {v.name: [] for v in chosen} if ghz else {}
+        load = {"requests": requests, "concurrency": concurrency, "warmup": warmup}
         started = time.monotonic()
         from bench.plain_mesh import PlainMesh, floor_instances
 
         instances = floor_instances()
         floor_ports = dict(zip(instances, free_ports(len(instances)), strict=True))
-
-        mesh_variants = [v for v in chosen if v.name != FLOOR]
-        first = mesh_variants[0] if mesh_variants else None
         with (
             _otlp_sink(root) as (sink, sink_pid),
             PlainMesh(floor_ports, root / "logs") as plain,
         ):
-            mesh = Mesh(
-                state_dir=root / "mesh",
-                ports=Ports.auto(),
-                direct=False,
-                policy="full",
-                env=_mesh_env(first, sink) if first else {},
-            )
-            if first is not None:
-                mesh.start()
+            mesh = _started_mesh(root, chosen, sink)
             try:
                 for _ in range(rounds):
                     for variant in chosen:
-                        if variant.name == FLOOR:
-                            target, key = plain.gateway, None
-                            pids: dict[str, tuple[int, ...]] = plain.pids()
-                        else:
-                            _configure(mesh, variant, sink)
-                            target, pids, key = mesh.gateway, _mesh_pids(mesh), mesh.api_key
-                            if variant.tracing == "otlp":
-                                pids["otlp-sink"] = (sink_pid,)
-                        windows[variant.name].append(
-                            measure(
-                                target,
-                                pids,
-                                requests=requests,
-                                concurrency=concurrency,
-                                api_key=key,
-                                warmup=warmup,
+                        target, pids, key = _window_target(variant, plain, mesh, sink, sink_pid)
+                        windows[variant.name].append(measure(target, pids, api_key=key, **load))
+                        if ghz:
+                            ghz_windows[variant.name].append(
+                                ghz_window(target, api_key=key, **load)
                             )
-                        )
             finally:
                 mesh.stop()
         result = summarise(windows)
+        if ghz:
+            result["ghz"] = compare(windows, ghz_windows)
     result.update(
         requests=requests,
         concurrency=concurrency,

@@ -16,7 +16,6 @@ import asyncio
 import gc
 import json
 import shutil
-import statistics
 import tempfile
 import time
 from collections.abc import Sequence
@@ -30,17 +29,17 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
+from loadgen.percentile import percentile
+from mesh.faults.injection import FaultTable
+from mesh.policy.loading import load_policy
 from mesh.resilience.channel import NO_BUILTIN_RETRIES, resilient_channel
 from mesh.resilience.clock import SystemClock
 from mesh.resilience.events import EventBus
-from mesh.resilience.faults import FaultTable
-from mesh.resilience.handlers import ServerChain
 from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import build_pipeline
-from mesh.resilience.policy import load_policy
 from mesh.runtime.collector import freeze_startup_objects
 from mesh.runtime.edge_channels import close_edge_channel
-from mesh.runtime.interceptors import server_interceptors
+from mesh.runtime.server_chain import ServerChain, server_layers
 from mesh.telemetry.tracing import MeshTracing, server_tracing, setup_tracing
 from mesh.v1 import profile_pb2, profile_pb2_grpc
 
@@ -98,10 +97,9 @@ async def _round(stub: Any, calls: int, concurrency: int) -> tuple[list[float], 
 
 
 def _summary(latencies_s: list[float], elapsed_s: float, cpu_s: float) -> dict[str, float]:
-    cuts = statistics.quantiles(latencies_s, n=100)
     return {
-        "p50_ms": cuts[49] * 1000,
-        "p99_ms": cuts[98] * 1000,
+        "p50_ms": percentile(latencies_s, 50) * 1000,
+        "p99_ms": percentile(latencies_s, 99) * 1000,
         "throughput_rps": len(latencies_s) / elapsed_s,
         "loop_cpu_us_per_call": cpu_s / len(latencies_s) * 1e6,
     }
@@ -127,6 +125,163 @@ def _provider(service: str) -> tuple[TracerProvider, _EncodingExporter]:
     return provider, exporter
 
 
+def _bench_edge(concurrency: int) -> tuple[Any, Any]:
+    """The full policy and its gateway -> profile edge, sized for the bench."""
+    policy = load_policy("full", {})
+    # Bulkhead sized to the offered concurrency: the bench measures cost, not rejections.
+    edge = policy.edge("gateway_to_profile").model_copy(deep=True)
+    # Deadlines as long as the caller's 5 s: a stall on a busy machine must not end the run.
+    edge = edge.model_copy(
+        update={
+            "bulkhead": edge.bulkhead.model_copy(update={"max_concurrent": concurrency}),
+            "deadline": edge.deadline.model_copy(update={"total_s": 5.0, "attempt_s": 5.0}),
+        }
+    )
+    return policy, edge
+
+
+class _Variants:
+    """Every variant's servers and client channel, in this process; `close` stops them all."""
+
+    def __init__(self, concurrency: int) -> None:
+        self.policy, self.edge = _bench_edge(concurrency)
+        self.servers: list[grpc.aio.Server] = []
+        self.channels: dict[str, grpc.aio.Channel] = {}
+        self.providers: list[TracerProvider] = []
+        self.exporters: dict[str, _EncodingExporter] = {}
+        self.traces_dir = Path(tempfile.mkdtemp(prefix="mesh-bench-traces-"))
+
+    async def plain(
+        self,
+        name: str,
+        server_interceptors: list[grpc.aio.ServerInterceptor],
+        client_interceptors: Sequence[Any] = (),
+    ) -> None:
+        server, target = await _start(server_interceptors)
+        self.servers.append(server)
+        self.channels[name] = grpc.aio.insecure_channel(
+            target, options=[NO_BUILTIN_RETRIES], interceptors=list(client_interceptors) or None
+        )
+
+    async def full_stack(
+        self, name: str, tracing_on: MeshTracing | None, replicas: int = 1, ejection: bool = True
+    ) -> None:
+        bus = EventBus()
+        if tracing_on is not None:
+            bus.subscribe(tracing_on.listener)
+        targets = []
+        for _ in range(replicas):
+            layers = server_layers(
+                "profile",
+                self.policy.server("profile"),
+                bus,
+                FaultTable(),
+                tracing=server_tracing(tracing_on),
+            )
+            server, target = await _start([ServerChain(layers)])  # as serve() mounts them
+            self.servers.append(server)
+            targets.append(target)
+        pipeline = build_pipeline(
+            self.edge,
+            dependency="profile",
+            bus=bus,
+            clock=SystemClock(),
+            attempt_observer=tracing_on.attempt_observer if tracing_on else None,
+            call_observer=tracing_on.call_observer if tracing_on else None,
+        )
+        interceptor = ResilienceInterceptor(pipeline, dependency="profile", clock=SystemClock())
+        self.channels[name] = resilient_channel(
+            ",".join(targets),
+            interceptor,
+            native_retry=self.edge.native_retry,
+            outlier=self.edge.outlier.model_copy(update={"enabled": ejection}),
+            bus=bus,
+            dependency="profile",
+        )
+
+    async def traced(self) -> None:
+        """Our spans exported two ways, and the stock OTel interceptors on raw grpc.aio."""
+        # A dev dependency: imported only when asked for.
+        from opentelemetry.instrumentation.grpc import (
+            aio_client_interceptors,
+            aio_server_interceptor,
+        )
+
+        provider, self.exporters["full+tracing"] = _provider("bench-mesh")
+        self.providers.append(provider)
+        await self.full_stack("full+tracing", MeshTracing(provider))
+        # The shipped default: JSON lines encoded as spans end, written by a thread.
+        file_provider = setup_tracing("bench-file", {"MESH_TRACES_DIR": str(self.traces_dir)})
+        assert file_provider is not None
+        self.providers.append(file_provider)
+        await self.full_stack("full+tracing-file", MeshTracing(file_provider))
+        stock_provider, self.exporters["raw+stock-otel"] = _provider("bench-stock")
+        self.providers.append(stock_provider)
+        await self.plain(
+            "raw+stock-otel",
+            [aio_server_interceptor(tracer_provider=stock_provider)],  # type: ignore[no-untyped-call]
+            aio_client_interceptors(tracer_provider=stock_provider),  # type: ignore[no-untyped-call]
+        )
+
+    async def close(self) -> None:
+        for channel in self.channels.values():
+            await close_edge_channel(channel)
+        for server in self.servers:
+            await server.stop(None)
+        for provider in self.providers:
+            provider.shutdown()
+        shutil.rmtree(self.traces_dir, ignore_errors=True)
+
+
+async def _start_variants(concurrency: int, tracing: bool) -> _Variants:
+    variants = _Variants(concurrency)
+    try:
+        await variants.plain("raw", [])
+        await variants.plain("floor", [_NoopServerInterceptor()], [_NoopClientInterceptor()])
+        await variants.full_stack("full", None)
+        # The mesh's own topology: two replicas, the edge's replica router (ejection on in the
+        # full policy) picking one per attempt; and the same with ejection off, where gRPC's
+        # round_robin balances (the difference is what routing costs).
+        await variants.full_stack("full+replicas", None, replicas=2)
+        await variants.full_stack("full+replicas-rr", None, replicas=2, ejection=False)
+        if tracing:
+            await variants.traced()
+    except BaseException:
+        await variants.close()
+        raise
+    return variants
+
+
+async def _measure(
+    channels: dict[str, grpc.aio.Channel], calls: int, concurrency: int, rounds: int
+) -> dict[str, dict[str, float]]:
+    """Each variant's figures over `rounds` interleaved rounds (reversed every other one)."""
+    stubs = {n: profile_pb2_grpc.ProfileServiceStub(c) for n, c in channels.items()}
+    samples: dict[str, list[float]] = {n: [] for n in stubs}
+    elapsed: dict[str, float] = dict.fromkeys(stubs, 0.0)
+    cpu: dict[str, float] = dict.fromkeys(stubs, 0.0)
+    for stub in stubs.values():
+        await _round(stub, min(calls, 500), concurrency)  # warm-up: connections, caches
+    for number in range(rounds):
+        order = list(stubs) if number % 2 == 0 else list(reversed(stubs))
+        for name in order:
+            latencies_s, elapsed_s, cpu_s = await _round(stubs[name], calls, concurrency)
+            samples[name] += latencies_s
+            elapsed[name] += elapsed_s
+            cpu[name] += cpu_s
+    return {n: _summary(samples[n], elapsed[n], cpu[n]) for n in stubs}
+
+
+def _with_ratios(variants: dict[str, dict[str, float]]) -> None:
+    raw = variants["raw"]
+    for row in variants.values():
+        row["throughput"] = row["throughput_rps"]
+        row["p50_ratio"] = row["p50_ms"] / raw["p50_ms"]
+        row["p99_ratio"] = row["p99_ms"] / raw["p99_ms"]
+        row["throughput_ratio"] = row["throughput_rps"] / raw["throughput_rps"]
+        row["cpu_ratio"] = row["loop_cpu_us_per_call"] / raw["loop_cpu_us_per_call"]
+
+
 async def run_overhead_bench(
     calls: int = 3000, concurrency: int = 64, rounds: int = 3, tracing: bool = False
 ) -> dict[str, Any]:
@@ -139,135 +294,19 @@ async def run_overhead_bench(
     (opentelemetry-instrumentation-grpc aio client and server interceptors), both exporting
     through a BatchSpanProcessor to an exporter that OTLP-encodes and drops each batch.
     """
-    policy = load_policy("full", {})
-    # Bulkhead sized to the offered concurrency: the bench measures cost, not rejections.
-    edge = policy.edge("gateway_to_profile").model_copy(deep=True)
-    # Deadlines as long as the caller's 5 s: a stall on a busy machine must not end the run.
-    edge = edge.model_copy(
-        update={
-            "bulkhead": edge.bulkhead.model_copy(update={"max_concurrent": concurrency}),
-            "deadline": edge.deadline.model_copy(update={"total_s": 5.0, "attempt_s": 5.0}),
-        }
-    )
-    servers: list[grpc.aio.Server] = []
-    channels: dict[str, grpc.aio.Channel] = {}
-    providers: list[TracerProvider] = []
-    exporters: dict[str, _EncodingExporter] = {}
-    traces_dir = Path(tempfile.mkdtemp(prefix="mesh-bench-traces-"))
-
-    async def full_stack(
-        name: str, tracing_on: MeshTracing | None, replicas: int = 1, ejection: bool = True
-    ) -> None:
-        bus = EventBus()
-        if tracing_on is not None:
-            bus.subscribe(tracing_on.listener)
-        targets = []
-        for _ in range(replicas):
-            layers = server_interceptors(
-                "profile",
-                policy.server("profile"),
-                bus,
-                FaultTable(),
-                tracing=server_tracing(tracing_on),
-            )
-            server, target = await _start([ServerChain(layers)])  # as serve() mounts them
-            servers.append(server)
-            targets.append(target)
-        pipeline = build_pipeline(
-            edge,
-            dependency="profile",
-            bus=bus,
-            clock=SystemClock(),
-            attempt_observer=tracing_on.attempt_observer if tracing_on else None,
-            call_observer=tracing_on.call_observer if tracing_on else None,
-        )
-        interceptor = ResilienceInterceptor(pipeline, dependency="profile", clock=SystemClock())
-        channels[name] = resilient_channel(
-            ",".join(targets),
-            interceptor,
-            native_retry=edge.native_retry,
-            outlier=edge.outlier.model_copy(update={"enabled": ejection}),
-            bus=bus,
-            dependency="profile",
-        )
-
-    raw_server, raw_target = await _start([])
-    servers.append(raw_server)
-    channels["raw"] = grpc.aio.insecure_channel(raw_target, options=[NO_BUILTIN_RETRIES])
-    floor_server, floor_target = await _start([_NoopServerInterceptor()])
-    servers.append(floor_server)
-    channels["floor"] = grpc.aio.insecure_channel(
-        floor_target, options=[NO_BUILTIN_RETRIES], interceptors=[_NoopClientInterceptor()]
-    )
-    await full_stack("full", None)
-    # The mesh's own topology: two replicas, the edge's replica router (ejection on in the
-    # full policy) picking one per attempt; and the same with ejection off, where gRPC's
-    # round_robin balances (the difference is what routing costs).
-    await full_stack("full+replicas", None, replicas=2)
-    await full_stack("full+replicas-rr", None, replicas=2, ejection=False)
-    if tracing:
-        # A dev dependency: imported only when asked for.
-        from opentelemetry.instrumentation.grpc import (
-            aio_client_interceptors,
-            aio_server_interceptor,
-        )
-
-        provider, exporters["full+tracing"] = _provider("bench-mesh")
-        providers.append(provider)
-        await full_stack("full+tracing", MeshTracing(provider))
-        # The shipped default: JSON lines encoded as spans end, written by a thread.
-        file_provider = setup_tracing("bench-file", {"MESH_TRACES_DIR": str(traces_dir)})
-        assert file_provider is not None
-        providers.append(file_provider)
-        await full_stack("full+tracing-file", MeshTracing(file_provider))
-        stock_provider, exporters["raw+stock-otel"] = _provider("bench-stock")
-        providers.append(stock_provider)
-        stock_server, stock_target = await _start(
-            [aio_server_interceptor(tracer_provider=stock_provider)]  # type: ignore[no-untyped-call]
-        )
-        servers.append(stock_server)
-        channels["raw+stock-otel"] = grpc.aio.insecure_channel(
-            stock_target,
-            options=[NO_BUILTIN_RETRIES],
-            interceptors=aio_client_interceptors(tracer_provider=stock_provider),  # type: ignore[no-untyped-call]
-        )
+    started = await _start_variants(concurrency, tracing)
     # As a service process does once its imports are done (mesh.runtime.collector): the
     # collector then walks only what calls create, in every variant alike.
     freeze_startup_objects()
-    stubs = {n: profile_pb2_grpc.ProfileServiceStub(c) for n, c in channels.items()}
-    samples: dict[str, list[float]] = {n: [] for n in stubs}
-    elapsed: dict[str, float] = dict.fromkeys(stubs, 0.0)
-    cpu: dict[str, float] = dict.fromkeys(stubs, 0.0)
     try:
-        for stub in stubs.values():
-            await _round(stub, min(calls, 500), concurrency)  # warm-up: connections, caches
-        for number in range(rounds):
-            order = list(stubs) if number % 2 == 0 else list(reversed(stubs))
-            for name in order:
-                latencies_s, elapsed_s, cpu_s = await _round(stubs[name], calls, concurrency)
-                samples[name] += latencies_s
-                elapsed[name] += elapsed_s
-                cpu[name] += cpu_s
+        variants = await _measure(started.channels, calls, concurrency, rounds)
     finally:
-        for channel in channels.values():
-            await close_edge_channel(channel)
-        for server in servers:
-            await server.stop(None)
-        for provider in providers:
-            provider.shutdown()
-        shutil.rmtree(traces_dir, ignore_errors=True)
+        await started.close()
         gc.unfreeze()
-    variants = {n: _summary(samples[n], elapsed[n], cpu[n]) for n in stubs}
-    raw = variants["raw"]
-    for row in variants.values():
-        row["throughput"] = row["throughput_rps"]
-        row["p50_ratio"] = row["p50_ms"] / raw["p50_ms"]
-        row["p99_ratio"] = row["p99_ms"] / raw["p99_ms"]
-        row["throughput_ratio"] = row["throughput_rps"] / raw["throughput_rps"]
-        row["cpu_ratio"] = row["loop_cpu_us_per_call"] / raw["loop_cpu_us_per_call"]
-    for name, exporter in exporters.items():
+    _with_ratios(variants)
+    for name, exporter in started.exporters.items():
         variants[name]["spans_exported"] = exporter.spans
-    full = variants["full"]
+    raw, full = variants["raw"], variants["full"]
     return {
         "calls": calls,
         "concurrency": concurrency,

@@ -22,7 +22,6 @@ import signal
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -47,10 +46,11 @@ def _bare_runtime(name: str, deps: dict[str, str]) -> Any:
     listens to the bus and nothing serves the metrics."""
     from prometheus_client import CollectorRegistry
 
+    from mesh.faults.injection import FaultTable
+    from mesh.policy.loading import load_policy
     from mesh.resilience.events import EventBus
-    from mesh.resilience.faults import FaultTable
-    from mesh.resilience.policy import load_policy
     from mesh.runtime.config import ServiceConfig
+    from mesh.runtime.edges import Edges
     from mesh.runtime.server import Runtime
     from mesh.telemetry.metrics import MeshMetrics
 
@@ -59,22 +59,21 @@ def _bare_runtime(name: str, deps: dict[str, str]) -> Any:
         "MESH_AUTH": "off",  # the floor has no interceptors: no API key, no rate limit
         **{f"{k.upper()}_ADDR": v for k, v in deps.items()},
     }
-    has_environ = "environ" in {f.name for f in fields(Runtime)}
-    extra: dict[str, Any] = {"environ": env} if has_environ else {}
 
-    class BareRuntime(Runtime):
-        def channel_to(self, callee: str) -> grpc.aio.Channel:
+    class BareEdges(Edges):
+        """Edges without interceptors: a plain round-robin channel each (never retried)."""
+
+        def _channel(self, dependency: str, interceptor: Any, policy: Any) -> grpc.aio.Channel:
             from mesh.resilience.channel import ROUND_ROBIN, balanced_target
 
-            addresses = self.config.dependencies[callee].split(",")
+            addresses = self.wiring.addresses[dependency].split(",")
             target = balanced_target(addresses) or addresses[0]
             options = [("grpc.service_config", json.dumps(ROUND_ROBIN))]
-            channel = grpc.aio.insecure_channel(target, options=options)
-            self.channels.append(channel)
-            return channel
+            return grpc.aio.insecure_channel(target, options=options)
 
-        def retries_on(self, callee: str) -> bool:
-            return False
+    class BareRuntime(Runtime):
+        def __post_init__(self) -> None:
+            self.edges = BareEdges(self.edge_wiring())
 
     return BareRuntime(
         ServiceConfig.from_env(name, env),
@@ -82,7 +81,7 @@ def _bare_runtime(name: str, deps: dict[str, str]) -> Any:
         EventBus(),
         FaultTable(),
         MeshMetrics(CollectorRegistry(), service=name),
-        **extra,
+        environ=env,
     )
 
 
@@ -97,8 +96,7 @@ async def serve_plain(name: str, listen: str, deps: dict[str, str]) -> None:
     server = grpc.aio.server()
     built.register(server)
     await serve_until_terminated(server, listen, name)
-    for channel in runtime.channels:
-        await channel.close()
+    await runtime.edges.close()
     if built.close is not None:
         await built.close()
 

@@ -9,7 +9,6 @@ import json
 import os
 import secrets
 import socket
-import statistics
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -21,6 +20,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from embedded_toxiproxy.api_token import TOKEN_ENV
 from embedded_toxiproxy.client import ToxiproxyClient, ToxiproxyError
+from loadgen.percentile import percentile
 from meshctl.launch.real_toxiproxy import RealToxiproxy, binary_path
 
 
@@ -104,11 +104,10 @@ async def _round(stub: Any, calls: int, concurrency: int) -> tuple[list[float], 
 
 
 def _summary(latencies_ms: list[float], elapsed_s: float) -> dict[str, float]:
-    ordered = sorted(latencies_ms)
     return {
-        "p50_ms": statistics.median(ordered),
-        "p99_ms": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))],
-        "throughput_rps": len(ordered) / elapsed_s,
+        "p50_ms": percentile(latencies_ms, 50),
+        "p99_ms": percentile(latencies_ms, 99),
+        "throughput_rps": len(latencies_ms) / elapsed_s,
     }
 
 

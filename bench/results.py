@@ -124,3 +124,50 @@ def rewrite(path: Path, title: str, block: str) -> None:
         head, tail = f"# {title}\n\n", "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"{head}{BEGIN}\n{block}{END}{tail}", encoding="utf-8")
+
+
+def ghz_block(result: dict[str, Any], machine: Machine, command: str) -> str:
+    """`mesh bench mesh --client ghz`'s figures: both clients on each setup, and their ratios."""
+    heads: tuple[str, ...] = ("setup", "client", "req/s", "p50 ms", "p99 ms")
+    heads += ("client CPU ms/call", "client busy", "req/s x floor")
+    rows = []
+    for name, row in result["ghz"].items():
+        for client in ("ours", "ghz"):
+            rows.append(
+                (
+                    name,
+                    client,
+                    f"{row[f'{client}_rps']:.0f}",
+                    f"{row[f'{client}_p50_ms']:.1f}",
+                    f"{row[f'{client}_p99_ms']:.1f}",
+                    f"{row[f'{client}_client_cpu_ms']:.2f}",
+                    f"{row[f'{client}_client_busy']:.2f}",
+                    f"{row.get(f'{client}_rps_x_floor', 1.0):.2f}",
+                )
+            )
+        rows.append(
+            (
+                name,
+                "**ghz / ours**",
+                *(f"**{row[f'{f}_ghz_over_ours']:.2f}**" for f in ("rps", "p50_ms", "p99_ms")),
+                "",
+                "",
+                "",
+            )
+        )
+    apart = [
+        f"- {name}: {', '.join(row['disagree'])} more than 10% apart; "
+        f"within the rounds' own spread (ours {row['ours_rps_spread']:.0%}, ghz "
+        f"{row['ghz_rps_spread']:.0%} of req/s): {', '.join(row['within_spread']) or 'none'}"
+        for name, row in result["ghz"].items()
+        if row["disagree"]
+    ]
+    return (
+        f"{machine.line()}; {result['requests']} GetHome calls x {result['rounds']} interleaved "
+        f"rounds, {result['concurrency']} in flight on one connection, each client after its "
+        "own warm-up. Client busy: its CPU seconds per second of the window (1.00: a core "
+        "saturated).\n\n"
+        + _table(heads, rows)
+        + ("\n" + "\n".join(apart) + "\n" if apart else "\nghz and ours agree within 10%.\n")
+        + f"\nReproduce: `{command}`\n"
+    )

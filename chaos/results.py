@@ -44,6 +44,10 @@ class PhaseResult:
     across its edge while it was on (chaos/run/measure.py AttemptsWhileOn)."""
     served_at: dict[str, float] = field(default_factory=dict)
     """Per process a kill fault restarted: when it served again (the timeline's seconds)."""
+    timeline_t0_s: float | None = None
+    """The monotonic clock's reading the timeline counts from (an outcome's started_s is on
+    the same clock), so a fault's times can be placed among the requests exactly: the load
+    starts some time after the schedule does (its first calls open their channels)."""
     notes: dict[str, str] = field(default_factory=dict)
     """Per metric a check could not measure: why (shown in the verdict instead of n/a)."""
 

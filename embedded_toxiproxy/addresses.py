@@ -95,6 +95,7 @@ async def require_loopback(listen: str) -> None:
     if not is_loopback(host):
         binds = f"binds {host}" if host else "means every interface"
         raise NON_LOOPBACK_LISTEN.joined(
-            f"{listen!r} {binds}; use 127.0.0.1:PORT or [::1]:PORT,"
-            " or start the server with --allow-non-loopback"
+            f"{listen!r} {binds}; use 127.0.0.1:PORT or [::1]:PORT (Chaos Toolkit's chaostoxi"
+            " create_proxy listens on 0.0.0.0 unless given listen_host: 127.0.0.1), or start"
+            " the server with --allow-non-loopback"
         )

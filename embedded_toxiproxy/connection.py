@@ -6,15 +6,25 @@ import asyncio
 import logging
 import socket
 import struct
-from typing import TYPE_CHECKING, cast
+from typing import Protocol, cast
 
 from embedded_toxiproxy.addresses import split_host_port
 from embedded_toxiproxy.errors import ApiError
 from embedded_toxiproxy.link import Link
+from embedded_toxiproxy.toxic_collection import ToxicCollection
 from embedded_toxiproxy.toxics import Direction
 
-if TYPE_CHECKING:
-    from embedded_toxiproxy.proxy import Proxy
+
+class Proxy(Protocol):
+    """What a connection needs of the proxy it came through (embedded_toxiproxy.proxy.Proxy)."""
+
+    name: str
+    upstream: str
+    toxics: ToxicCollection
+
+    def track(self, conn: Connection) -> None: ...
+    def untrack(self, conn: Connection) -> None: ...
+
 
 log = logging.getLogger(__name__)
 

@@ -6,13 +6,32 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from embedded_toxiproxy.toxic_collection import ToxicCollection
 from embedded_toxiproxy.toxics import Chunk, Direction, Toxic, ToxicState
 
-if TYPE_CHECKING:
-    from embedded_toxiproxy.connection import Connection, Side
-    from embedded_toxiproxy.toxic_collection import ToxicCollection
+
+class End(Protocol):
+    """What a link needs of a socket it reads from or writes to (connection.Side)."""
+
+    def write(self, data: bytes) -> None: ...
+    def write_eof(self) -> None: ...
+    async def writable(self) -> None: ...
+    def pause_reading_for(self, reason: str) -> None: ...
+    def resume_reading_for(self, reason: str) -> None: ...
+
+
+class Owner(Protocol):
+    """What a link needs of the connection it belongs to (connection.Connection)."""
+
+    closed: bool
+
+    def link_finished(self) -> None: ...
+    def close(self) -> None: ...
+    def abort(self) -> None: ...
+    def reset(self) -> None: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -26,10 +45,10 @@ class Link:
 
     def __init__(
         self,
-        conn: Connection,
+        conn: Owner,
         direction: Direction,
-        source: Side,
-        dest: Side,
+        source: End,
+        dest: End,
         toxics: ToxicCollection,
     ) -> None:
         self.conn = conn

@@ -12,7 +12,7 @@ import asyncio
 import itertools
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 import grpc
 
@@ -20,6 +20,7 @@ from loadgen.procstat import cpu_s
 from loadgen.protocol import Plan, Record, Request, encode_end, encode_records
 from mesh.customers import user_id
 from mesh.resilience.classify import RETRYABLE_CODES, pushback_s
+from mesh.resilience.fates import fate_in
 from mesh.v1 import gateway_pb2, payment_pb2
 
 METHODS = {"home": "/mesh.v1.Gateway/GetHome", "checkout": "/mesh.v1.Gateway/Checkout"}
@@ -52,100 +53,123 @@ def _reply_fields(rpc: str, reply: bytes) -> tuple[str, str, str]:
     return "", status, out.charge_id
 
 
-Call = Callable[[int], Awaitable[Record]]
+class _Load:
+    """One plan's load on one channel: every request serialised up front, records pending
+    until the next batch."""
+
+    def __init__(self, plan: Plan, channel: grpc.aio.Channel, stop: asyncio.Event) -> None:
+        self.plan = plan
+        self.stop = stop
+        self.payloads = [serialise(r) for r in plan.requests]
+        auth = (("authorization", f"Bearer {plan.api_key}"),) if plan.api_key else ()
+        self.metadata = [
+            (*auth, ("traceparent", f"00-{r.trace_id}-{r.span_id}-01")) if r.trace_id else auth
+            for r in plan.requests
+        ]
+        self.calls = {rpc: channel.unary_unary(m) for rpc, m in METHODS.items()}
+        self.pending: list[Record] = []
+        self.start = time.perf_counter()
+
+    def over(self, i: int) -> bool:
+        return (
+            i >= len(self.payloads)
+            or self.stop.is_set()
+            or time.perf_counter() - self.start > self.plan.max_duration_s
+        )
+
+    async def once(self, i: int) -> Record:
+        rpc = self.plan.requests[i].rpc
+        start = time.perf_counter()
+        call = self.calls[rpc](
+            self.payloads[i], timeout=self.plan.timeout_s, metadata=self.metadata[i]
+        )
+        try:
+            reply = await call
+        except grpc.aio.AioRpcError as err:
+            trailers = err.trailing_metadata()
+            back = pushback_s(trailers)
+            ms = None if back is None else (-1 if back < 0 else round(back * 1000))
+            detail = (err.details() or "")[:160]
+            latency = time.perf_counter() - start
+            return (i, start, latency, err.code().name, "", "", "", ms, detail, fate_in(trailers))
+        latency = time.perf_counter() - start
+        fate = fate_in(await call.trailing_metadata())
+        return (i, start, latency, "OK", *_reply_fields(rpc, reply), None, "", fate)
+
+    async def one(self, i: int) -> None:
+        first = record = await self.once(i)
+        for _ in range(self.plan.client_retries):
+            if record[3] not in RETRYABLE or (record[7] or 0) < 0:
+                break
+            await asyncio.sleep((record[7] or 200) / 1000)
+            record = await self.once(i)
+        if record is not first:  # the user's view: from the first try to the last answer
+            total = record[1] + record[2] - first[1]
+            record = (i, first[1], total, *record[3:])
+        self.pending.append(record)
+
+    async def flush(self, emit: Callable[[str], None]) -> None:
+        while True:
+            await asyncio.sleep(self.plan.batch_s)
+            if self.pending:
+                emit(encode_records(self.pending[:]))
+                self.pending.clear()
+
+    async def closed_loop(self) -> None:
+        """`concurrency` workers, each sending its next call when the last answered."""
+        counter = itertools.count()
+
+        async def worker() -> None:
+            while not self.over(i := next(counter)):
+                await self.one(i)
+                if self.plan.think_s:
+                    await asyncio.sleep(self.plan.think_s)
+
+        await asyncio.gather(*(worker() for _ in range(max(1, self.plan.concurrency))))
+
+    async def open_loop(self, rate_per_s: float) -> None:
+        """Calls started on schedule whatever the answers, at most `concurrency` in flight;
+        one that finds no free slot is recorded CLIENT_DROPPED."""
+        slots = asyncio.Semaphore(self.plan.concurrency)
+        tasks: set[asyncio.Task[None]] = set()
+
+        async def gated(i: int) -> None:
+            async with slots:
+                await self.one(i)
+
+        for i in range(len(self.payloads)):
+            if self.over(i):
+                break
+            delay = self.start + i / rate_per_s - time.perf_counter()
+            if delay > 0:  # wake once per TICK_S and start every call that is due
+                await asyncio.sleep(max(delay, TICK_S))
+            if slots.locked():
+                now = time.perf_counter()
+                self.pending.append((i, now, 0.0, "CLIENT_DROPPED", "", "", "", None, "", ""))
+                continue
+            task = asyncio.create_task(gated(i))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        if tasks:
+            await asyncio.gather(*tasks)
 
 
 async def generate(plan: Plan, emit: Callable[[str], None], stop: asyncio.Event) -> None:
     """Send the plan's requests and emit batches of records, then the end line."""
-    payloads = [serialise(r) for r in plan.requests]
-    auth = (("authorization", f"Bearer {plan.api_key}"),) if plan.api_key else ()
-    metadata = [
-        (*auth, ("traceparent", f"00-{r.trace_id}-{r.span_id}-01")) if r.trace_id else auth
-        for r in plan.requests
-    ]
-    pending: list[Record] = []
     async with grpc.aio.insecure_channel(plan.target) as channel:
-        calls = {rpc: channel.unary_unary(m) for rpc, m in METHODS.items()}
-
-        async def once(i: int) -> Record:
-            rpc = plan.requests[i].rpc
-            start = time.perf_counter()
-            try:
-                reply = await calls[rpc](payloads[i], timeout=plan.timeout_s, metadata=metadata[i])
-            except grpc.aio.AioRpcError as err:
-                back = pushback_s(err.trailing_metadata())
-                ms = None if back is None else (-1 if back < 0 else round(back * 1000))
-                detail = (err.details() or "")[:160]
-                latency = time.perf_counter() - start
-                return (i, start, latency, err.code().name, "", "", "", ms, detail)
-            latency = time.perf_counter() - start
-            return (i, start, latency, "OK", *_reply_fields(rpc, reply), None, "")
-
-        async def one(i: int) -> None:
-            first = record = await once(i)
-            for _ in range(plan.client_retries):
-                if record[3] not in RETRYABLE or (record[7] or 0) < 0:
-                    break
-                await asyncio.sleep((record[7] or 200) / 1000)
-                record = await once(i)
-            if record is not first:  # the user's view: from the first try to the last answer
-                total = record[1] + record[2] - first[1]
-                record = (i, first[1], total, *record[3:])
-            pending.append(record)
-
-        async def flush() -> None:
-            while True:
-                await asyncio.sleep(plan.batch_s)
-                if pending:
-                    emit(encode_records(pending[:]))
-                    pending.clear()
-
-        flusher = asyncio.create_task(flush())
+        load = _Load(plan, channel, stop)
+        flusher = asyncio.create_task(load.flush(emit))
         cpu_before = cpu_s()
-        start = time.perf_counter()
-        n = len(payloads)
-
-        def over(i: int) -> bool:
-            return i >= n or stop.is_set() or time.perf_counter() - start > plan.max_duration_s
-
+        load.start = time.perf_counter()
         if plan.rate_per_s is None:
-            counter = itertools.count()
-
-            async def worker() -> None:
-                while not over(i := next(counter)):
-                    await one(i)
-                    if plan.think_s:
-                        await asyncio.sleep(plan.think_s)
-
-            await asyncio.gather(*(worker() for _ in range(max(1, plan.concurrency))))
+            await load.closed_loop()
         else:
-            slots = asyncio.Semaphore(plan.concurrency)
-            tasks: set[asyncio.Task[None]] = set()
-
-            async def gated(i: int) -> None:
-                async with slots:
-                    await one(i)
-
-            for i in range(n):
-                if over(i):
-                    break
-                delay = start + i / plan.rate_per_s - time.perf_counter()
-                if delay > 0:  # wake once per TICK_S and start every call that is due
-                    await asyncio.sleep(max(delay, TICK_S))
-                if slots.locked():
-                    now = time.perf_counter()
-                    pending.append((i, now, 0.0, "CLIENT_DROPPED", "", "", "", None, ""))
-                    continue
-                task = asyncio.create_task(gated(i))
-                tasks.add(task)
-                task.add_done_callback(tasks.discard)
-            if tasks:
-                await asyncio.gather(*tasks)
-        elapsed = time.perf_counter() - start
+            await load.open_loop(plan.rate_per_s)
+        elapsed = time.perf_counter() - load.start
         cpu_after = cpu_s()
         flusher.cancel()
-    if pending:
-        emit(encode_records(pending))
+    if load.pending:
+        emit(encode_records(load.pending))
     used = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
     emit(encode_end(elapsed, used))
 

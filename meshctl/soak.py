@@ -1,6 +1,7 @@
 """A bounded soak: steady load, random faults from the catalogue, RSS and FDs over time.
 
-The load is open-loop at a modest fixed rate (home and checkout). Every `fault_on_s +
+The load is open-loop at a modest fixed rate (home and checkout), from the load generator
+process (loadgen/steady.py: outcomes counted as they stream, none kept). Every `fault_on_s +
 fault_off_s` one fault drawn from the catalogue's vocabulary (its latency and timeout toxics,
 moved to a random edge, and its application faults) is on for `fault_on_s`. Every service's
 resident memory (VmRSS) and open file descriptors are sampled every `sample_every_s`.
@@ -27,7 +28,8 @@ from chaos.experiment.loading import catalogue
 from chaos.experiment.model import AppFault, Fault, ToxicFault
 from chaos.run.faults import Injector, describe
 from embedded_toxiproxy.client import ToxiproxyClient
-from loadgen.in_process import Outcome, run_load
+from loadgen.outcomes import Outcome
+from loadgen.steady import SteadyLoad, run_steady
 from mesh.topology import EDGES, SERVICES
 from meshctl.launch.mesh import Mesh
 from meshctl.launch.state import MeshState
@@ -195,8 +197,6 @@ async def run_soak(mesh: Mesh, config: SoakConfig, tick: Tick | None = None) -> 
     state = mesh.state
     assert state is not None, "start the mesh first"
     result = SoakResult(config)
-    rng = random.Random(config.seed)
-    vocabulary = fault_vocabulary()
     injector = _injector(state)
     stop = asyncio.Event()
     current = [""]
@@ -208,52 +208,18 @@ async def run_soak(mesh: Mesh, config: SoakConfig, tick: Tick | None = None) -> 
         if outcome.code == "OK" and outcome.status in ("SUCCEEDED", "DECLINED"):
             acked.append(outcome.key)
 
-    async def chaos() -> None:
-        usable = [f for f in vocabulary if state.toxiproxy or isinstance(f, AppFault)]
-        index = 0
-        while not stop.is_set():
-            if await _sleep_or_stop(stop, config.fault_off_s):
-                return
-            fault = draw_fault(usable, rng)
-            index += 1
-            current[0] = describe(fault)
-            try:
-                await injector.set(index, fault, True)
-                await _sleep_or_stop(stop, config.fault_on_s)
-            finally:
-                current[0] = ""
-                await injector.set(index, fault, False)
-
-    async def sampler() -> None:
-        while True:
-            now = time.monotonic() - t0
-            for name, pid in state.pids.items():
-                if name != "toxiproxy" and (reading := read_proc(pid)) is not None:
-                    result.samples.append(Sample(round(now, 2), name, *reading))
-            if tick is not None:
-                tick(now, result.codes, current[0])
-            if await _sleep_or_stop(stop, config.sample_every_s):
-                return
-
     async def timer() -> None:
         await asyncio.sleep(config.duration_s)
         stop.set()
 
     injector._t0 = t0
-    tasks = [asyncio.create_task(c()) for c in (chaos, sampler, timer)]
+    tasks = [
+        asyncio.create_task(_chaos(state, config, injector, stop, current)),
+        asyncio.create_task(_sampler(state, config, result, stop, current, t0, tick)),
+        asyncio.create_task(timer()),
+    ]
     try:
-        await run_load(
-            state.gateway,
-            requests=10**9,
-            concurrency=config.concurrency,
-            rpc_mix=("home", "checkout"),
-            timeout_s=config.deadline_s,
-            max_duration_s=config.duration_s,
-            rate_per_s=config.rate_per_s,
-            api_key=state.api_key,
-            on_outcome=on_outcome,
-            stop=stop,
-        )
+        await run_steady(_steady_load(state, config), on_outcome, stop)
     finally:
         stop.set()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -263,6 +229,65 @@ async def run_soak(mesh: Mesh, config: SoakConfig, tick: Tick | None = None) -> 
     _count_lost(result, acked, mesh.state_dir / "payment" / "ledger.sqlite3")
     result.growth = growth_of(result.samples, config, result.elapsed_s)
     return result
+
+
+def _steady_load(state: MeshState, config: SoakConfig) -> SteadyLoad:
+    """Home and checkout, open loop at the soak's rate, through the load generator process."""
+    return SteadyLoad(
+        state.gateway,
+        config.rate_per_s,
+        ("home", "checkout"),
+        concurrency=config.concurrency,
+        timeout_s=config.deadline_s,
+        duration_s=config.duration_s,
+        api_key=state.api_key,
+    )
+
+
+async def _chaos(
+    state: MeshState,
+    config: SoakConfig,
+    injector: Injector,
+    stop: asyncio.Event,
+    current: list[str],
+) -> None:
+    """One fault drawn at random every `fault_off_s`, on for `fault_on_s`, until `stop`."""
+    rng = random.Random(config.seed)
+    usable = [f for f in fault_vocabulary() if state.toxiproxy or isinstance(f, AppFault)]
+    index = 0
+    while not stop.is_set():
+        if await _sleep_or_stop(stop, config.fault_off_s):
+            return
+        fault = draw_fault(usable, rng)
+        index += 1
+        current[0] = describe(fault)
+        try:
+            await injector.set(index, fault, True)
+            await _sleep_or_stop(stop, config.fault_on_s)
+        finally:
+            current[0] = ""
+            await injector.set(index, fault, False)
+
+
+async def _sampler(
+    state: MeshState,
+    config: SoakConfig,
+    result: SoakResult,
+    stop: asyncio.Event,
+    current: list[str],
+    t0: float,
+    tick: Tick | None,
+) -> None:
+    """Every service's RSS and descriptors every `sample_every_s`, until `stop`."""
+    while True:
+        now = time.monotonic() - t0
+        for name, pid in state.pids.items():
+            if name != "toxiproxy" and (reading := read_proc(pid)) is not None:
+                result.samples.append(Sample(round(now, 2), name, *reading))
+        if tick is not None:
+            tick(now, result.codes, current[0])
+        if await _sleep_or_stop(stop, config.sample_every_s):
+            return
 
 
 def _injector(state: MeshState) -> Injector:

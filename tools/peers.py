@@ -1,20 +1,20 @@
-"""Build the peers (real Toxiproxy, Jaeger v2, Mailpit, our load generator, the Java driver of
-Netflix's concurrency-limits) once into .peers/bin/.
+"""Build the peers (real Toxiproxy, Jaeger v2, Mailpit, our load generator and xDS control plane,
+the Java driver of Netflix's concurrency-limits, ghz) once into .peers/bin/.
 
     python -m tools.peers [--only NAME ...] [--bin DIR]
 
-Each binary gets a stamp file beside it, `NAME.version`, whose first line is the version built;
-a binary whose stamp names the wanted version is skipped, so a second run costs nothing. When the
-Go module proxy refuses the pinned version, the nearest version it serves (`go list -m -versions`)
-is built instead, and the stamp's second line records what was refused. Jaeger's module carries
-replace directives that `go install module@version` refuses, so it is built the way the module is
-meant to be consumed: `go get -tool` in a throwaway Go module under .peers/src/jaeger. A peer whose
-source is in this repo (loadgen/go: mesh-loadgen) is built with `go build` there, and its stamp
-is the hash of its sources, so an edit rebuilds it and nothing else does. A Maven project of this
-repo (tools/limits-differential) is built the same way, stamped by the hash of its pom.xml and
-.java files, with `mvn package` (offline first, online when the local repository lacks
-something) out of the source tree, into NAME.jar with its dependencies in NAME-lib/; without
-`mvn` or `java` it is skipped with a message (its tests skip too) and the exit status is unchanged.
+Each binary gets a stamp file beside it, `NAME.version`, whose first line is the version built; a
+binary whose stamp names the wanted version is skipped, so a second run costs nothing. When the Go
+module proxy refuses the pinned version, the nearest version it serves (`go list -m -versions`) is
+built instead, and the stamp's second line records what was refused. Jaeger's module carries replace
+directives that `go install module@version` refuses, so it is built the way the module is meant to
+be consumed: `go get -tool` in a throwaway Go module under .peers/src/jaeger. A peer whose source is
+in this repo (loadgen/go: mesh-loadgen; tools/xds-control: mesh-xds) is built with `go build` there,
+and its stamp is the hash of its sources, so an edit rebuilds it and nothing else does. A Maven
+project of this repo (tools/limits-differential) is built the same way, stamped by the hash of its
+pom.xml and .java files, with `mvn package` (offline first, online when the local repository lacks
+something) out of the source tree, into NAME.jar with its dependencies in NAME-lib/; without `mvn`
+or `java` it is skipped with a message (its tests skip too) and the exit status is unchanged.
 Exit status 0 when every peer is there, 1 when one failed to build, 2 when `go` is missing.
 """
 
@@ -28,6 +28,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -76,6 +77,8 @@ PEERS = (
     Peer("mailpit", "github.com/axllent/mailpit", "", "v1.33.1", version_var=_MAILPIT_VERSION),
     Peer("jaeger", "github.com/jaegertracing/jaeger", "cmd/jaeger", "v1.76.0", tool_module=True),
     Peer("mesh-loadgen", "mesh/tools/loadgen", "loadgen/go", "", in_repo=True),  # issue 16
+    # issue 30: the xDS control plane (go-control-plane v0.14.0) for `mesh up --xds`.
+    Peer("mesh-xds", "mesh/tools/xds", "tools/xds-control", "", in_repo=True),
     # issue 27: the reference side of the adaptive limits' differential test.
     Peer(
         "limits-differential.jar",
@@ -85,6 +88,9 @@ PEERS = (
         in_repo=True,
         builder="maven",
     ),
+    # issue 29: the field's gRPC load tool, an independent measure beside `mesh bench` (its
+    # `@latest` resolves to v0.93.0 of 2021: the pin matters). Its -version prints main.version.
+    Peer("ghz", "github.com/bojand/ghz", "cmd/ghz", "v0.120.0", version_var="main.version"),
 )
 # What each builder needs on PATH, and which files of an in-repo peer are its sources.
 TOOLCHAINS = {"go": ("go",), "maven": ("mvn", "java")}
@@ -215,6 +221,32 @@ def nearest_served(peer: Peer, env: dict[str, str]) -> str | None:
     return min(distance, key=lambda pair: (pair[0], key(pair[1]) > pinned))[1]
 
 
+HEARTBEAT_S = 15.0
+"""While a build runs, a line this often: a Go build took 212 s on a busy machine, and
+`make demo` showed nothing after "building mesh-loadgen ..." all that time."""
+
+
+def _still_building(name: str, done: threading.Event, interval_s: float) -> None:
+    started = time.monotonic()
+    while not done.wait(interval_s):
+        elapsed = time.monotonic() - started
+        print(f"peers: still building {name} ({elapsed:.0f} s so far) ...", flush=True)
+
+
+def _build_saying(peer: Peer, version: str, bin_dir: Path, env: dict[str, str]) -> tuple[bool, str]:
+    """_build, with a line every HEARTBEAT_S seconds until it ends."""
+    done = threading.Event()
+    beat = threading.Thread(
+        target=_still_building, args=(peer.name, done, HEARTBEAT_S), daemon=True
+    )
+    beat.start()
+    try:
+        return _build(peer, version, bin_dir, env)
+    finally:
+        done.set()
+        beat.join()
+
+
 def ensure(peer: Peer, bin_dir: Path, env: dict[str, str]) -> bool:
     """Build one peer unless current; print what happened and how long it took."""
     if is_current(bin_dir, peer):
@@ -223,14 +255,14 @@ def ensure(peer: Peer, bin_dir: Path, env: dict[str, str]) -> bool:
     version = wanted_version(peer)
     print(f"peers: building {peer.name} {version} ...", flush=True)
     started = time.monotonic()
-    ok, stderr = _build(peer, version, bin_dir, env)
+    ok, stderr = _build_saying(peer, version, bin_dir, env)
     note = ""
     if not ok and not peer.in_repo and _REFUSED.search(stderr):
         stand_in = nearest_served(peer, env)
         refused = f"{peer.module}@{peer.version}"
         print(f"peers: the Go module proxy refused {refused}; trying {stand_in}", flush=True)
         if stand_in is not None:
-            ok, stderr = _build(peer, stand_in, bin_dir, env)
+            ok, stderr = _build_saying(peer, stand_in, bin_dir, env)
             note = f"refused {peer.version}, used {stand_in}"
     elapsed = time.monotonic() - started
     if not ok:

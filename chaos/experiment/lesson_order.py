@@ -17,6 +17,9 @@ LESSON_ORDER = (
     "bulkhead-reject",  # a bulkhead's figure depends on the load's shape
     "bulkhead-isolation",  # a slow dependency must not take another with it
     "load-shedding",  # refuse early rather than fail late
+    "overload-sweep",  # a declared capacity: adaptive limits, the client throttle, the curve
+    "metastable-retry-storm",  # a short slowdown, and retries keep the mesh down after it
+    "criticality",  # under overload the sheddable calls go first, the critical ones hold
     "replica-loss",  # a dead replica: retries go to the other, ejection takes it out and back
     "slow-replica",  # a slow replica: ejection on deadline failures moves its traffic
     "receipt-backoff",  # jobs: backoff for transient errors

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import ValidationError
-
 import chaos.scenarios  # noqa: F401 - registers the built-in checks and scenarios
 from chaos.experiment import metric_names
+from chaos.experiment.lenient import validated
 from chaos.experiment.lesson_order import lesson_rank
 from chaos.experiment.model import (
     EXPERIMENTS_DIR,
@@ -23,23 +22,27 @@ from chaos.experiment.model import (
     ExperimentError,
     Fault,
     ToxicFault,
-    did_you_mean,
-    shown,
 )
+from chaos.experiment.naming import did_you_mean, shown
 from chaos.experiment.variant_policy import variant_policy
 from chaos.registry import CHECKS, SCENARIOS
 from mesh import safe_yaml
-from mesh.resilience.policy import PolicyError
+from mesh.policy.loading import PolicyError
 
 
-def unknown_names(exp: Experiment) -> str | None:
-    """The first check or scenario the experiment names that nothing registered, else None."""
+def unknown_names(exp: Experiment) -> list[str]:
+    """Every check or scenario the experiment names that nothing registered."""
+    found = []
     if exp.scenario is not None and exp.scenario not in SCENARIOS:
-        return f"scenario: unknown {shown(exp.scenario)}; known: {', '.join(sorted(SCENARIOS))}"
+        found.append(
+            f"scenario: unknown {shown(exp.scenario)}; known: {', '.join(sorted(SCENARIOS))}"
+        )
     for check in exp.checks:
         if check not in CHECKS:
-            return f"checks: unknown check {shown(check)}; known: {', '.join(sorted(CHECKS))}"
-    return None
+            found.append(
+                f"checks: unknown check {shown(check)}; known: {', '.join(sorted(CHECKS))}"
+            )
+    return found
 
 
 PER_MESSAGE_EDGES = frozenset({"notification_to_smtp"})
@@ -88,8 +91,9 @@ def resolve(name_or_path: str) -> Path:
     return candidate
 
 
-def load_experiment(name_or_path: str) -> tuple[Path, Experiment]:
-    """Parse (bounded), validate, and check everything that can be checked without a mesh."""
+def load_experiment(name_or_path: str, short_sweep: bool = False) -> tuple[Path, Experiment]:
+    """Parse (bounded), validate, and check everything that can be checked without a mesh;
+    `short_sweep`: a sweep's shorter demo variant (chaos/experiment/sweep.py)."""
     path = resolve(name_or_path)
     try:
         raw = safe_yaml.load_file(str(path))
@@ -100,19 +104,13 @@ def load_experiment(name_or_path: str) -> tuple[Path, Experiment]:
     why = safe_yaml.not_a(raw, "an experiment", "title or faults")
     if why is not None:
         raise ExperimentError(f"{path}: {why}")
-    try:
-        exp = Experiment.model_validate(raw)
-    except ValidationError as err:
-        reasons = "; ".join(
-            f"{'.'.join(shown(str(p))[1:-1] for p in e['loc']) or '<top>'}: {e['msg']}"
-            for e in err.errors()
-        )
-        raise ExperimentError(f"{path}: {reasons}") from None
-    unknown = unknown_names(exp)
-    if unknown:
-        raise ExperimentError(f"{path}: <top>: Value error, {unknown}")
-    found = problems(path, exp)
-    if found:
+    exp, found = validated(raw, {"short_sweep": short_sweep})
+    if exp is not None:
+        unknown = unknown_names(exp)
+        found += [f"<top>: Value error, {name}" for name in unknown]
+        if not unknown:  # the metrics a check or scenario measures are known once it is
+            found += problems(path, exp)
+    if found or exp is None:
         raise ExperimentError(f"{path}: {'; '.join(found)}")
     return path, exp
 

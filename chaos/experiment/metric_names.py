@@ -26,10 +26,14 @@ from collections.abc import Iterable
 import grpc
 
 from chaos.experiment.model import Experiment, Variant, methods
+from chaos.experiment.sweep import SWEEP_METRICS
 from chaos.registry import CHECKS, SCENARIOS
 from mesh import topology
+from mesh.resilience.fates import KINDS
 
 RPCS = ("home", "checkout")
+FATE_METRICS = tuple(f"fate.{kind}" for kind in KINDS)
+"""Requests by fate kind (mesh.resilience.fates), in every gateway-load phase."""
 LOAD = (
     "requests",
     "ok",
@@ -51,6 +55,7 @@ LOAD = (
     "served_popular",
     "served_cached_popular",
     "served_omitted",
+    *FATE_METRICS,
 )
 COUNTERS = (
     "dependency_calls",
@@ -122,6 +127,8 @@ def available(exp: Experiment, variant: Variant, phase: str) -> set[str]:
         names |= set(CAPACITY)
     for check in exp.checks:
         names |= CHECKS[check].metrics
+    if exp.sweep is not None:
+        names |= set(SWEEP_METRICS) | {f"cpu_ms_per_req.{s.name}" for s in topology.INSTANCES}
     return names
 
 
@@ -133,7 +140,7 @@ def _everything() -> set[str]:
     names |= {f"calls.{m}" for s in topology.SERVICES for m in methods(s.name)}
     for check in CHECKS.values():
         names |= check.metrics
-    return names
+    return names | set(SWEEP_METRICS)
 
 
 def why_not(metric: str, exp: Experiment, variant: Variant, phase: str) -> str | None:

@@ -12,14 +12,13 @@ the experiment is loaded (chaos/experiment/loading.py).
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import grpc
 import grpc_health.v1.health_pb2  # noqa: F401 - registers grpc.health.v1.Health's descriptor
 from google.protobuf import descriptor_pool
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 import mesh.v1.gateway_pb2
 import mesh.v1.payment_pb2
@@ -28,12 +27,17 @@ import mesh.v1.recommendation_pb2  # noqa: F401 - registers the services' descri
 from chaos.experiment.bounds import (
     GO_INT64_MAX,
     check_bounds,
-    fault_times,
     seconds,
-    toxic_attribute,
     within_load,
 )
-from embedded_toxiproxy.toxics import TOXIC_TYPES as TOXIC_CLASSES
+from chaos.experiment.fault_kinds import UNCHECKED_FAULTS as UNCHECKED_FAULTS
+from chaos.experiment.fault_kinds import FrozenModel as _Model
+from chaos.experiment.fault_kinds import SlowdownFault as SlowdownFault
+from chaos.experiment.fault_kinds import TimedFault as _Timed
+from chaos.experiment.fault_kinds import unchecked
+from chaos.experiment.naming import did_you_mean, shown
+from chaos.experiment.sweep import Sweep, expand
+from chaos.experiment.toxic_rules import attribute_problems, check_edge, check_toxic_type
 from mesh import topology
 
 EXPERIMENTS_DIR = Path(__file__).parent.parent / "experiments"
@@ -42,10 +46,6 @@ STATUS_CODES = tuple(c.name for c in grpc.StatusCode if c is not grpc.StatusCode
 
 class ExperimentError(ValueError):
     """An experiment file is missing or invalid; the message names the file, key and reason."""
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class LoadSpec(_Model):
@@ -97,41 +97,11 @@ class SteadyState(_Model):
     probes: list[Probe] = Field(default_factory=lambda: [Probe(metric="error_rate", max=0.0)])
 
 
-class _Timed(_Model):
-    start_s: float = Field(default=0.0, description="after the load starts")
-    stop_s: float | None = Field(default=None, description="null: when the load ends")
-
-    @model_validator(mode="after")
-    def _times(self) -> _Timed:
-        fault_times(self.start_s, self.stop_s)
-        return self
-
-
 def methods(service: str) -> tuple[str, ...]:
     """The gRPC methods a mesh service serves (from the generated descriptors)."""
     spec = topology.service(service)
     found = descriptor_pool.Default().FindServiceByName(spec.grpc_service)
     return tuple(m.name for m in found.methods)
-
-
-def shown(value: str, limit: int = 40) -> str:
-    """A value from the file, quoted and cut short."""
-    return repr(value if len(value) <= limit else value[:limit] + "...")
-
-
-def did_you_mean(value: str, known: list[str] | tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(value, known, n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
-
-
-def _edge_name(value: str) -> str:
-    """An edge (a fault on it hits every replica's proxy) or one replica's proxy."""
-    names = [e.name for e in topology.EDGES] + [p.name for p in topology.PROXIES]
-    if value not in names:
-        raise ValueError(
-            f"unknown edge {shown(value)}{did_you_mean(value, names)} (known: {', '.join(names)})"
-        )
-    return value
 
 
 def _check_method(service: str, method: str) -> None:
@@ -164,17 +134,21 @@ class ToxicFault(_Timed):
     toxicity: float = Field(default=1.0, ge=0, le=1)
     attributes: dict[str, int] = {}
 
+    @field_validator("toxic", mode="before")
+    @classmethod
+    def _toxic_type(cls, value: object, info: ValidationInfo) -> object:
+        if isinstance(value, str) and not unchecked(info):
+            check_toxic_type(value)
+        return value
+
     @model_validator(mode="after")
-    def _check(self) -> ToxicFault:
-        _edge_name(self.edge)
-        known = TOXIC_CLASSES[self.toxic].attribute_names
-        for key, value in self.attributes.items():
-            if key not in known:
-                raise ValueError(
-                    f"attributes.{shown(key)[1:-1]}: a {self.toxic} toxic has "
-                    f"{', '.join(known)}{did_you_mean(key, known)}"
-                )
-            toxic_attribute(self.toxic, key, value)
+    def _check(self, info: ValidationInfo) -> ToxicFault:
+        if unchecked(info):
+            return self
+        check_edge(self.edge)
+        found = attribute_problems(self.toxic, self.attributes)
+        if found:
+            raise ValueError("; ".join(found))
         return self
 
 
@@ -187,8 +161,10 @@ class ProxyDownFault(_Timed):
     up_s: float | None = Field(default=None, gt=0, description="flap: time up per cycle")
 
     @model_validator(mode="after")
-    def _check(self) -> ProxyDownFault:
-        _edge_name(self.edge)
+    def _check(self, info: ValidationInfo) -> ProxyDownFault:
+        if unchecked(info):
+            return self
+        check_edge(self.edge)
         for name, value in (("down_s", self.down_s), ("up_s", self.up_s)):
             if value is not None:
                 seconds(value, name)
@@ -215,7 +191,9 @@ class AppFault(_Timed):
     )
 
     @model_validator(mode="after")
-    def _check(self) -> AppFault:
+    def _check(self, info: ValidationInfo) -> AppFault:
+        if unchecked(info):
+            return self
         if self.code not in STATUS_CODES:
             raise ValueError(
                 f"code {shown(self.code)} is not a gRPC status code name"
@@ -245,7 +223,9 @@ class KillFault(_Timed):
     service: str
 
     @model_validator(mode="after")
-    def _check(self) -> KillFault:
+    def _check(self, info: ValidationInfo) -> KillFault:
+        if unchecked(info):
+            return self
         names = [s.name for s in topology.INSTANCES]
         if self.service not in names:
             raise ValueError(
@@ -255,7 +235,9 @@ class KillFault(_Timed):
         return self
 
 
-Fault = Annotated[ToxicFault | ProxyDownFault | AppFault | KillFault, Field(discriminator="type")]
+Fault = Annotated[
+    ToxicFault | ProxyDownFault | AppFault | KillFault | SlowdownFault, Field(discriminator="type")
+]
 
 
 class Variant(_Model):
@@ -267,6 +249,11 @@ class Variant(_Model):
     load: dict[str, Any] = Field(default={}, description="fields of `load` to change")
     faults: list[Fault] | None = Field(default=None, description="replaces the faults")
     params: dict[str, Any] = Field(default={}, description="scenario parameters to change")
+    xds: bool = Field(
+        default=False,
+        description="the gateway and recommendation dial xds:/// targets (mesh-xds, mesh up "
+        "--xds) for this variant: the embedded mesh's services restart into it and out of it",
+    )
     description: str = ""
 
 
@@ -357,37 +344,56 @@ class Experiment(_Model):
     columns: list[str] = Field(
         default=[], description="metrics shown in the table (default: the gateway-load columns)"
     )
+    sweep: Sweep | None = Field(default=None, description="variants x load points (sweep.py)")
+    demo_variants: list[str] = Field(default=[], description="the demo runs these (all if empty)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _expand(cls, data: Any, info: ValidationInfo) -> Any:
+        return expand(data, short=bool(info.context and info.context.get("short_sweep")))
 
     @model_validator(mode="after")
     def _names(self) -> Experiment:
+        found = self._name_problems()
+        if found:
+            raise ValueError("; ".join(found))
+        return self
+
+    def _name_problems(self) -> list[str]:
+        """Every variant, dependency and fault time that does not fit the rest of the file."""
+        found = []
         names = [v.name for v in self.variants]
         if len(set(names)) != len(names):
-            raise ValueError(f"variants: duplicate names in {names}")
-        for exp in self.expectations:
-            if exp.variant not in names:
-                raise ValueError(
-                    f"expectations: unknown variant {shown(exp.variant)}"
-                    f"{did_you_mean(exp.variant, names)} (have {', '.join(names)})"
+            found.append(f"variants: duplicate names in {names}")
+        wanted = [("expectations", e.variant) for e in self.expectations]
+        for key, name in wanted + [("demo_variants", d) for d in self.demo_variants]:
+            if name not in names:
+                found.append(
+                    f"{key}: unknown variant {shown(name)}"
+                    f"{did_you_mean(name, names)} (have {', '.join(names)})"
                 )
         services = [s.name for s in topology.SERVICES]
         if self.dependency not in services:
-            raise ValueError(
+            found.append(
                 f"dependency: unknown service {shown(self.dependency)}; known: "
                 f"{', '.join(services)}"
             )
-        try:
-            _check_method(self.dependency, self.dependency_method)
-        except ValueError as err:
-            raise ValueError(f"dependency_{err}") from None
+        else:
+            try:
+                _check_method(self.dependency, self.dependency_method)
+            except ValueError as err:
+                found.append(f"dependency_{err}")
         for v in self.variants:
             try:
                 spec = self.load_for(v)
+                if self.scenario is None:  # a scenario sets its own pace
+                    starts = [f.start_s for f in self.faults_for(v)]
+                    within_load(starts, spec.max_duration_s * spec.repeat, v.name)
             except ValidationError as err:
-                raise ValueError(f"variants.{v.name}.load: {err.errors()[0]['msg']}") from None
-            if self.scenario is None:  # a scenario sets its own pace
-                starts = [f.start_s for f in self.faults_for(v)]
-                within_load(starts, spec.max_duration_s * spec.repeat, v.name)
-        return self
+                found.append(f"variants.{v.name}.load: {err.errors()[0]['msg']}")
+            except ValueError as err:
+                found.append(str(err))
+        return found
 
     def faults_for(self, variant: Variant) -> list[Fault]:
         return list(self.faults if variant.faults is None else variant.faults)

@@ -1,6 +1,8 @@
 """`reports/index.html`: one static page (no script, no CDN) that links every experiment's
 report, tables, plots and trace ids, so the whole demo can be browsed from one place.
 
+Experiments come in the catalogue's lesson order (chaos/experiment/lesson_order.py), under a
+summary of which held and what each miss missed (chaos/report/index_summary.py).
 It is rebuilt from what is on disk (`<reports>/<experiment>/result.json`, `report.md`, `*.png`)
 after each experiment, so an interrupted run still has an index of what finished.
 """
@@ -14,10 +16,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from chaos.experiment.lesson_order import lesson_rank
+from chaos.report.index_summary import missed_of, summary
+
 INDEX = "index.html"
 _STYLE = """
 body { font-family: sans-serif; max-width: 72rem; margin: 2rem auto; padding: 0 1rem; }
-nav a { margin-right: .8rem; } section { border-top: 1px solid #ccc; padding-top: .5rem; }
+table.summary td, table.summary th { padding: .1rem .6rem; text-align: left; vertical-align: top; }
+section { border-top: 1px solid #ccc; padding-top: .5rem; }
 .held { color: #1a7f37; } .failed { color: #cf222e; }
 pre { font-size: .75rem; background: #f6f8fa; padding: .5rem; overflow-x: auto; }
 img { max-width: 100%; border: 1px solid #ddd; margin: .3rem 0; } code { font-size: .8rem; }
@@ -44,17 +50,18 @@ def _href(*parts: str) -> str:
 
 def write_index(reports: Path, state_dir: Path | None = None) -> Path:
     """Write `<reports>/index.html` from every experiment folder found there; its path."""
-    entries = [_entry(d) for d in sorted(reports.iterdir()) if (d / "result.json").is_file()]
+    folders = sorted(reports.iterdir(), key=lambda d: lesson_rank(d.name))
+    entries = [_entry(d) for d in folders if (d / "result.json").is_file()]
     found = [e for e in entries if e is not None]
     where = f" --state-dir {escape(str(state_dir))}" if state_dir else ""
     held = sum(1 for e in found if e["held"])
     parts = [
         "<!doctype html><html lang=en><meta charset=utf-8>",
         f"<title>chaos experiments</title><style>{_STYLE}</style>",
-        f"<h1>Chaos experiments</h1><p>{held} of {len(found)} hypotheses held. A trace id "
-        f"opens as a waterfall with <code>mesh traces TRACE_ID{where}</code>.</p>",
-        "<nav>" + "".join(f'<a href="#{escape(e["dir"])}">{escape(e["dir"])}</a>' for e in found),
-        "</nav>",
+        f"<h1>Chaos experiments</h1><p>{held} of {len(found)} hypotheses held, in the order "
+        f"the lessons build. A trace id opens as a waterfall with "
+        f"<code>mesh traces TRACE_ID{where}</code>.</p>",
+        summary(found),
         *(_section(e, where) for e in found),
         "</html>",
     ]
@@ -75,6 +82,7 @@ def _entry(folder: Path) -> dict[str, Any] | None:
         "title": str(data.get("title", "")),
         "hypothesis": str(data.get("hypothesis", "")),
         "held": bool(data.get("held")),
+        "missed": missed_of(data),
         "table": _code_block(text),
         "images": sorted(p.name for p in folder.glob("*.png")),
         "has_report": report.is_file(),

@@ -3,7 +3,8 @@
 Load experiments: `latency.png`, every request's wait on one y axis shared by every panel (log
 scale when the waits spread over more than SPREAD_FOR_LOG), a panel per variant (and per RPC
 when the load mixes them), the fault window shaded, breaker moves marked; `calls.png`, the
-calls that reached the dependency, with the seed's figure on each bar it has one for.
+calls that reached the dependency, with the seed's figure on each bar it has one for;
+`goodput.png` with the `recovery` check (goodput_plot.py).
 Scenario experiments draw what they measure (job_plots.py).
 """
 
@@ -16,8 +17,10 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from chaos.report.breaker_marks import BreakerMove, breaker_moves
+from chaos.report.goodput_plot import goodput_figure
 from chaos.report.job_plots import scenario_figures
 from chaos.report.plot_parts import bars_with_reference, legend, number, reference_values
+from chaos.report.sweep_plot import sweep_figure
 from chaos.results import ExperimentResult, FaultEvent, VariantResult
 from loadgen.in_process import Outcome
 
@@ -38,6 +41,8 @@ def plot(result: ExperimentResult, out_dir: Path, traces_dir: Path | None = None
     """Build and save the experiment's figures; the paths written."""
     if result.experiment.scenario is not None:
         figures = scenario_figures(result)
+    elif result.experiment.sweep is not None:
+        figures = {"sweep.png": sweep_figure(result)} if loaded_runs(result) else {}
     else:
         runs = loaded_runs(result)
         moves = breaker_moves(traces_dir, _loads(runs)) if traces_dir and runs else {}
@@ -46,6 +51,9 @@ def plot(result: ExperimentResult, out_dir: Path, traces_dir: Path | None = None
             if runs
             else {}
         )
+        goodput = goodput_figure(result)
+        if goodput is not None:
+            figures["goodput.png"] = goodput
     paths = []
     for name, fig in figures.items():
         fig.savefig(out_dir / name, dpi=90)

@@ -5,17 +5,38 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console, RenderableType
 from rich.markup import escape
 
 from chaos.experiment.model import ReferenceRow
+from chaos.report.missed import missed_line
 from chaos.report.plots import plot
 from chaos.report.repeat import metric_values, spread_text, spreads
+from chaos.report.result_json import notable_traces, to_json
+from chaos.report.sweep_table import sweep_table
 from chaos.report.table_fit import Column, FitTable
-from chaos.results import ExperimentResult, PhaseResult, VariantResult
+from chaos.results import ExperimentResult, VariantResult
 
+FATE_COLUMNS = (
+    ("fate.ok", "f:ok", "fate ok: answered whole, first try"),
+    ("fate.ok-after-retry", "f:re", "fate ok-after-retry: answered after retries"),
+    ("fate.ok-degraded", "f:dg", "fate ok-degraded: a part answered by a fallback"),
+    ("fate.failed-not-retryable", "f:nr", "fate failed-not-retryable: a code not retried"),
+    ("fate.failed-deadline", "f:dl", "fate failed-deadline: the deadline ran out"),
+    (
+        "fate.failed-retry-skipped",
+        "f:sk",
+        "fate failed-retry-skipped: budget, breaker open, pushback past the deadline, attempts",
+    ),
+    ("fate.shed", "f:sh", "fate shed: refused by a service's limit (or our bulkhead)"),
+    (
+        "fate.client-throttled",
+        "f:th",
+        "fate client-throttled: refused by our own throttle (or the load generator's)",
+    ),
+)
+"""The fate column set (mesh.resilience.fates): one fate per request, so a row's add up to req."""
 COLUMNS = (
     ("requests", "req", ""),
     ("ok", "ok", ""),
@@ -30,6 +51,7 @@ COLUMNS = (
     ("bulkhead_rejections", "bhd rej", "bulkhead rejections"),
     ("fallbacks", "fallb", "fallbacks served"),
     ("shed", "shed", "requests shed"),
+    *FATE_COLUMNS,
     ("offered_per_s", "offered/s", "open-loop rate offered (rate_x_capacity x capacity)"),
     (
         "fault_exposure",
@@ -116,50 +138,24 @@ def scenario_table(result: ExperimentResult, width: int = 120) -> RenderableType
     return table.render(width)
 
 
+def _zero_note(headers: list[str]) -> list[str]:
+    """The columns left out for being 0 in every row (a fate no request had goes unsaid)."""
+    return ["0 in every row: " + ", ".join(headers)] if headers else []
+
+
+Row = tuple[dict[str, str], str, bool]
+"""A load-table row: its cells by metric, its style, and whether a narrow table may drop it
+(the seed's rows)."""
+
+
 def experiment_table(result: ExperimentResult, width: int = 120) -> RenderableType:
     """The experiment's table, fitted to `width`: a row per variant and phase, the seed's
     figures beneath in dim; columns that are 0 in every row are named instead of shown."""
     exp = result.experiment
     if exp.scenario is not None:
         return scenario_table(result, width)
-    refs: dict[tuple[str, str], ReferenceRow] = {(r.variant, r.phase): r for r in exp.reference}
-    keys = ["variant", "phase", *(k for k, _, _ in COLUMNS[:3]), "errors"]
-    keys += [k for k, _, _ in COLUMNS[3:]]
-    rows: list[tuple[dict[str, str], str, bool]] = []
-    for v in result.variants:
-        if v.skipped or v.error:
-            rows.append(({"variant": v.variant.name, "phase": "-"}, "", False))
-            continue
-        for phase_name, phase in v.phases.items():
-            m = phase.metrics
-            cells = {k: _cell(m.get(k, 0.0)) for k, _, _ in COLUMNS}
-            if len(result.repeats) > 1:  # median [min-max] across the runs
-                for k, _, _ in COLUMNS:
-                    found = metric_values(result.repeats, v.variant.name, phase_name, k)
-                    cells[k] = spread_text(found) if found else cells[k]
-            rows.append(
-                (
-                    {"variant": v.variant.name, "phase": phase_name, **cells, "errors": _errors(m)},
-                    "",
-                    False,
-                )
-            )
-            ref = refs.get((v.variant.name, phase_name))
-            if ref is not None:
-                seed = {k: _seed(ref.values.get(k)) for k in keys[2:]}
-                rows.append(({**seed, "variant": "  seed", "phase": phase_name}, "dim", True))
-    measured = {k for v in result.variants for ph in v.phases.values() for k in ph.metrics}
-    keys = [k for k in keys if k not in OPTIONAL or k in measured]  # closed loop: no rate
-    zero = [
-        k
-        for k in keys[2:]
-        if k not in ("requests", "ok", "errors")
-        and rows
-        and k not in OPTIONAL
-        and all(r.get(k, "") in ("0", "", "-") for r, _, _ in rows)
-    ]
-    phases = {r.get("phase") for r, _, _ in rows} - {"-"}
-    keys = [k for k in keys if k not in zero and (k != "phase" or phases != {"fault"})]
+    rows = _load_rows(result, _load_keys())
+    keys, zero = _shown_keys(result, _load_keys(), rows)
     headers = {k: (h, meaning.format(dependency=exp.dependency)) for k, h, meaning in COLUMNS}
     headers |= {"variant": ("variant", ""), "phase": ("phase", ""), "errors": ("errors", "")}
     table = FitTable(
@@ -177,7 +173,7 @@ def experiment_table(result: ExperimentResult, width: int = 120) -> RenderableTy
         caption=f"hypothesis: {exp.hypothesis}",
         notes=[
             *_failed_variants(result),
-            *(["0 in every row: " + ", ".join(headers[k][0] for k in zero)] if zero else []),
+            *_zero_note([headers[k][0] for k in zero if not k.startswith("fate.")]),
         ],
     )
     for cells, style, free in rows:
@@ -185,13 +181,87 @@ def experiment_table(result: ExperimentResult, width: int = 120) -> RenderableTy
     return table.render(width)
 
 
+def _load_keys() -> list[str]:
+    """Every column of the load table in display order: the errors after req, ok and degr."""
+    return [
+        "variant",
+        "phase",
+        *(k for k, _, _ in COLUMNS[:3]),
+        "errors",
+        *(k for k, _, _ in COLUMNS[3:]),
+    ]
+
+
+def _load_rows(result: ExperimentResult, keys: list[str]) -> list[Row]:
+    """A row per variant and phase (one `-` row for a variant skipped or failed), each with
+    the seed's figures beneath when the experiment has a reference for it."""
+    refs: dict[tuple[str, str], ReferenceRow] = {
+        (r.variant, r.phase): r for r in result.experiment.reference
+    }
+    rows: list[Row] = []
+    for v in result.variants:
+        if v.skipped or v.error:
+            rows.append(({"variant": v.variant.name, "phase": "-"}, "", False))
+            continue
+        for phase_name, phase in v.phases.items():
+            m = phase.metrics
+            cells = _phase_cells(result, v.variant.name, phase_name, m)
+            rows.append(
+                (
+                    {"variant": v.variant.name, "phase": phase_name, **cells, "errors": _errors(m)},
+                    "",
+                    False,
+                )
+            )
+            ref = refs.get((v.variant.name, phase_name))
+            if ref is not None:
+                seed = {k: _seed(ref.values.get(k)) for k in keys[2:]}
+                rows.append(({**seed, "variant": "  seed", "phase": phase_name}, "dim", True))
+    return rows
+
+
+def _phase_cells(
+    result: ExperimentResult, variant: str, phase: str, metrics: dict[str, float]
+) -> dict[str, str]:
+    """One phase's cells; with repeats, each the median [min-max] across the runs."""
+    cells = {k: _cell(metrics.get(k, 0.0)) for k, _, _ in COLUMNS}
+    if len(result.repeats) > 1:
+        for k, _, _ in COLUMNS:
+            found = metric_values(result.repeats, variant, phase, k)
+            cells[k] = spread_text(found) if found else cells[k]
+    return cells
+
+
+def _shown_keys(
+    result: ExperimentResult, keys: list[str], rows: list[Row]
+) -> tuple[list[str], list[str]]:
+    """The columns shown, and those left out for being 0 in every row. An optional column
+    shows only where measured; the phase column only when a phase other than the fault's
+    ran."""
+    measured = {k for v in result.variants for ph in v.phases.values() for k in ph.metrics}
+    keys = [k for k in keys if k not in OPTIONAL or k in measured]  # closed loop: no rate
+    zero = [
+        k
+        for k in keys[2:]
+        if k not in ("requests", "ok", "errors")
+        and rows
+        and k not in OPTIONAL
+        and all(r.get(k, "") in ("0", "", "-") for r, _, _ in rows)
+    ]
+    phases = {r.get("phase") for r, _, _ in rows} - {"-"}
+    return [k for k in keys if k not in zero and (k != "phase" or phases != {"fault"})], zero
+
+
 def showed(result: ExperimentResult) -> str:
-    """What the experiment showed, in one line, from its own numbers: the first metric its
+    """What the experiment showed, in one line, from its own numbers: what missed when it did
+    not hold (chaos/report/missed.py), else the first metric its
     expectations read, side by side for every variant that measured it (or one variant's
     first three), and which variants opened a breaker."""
     measured = [v for v in result.variants if v.phases]
     if not measured:
         return f"nothing measured: {result.aborted or 'every variant was skipped'}"
+    if not result.held and (missed := missed_line(result)):
+        return missed  # what missed, and why, first: never a metric that passed
 
     def value(v: VariantResult, metric: str, phase: str) -> float | None:
         ph = v.phases.get(phase)
@@ -218,7 +288,8 @@ def showed(result: ExperimentResult) -> str:
 def print_result(console: Console, result: ExperimentResult) -> None:
     if result.capacity:  # a gateway-load experiment: the run's capacity and generator share
         console.print(run_line(result), soft_wrap=True)
-    console.print(experiment_table(result, console.width))
+    sweep = result.experiment.sweep is not None
+    console.print((sweep_table if sweep else experiment_table)(result, console.width))
     for v in result.variants:
         for phase in v.phases.values():
             for row in phase.rows:
@@ -252,13 +323,15 @@ def print_result(console: Console, result: ExperimentResult) -> None:
 
 
 def run_line(result: ExperimentResult) -> str:
-    """The run's capacity (measured once per run) and the load generator's CPU share."""
+    """The run's capacity for this experiment's request mix (measured once per run per mix:
+    each mix has its own) and the load generator's CPU share."""
     cap = result.capacity
     parts = []
     if cap:
+        mix = "+".join(result.experiment.load.rpc)
         parts.append(
-            f"capacity {cap['capacity_per_s']:.0f} req/s (measured once per run, closed loop; "
-            f"p99 {cap['capacity_p99_ms']:.0f} ms)"
+            f"capacity {cap['capacity_per_s']:.0f} req/s for {mix} (measured once per run for "
+            f"that request mix, closed loop; p99 {cap['capacity_p99_ms']:.0f} ms)"
         )
     share = result.generator_share
     parts.append(
@@ -272,89 +345,6 @@ def run_line(result: ExperimentResult) -> str:
         )
     )
     return "; ".join(parts)
-
-
-def _phase_json(phase: PhaseResult, samples: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "metrics": phase.metrics,
-        "faults": [vars(e) for e in phase.timeline],
-        "traces": notable_traces(phase),
-        "rows": phase.rows,
-    }
-    if samples:
-        out["samples"] = [
-            {
-                "rpc": o.rpc,
-                "code": o.code,
-                "latency_ms": round(o.latency_s * 1000, 3),
-                "at_s": round(o.started_s - phase.load.outcomes[0].started_s, 4)
-                if phase.load.outcomes
-                else 0.0,
-                "degraded": list(o.degraded),
-                "status": o.status,
-                "charge_id": o.charge_id,
-                "trace_id": o.trace_id,
-                "detail": o.detail,
-            }
-            for o in phase.load.outcomes
-        ]
-    return out
-
-
-def notable_traces(phase: PhaseResult, n: int = 3) -> dict[str, list[str]]:
-    """Trace ids worth opening: the slowest requests, and a few degraded or failed ones."""
-    outcomes = phase.load.outcomes
-    slowest = sorted(outcomes, key=lambda o: o.latency_s, reverse=True)[:n]
-    degraded = [o for o in outcomes if o.degraded][:n]
-    failed = [o for o in outcomes if o.code != "OK"][:n]
-    return {
-        "slowest": [f"{o.trace_id} ({o.latency_s * 1000:.0f} ms)" for o in slowest],
-        "degraded": [o.trace_id for o in degraded],
-        "failed": [f"{o.trace_id} ({o.code})" for o in failed],
-    }
-
-
-def to_json(result: ExperimentResult, samples: bool = True) -> dict[str, Any]:
-    return {
-        "name": result.name,
-        "file": str(result.path),
-        "title": result.experiment.title,
-        "hypothesis": result.experiment.hypothesis,
-        "held": result.held,
-        "aborted": result.aborted,
-        "variants": [
-            {
-                "name": v.variant.name,
-                "policy": v.policy,
-                "skipped": v.skipped,
-                "error": v.error,
-                "steady_before": v.steady_before,
-                "steady_after": v.steady_after,
-                "phases": {k: _phase_json(p, samples) for k, p in v.phases.items()},
-            }
-            for v in result.variants
-        ],
-        "verdicts": [vars(v) for v in result.verdicts],
-        "capacity": result.capacity,
-        "generator_cpu_share": result.generator_share,
-        "repeat": [
-            {
-                "variant": s.variant,
-                "phase": s.phase,
-                "metric": s.metric,
-                "bound": s.bound,
-                "values": list(s.values),
-                "min": s.low,
-                "median": s.median,
-                "max": s.high,
-                "held": s.held,
-                "void": s.void,
-                "runs": s.runs,
-            }
-            for s in spreads(result.repeats)
-        ],
-        "reference": [r.model_dump() for r in result.experiment.reference],
-    }
 
 
 def write_report(result: ExperimentResult, out_dir: Path, traces_dir: Path | None = None) -> Path:

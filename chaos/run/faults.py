@@ -16,7 +16,14 @@ from typing import Protocol, TypedDict
 
 import grpc
 
-from chaos.experiment.model import AppFault, Fault, KillFault, ProxyDownFault, ToxicFault
+from chaos.experiment.model import (
+    AppFault,
+    Fault,
+    KillFault,
+    ProxyDownFault,
+    SlowdownFault,
+    ToxicFault,
+)
 from chaos.results import FaultEvent
 from embedded_toxiproxy.client import ToxiproxyClient, ToxiproxyError
 from mesh.runtime.admin_auth import admin_metadata
@@ -47,6 +54,7 @@ class Recorded(TypedDict):
 
     timeline: list[FaultEvent]
     served_at: dict[str, float]
+    timeline_t0_s: float
 
 
 @dataclass
@@ -66,11 +74,29 @@ class Injector:
     """Awaited after each fault goes on or off (the runner reads counters there)."""
     admin_token: str | None = None
     """Sent with every admin call (the Toxiproxy client carries its own)."""
+    restarting: set[str] = field(default_factory=set)
+    """The processes this schedule's kill faults start again (those with a stop_s)."""
     _t0: float = 0.0
 
     def recorded(self) -> Recorded:
         """What the last schedule did, for its PhaseResult."""
-        return {"timeline": list(self.timeline), "served_at": dict(self.served_at)}
+        return {
+            "timeline": list(self.timeline),
+            "served_at": dict(self.served_at),
+            "timeline_t0_s": self._t0,
+        }
+
+    def return_left_s(self, watch_s: float, now: float) -> float:
+        """How much longer a load should run (from `now`, monotonic) so that each process this
+        schedule restarts is seen SERVING for `watch_s`: `watch_s` while one is down or starting."""
+        now -= self._t0
+        left = 0.0
+        for name in self.restarting:
+            served = self.served_at.get(name)
+            if served is None:
+                return watch_s
+            left = max(left, served + watch_s - now)
+        return left
 
     def _mark(self, what: str, on: bool) -> None:
         self.timeline.append(FaultEvent(round(time.monotonic() - self._t0, 3), what, on))
@@ -91,7 +117,7 @@ class Injector:
             self.killed.discard(fault.service)
             self.served_at[fault.service] = round(time.monotonic() - self._t0, 3)
 
-    async def _app(self, fault: AppFault, on: bool) -> None:
+    async def _app(self, fault: AppFault | SlowdownFault, on: bool) -> None:
         # Every replica of the service gets the fault.
         addrs = [a for s, a in self.admin.items() if replica_of(s) == fault.service]
         if not addrs:
@@ -99,22 +125,12 @@ class Injector:
         for addr in addrs:
             await self._app_one(addr, fault, on)
 
-    async def _app_one(self, addr: str, fault: AppFault, on: bool) -> None:
+    async def _app_one(self, addr: str, fault: AppFault | SlowdownFault, on: bool) -> None:
         async with grpc.aio.insecure_channel(addr) as channel:
             stub = admin_pb2_grpc.FaultAdminStub(channel)
             if on:
                 await stub.SetFault(
-                    admin_pb2.SetFaultRequest(
-                        fault=admin_pb2.Fault(
-                            method=fault.full_method,
-                            error_rate=fault.error_rate,
-                            code=fault.code,
-                            delay_s=fault.delay_s,
-                            pushback_ms=fault.pushback_ms,
-                            after_messages=fault.after_messages,
-                            first_attempt_only=fault.first_attempt_only,
-                        )
-                    ),
+                    admin_pb2.SetFaultRequest(fault=_admin_fault(fault)),
                     timeout=2,
                     metadata=admin_metadata(self.admin_token),
                 )
@@ -165,6 +181,9 @@ class Injector:
         """
         self._t0 = time.monotonic()
         self.served_at = {}
+        self.restarting = {
+            f.service for f in faults if isinstance(f, KillFault) and f.stop_s is not None
+        }
         at_start = [asyncio.Event() for _ in faults]
         tasks = [
             asyncio.create_task(self._one(i, f, stop, at_start[i])) for i, f in enumerate(faults)
@@ -236,6 +255,21 @@ class Injector:
                 log.error("clearing faults on %s failed: %s", service, err.code().name)
 
 
+def _admin_fault(fault: AppFault | SlowdownFault) -> admin_pb2.Fault:
+    """What the service's FaultAdmin is sent for `fault`."""
+    if isinstance(fault, SlowdownFault):
+        return admin_pb2.Fault(method="*", error_rate=0.0, service_time_factor=fault.factor)
+    return admin_pb2.Fault(
+        method=fault.full_method,
+        error_rate=fault.error_rate,
+        code=fault.code,
+        delay_s=fault.delay_s,
+        pushback_ms=fault.pushback_ms,
+        after_messages=fault.after_messages,
+        first_attempt_only=fault.first_attempt_only,
+    )
+
+
 def describe(fault: Fault) -> str:
     if isinstance(fault, ToxicFault):
         attrs = ",".join(f"{k}={v}" for k, v in fault.attributes.items())
@@ -245,6 +279,8 @@ def describe(fault: Fault) -> str:
         return f"{fault.edge}: down{flap}"
     if isinstance(fault, KillFault):
         return f"{fault.service}: kill -9"
+    if isinstance(fault, SlowdownFault):
+        return f"{fault.service}: service time x{fault.factor:g}"
     delay = f" +{fault.delay_s}s" if fault.delay_s else ""
     return f"{fault.service} {fault.method}: {fault.code} x{fault.error_rate:g}{delay}"
 

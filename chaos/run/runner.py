@@ -12,11 +12,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
-from chaos.experiment.model import Experiment, LoadSpec, Variant
+from chaos.experiment.model import Experiment, Fault, LoadSpec, Variant
 from chaos.experiment.variant_policy import materialise_policy, policy_text
 from chaos.registry import CHECKS, SCENARIOS, CheckContext, ScenarioContext
 from chaos.results import (
@@ -26,6 +25,7 @@ from chaos.results import (
     VariantResult,
 )
 from chaos.run.faults import Injector
+from chaos.run.kill_switch import KillSwitch
 from chaos.run.measure import (
     AttemptsWhileOn,
     CpuTally,
@@ -33,12 +33,15 @@ from chaos.run.measure import (
     counter_metrics,
     evaluate,
     fault_exposure,
+    fault_metrics,
     load_metrics,
     vs_steady,
 )
 from chaos.run.policy_swap import PolicySwapFailed, swap_over
 from chaos.run.progress_file import ProgressFile
+from chaos.run.return_watch import load_until_back
 from chaos.run.target import Target
+from chaos.run.xds_wiring import wire_xds
 from embedded_toxiproxy.client import ToxiproxyClient
 from loadgen.in_process import LoadGenerator, LoadResult, Outcome, plan_for
 from loadgen.procstat import cpu_by_name
@@ -173,69 +176,48 @@ class Runner:
     async def _fault_phase(self, exp: Experiment, variant: Variant) -> PhaseResult:
         spec = exp.load_for(variant)
         capacity = await self.calibrate(spec)
-        stop = asyncio.Event()
-        window: deque[tuple[float, bool]] = deque()
-        bad_since: list[float] = []
-
-        def watch(outcome: Outcome) -> None:  # the kill switch's abort condition
-            now = time.monotonic()
-            window.append((now, outcome.code != "OK"))
-            while window and now - window[0][0] > 1.0:
-                window.popleft()
-            rate = sum(bad for _, bad in window) / len(window)
-            if rate > exp.abort.error_rate_above:
-                bad_since.append(now) if not bad_since else None
-                if now - bad_since[0] >= exp.abort.for_s:
-                    stop.set()
-            else:
-                bad_since.clear()
-
+        kill = KillSwitch(exp.abort, asyncio.Event())
         before = await scrape(self.target.metrics)
         self.injector.timeline = []
         faults = exp.faults_for(variant)
         while_on = AttemptsWhileOn(faults, lambda: scrape(self.target.metrics))
+        load = await self._load_under(faults, f"{variant.name}: under fault", spec, while_on, kill)
+        aborted = kill.over and kill.stop.is_set() and len(load.outcomes) < spec.requests
+        after = await scrape(self.target.metrics)
+        while_on.close(after)
+        counters = after - before
+        metrics = fault_metrics(load, counters, exp, capacity, await self.target.settle())
+        if aborted:
+            metrics["aborted"] = 1.0
+        return PhaseResult(load, counters, metrics, **self.injector.recorded())
+
+    async def _load_under(
+        self,
+        faults: list[Fault],
+        label: str,
+        spec: LoadSpec,
+        while_on: AttemptsWhileOn,
+        kill: KillSwitch,
+    ) -> LoadResult:
+        """The load, with the faults on their schedule from the same moment and the kill switch
+        watching; every fault is removed on every way out."""
         self.injector.observer = while_on.observe
         ready = asyncio.Event()
-        schedule = asyncio.create_task(self.injector.run_schedule(faults, stop, ready))
+        schedule = asyncio.create_task(self.injector.run_schedule(faults, kill.stop, ready))
         try:
             await ready.wait()
             if schedule.done():
                 schedule.result()  # a fault that could not be applied fails the variant
-            load = await self._load(f"{variant.name}: under fault", spec, stop, watch)
+            return await load_until_back(
+                self._load, label, spec, kill.stop, kill.watch, self.injector
+            )
         finally:
-            stop.set()
+            kill.stop.set()
             try:
                 await schedule
             finally:
                 self.injector.observer = None
                 await self.injector.reset_all()
-        aborted = bool(bad_since) and stop.is_set() and len(load.outcomes) < spec.requests
-        after = await scrape(self.target.metrics)
-        while_on.close(after)
-        counters = after - before
-        settle_s = await self._settle()
-        metrics = {
-            **load_metrics(load),
-            **counter_metrics(counters, exp),
-            **capacity,
-            "settle_s": settle_s,
-        }
-        metrics.update(load.cpu_metrics())
-        busy = load.busy(exp.dependency)
-        if busy is not None:
-            metrics["dependency_cpu_busy"] = busy
-        if load.offered_per_s is not None:
-            metrics["offered_per_s"] = load.offered_per_s
-        if capacity:
-            metrics["goodput_vs_capacity"] = metrics["goodput_per_s"] / max(
-                capacity["capacity_per_s"], 1e-9
-            )
-            metrics["ok_p99_vs_capacity"] = metrics["ok_p99_ms"] / max(
-                capacity["capacity_p99_ms"], 1e-9
-            )
-        if aborted:
-            metrics["aborted"] = 1.0
-        return PhaseResult(load, counters, metrics, **self.injector.recorded())
 
     async def _probe_until_closed(self, label: str, spec: LoadSpec, most: int = 20) -> int:
         """Requests sent one at a time until no service reports a breaker open or half-open
@@ -262,22 +244,15 @@ class Runner:
         addrs = {s: self.target.admin[s] for s in services}
         await swap_over(addrs, self.target.admin_token, policy_text(source))
 
-    async def _settle(self, limit_s: float = 15.0) -> float:
-        """Wait until no service has a call in flight (the backlog of an overload drained)."""
-        started = time.monotonic()
-        while self.target.metrics and time.monotonic() - started < limit_s:
-            snap = await scrape(self.target.metrics)
-            if snap.total("mesh_server_in_flight") <= 0:
-                break
-            await asyncio.sleep(0.1)
-        return time.monotonic() - started
-
     async def run_variant(
         self, name: str, path: Path, exp: Experiment, variant: Variant
     ) -> VariantResult:
         policy = materialise_policy(path, name, variant, self.target.state_dir / "policies")
         result = VariantResult(variant, policy)
         await self.injector.reset_all()
+        result.skipped = await wire_xds(self.target.mesh, variant, policy)
+        if result.skipped:
+            return result
         try:
             await self._set_policy(policy)
         except (NoAdminAddress, PolicySwapFailed) as err:

@@ -6,15 +6,18 @@ file, or addresses given on the command line (`--target`).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from mesh.topology import INSTANCES
+from meshctl.counters import scrape
 from meshctl.launch.mesh import Mesh
-from meshctl.launch.state import STATE_FILE
+from meshctl.launch.state import STATE_DIR, STATE_FILE
 
 STATE_FILE_MAX_BYTES = 1 << 20
 
@@ -48,6 +51,16 @@ class Target:
             if p.name in names and p.popen.poll() is None
         }
 
+    async def settle(self, limit_s: float = 15.0) -> float:
+        """Wait until no service has a call in flight (the backlog of an overload drained)."""
+        started = time.monotonic()
+        while self.metrics and time.monotonic() - started < limit_s:
+            snap = await scrape(self.metrics)
+            if snap.total("mesh_server_in_flight") <= 0:
+                break
+            await asyncio.sleep(0.1)
+        return time.monotonic() - started
+
     @classmethod
     def from_mesh(cls, mesh: Mesh) -> Target:
         state = mesh.state
@@ -70,8 +83,7 @@ class Target:
         `toxiproxy=URL,gateway=HOST:PORT[,admin.SERVICE=HOST:PORT][,metrics.SERVICE=URL]`
         (also `api_key=` and `admin_token=`)."""
         if spec == "running":
-            env = os.environ if environ is None else environ
-            return cls.from_state_file(Path(env.get("MESH_STATE_DIR") or "var") / STATE_FILE)
+            return cls.from_state_file(Path(STATE_DIR.read(environ)) / STATE_FILE)
         if "=" not in spec:
             path = Path(spec)
             return cls.from_state_file(path / STATE_FILE if path.is_dir() else path)

@@ -3,7 +3,8 @@
 The broken replica is the first kill fault's process, or the replica behind the first fault on
 one replica's proxy (e.g. `gateway_to_profile-2`). Times are seconds from the fault's start
 (`moved_after_s`) or end (`back_after_s`), read from the trace files: attempts are CLIENT spans
-of every caller, a replica's served calls are the SERVER spans in its own file.
+of every caller, a replica's served calls are the SERVER spans in its own file. Under xDS the
+ejections are gRPC's A50's, read from the callers' logs (chaos/scenarios/a50_log.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import time
 from pathlib import Path
 
 from chaos.registry import CheckContext, check
+from chaos.scenarios import a50_log
 from mesh import topology
 from mesh.telemetry.rotation import generations
 from meshctl.traces import Span, load_spans, status_of
@@ -71,13 +73,7 @@ async def replicas(ctx: CheckContext) -> dict[str, float]:
     traces = Path(ctx.target.state_dir) / "traces"
     service = topology.service(base).grpc_service
     spans = load_spans(_caller_files(traces, base))
-    ejected_at = [
-        float(e["time_ns"]) / 1e9 - (time.time() - time.monotonic())
-        for s in spans
-        for e in s.get("events", ())
-        if e.get("name") == "replica ejected"
-        and e.get("attributes", {}).get("mesh.dependency") == base
-    ]
+    ejected_at = _ejected_at(ctx, spans, base)
     failed_at = [
         _mono_s(s, "end_ns")
         for s in spans
@@ -89,7 +85,7 @@ async def replicas(ctx: CheckContext) -> dict[str, float]:
     found = {
         "failed": float(sum(o.code != "OK" for o in outcomes)),
         "failed_attempts": attempts - ok,
-        "ejections": snap.total("mesh_replica_ejections_total", dependency=base),
+        "ejections": _ejections(ctx, base, ejected_at, start),
         "moved_after_s": max(failed_at, default=start) - start,
     }
     after = [t - start for t in ejected_at if t >= start]
@@ -104,23 +100,46 @@ async def replicas(ctx: CheckContext) -> dict[str, float]:
         if served:
             found["back_after_s"] = min(served) - end
         else:
-            ctx.phase.notes["back_after_s"] = _not_back(ctx, replica, t0, end)
+            ctx.phase.notes["back_after_s"] = _not_back(ctx, replica, t0)
     return found
 
 
-def _not_back(ctx: CheckContext, replica: str, t0: float, restart: float) -> str:
-    """Why back_after_s has no value: how long the load went on after the restart, and when
-    (if ever) the restarted process reported SERVING."""
-    outcomes = ctx.phase.load.outcomes
-    load_end = max(o.started_s + o.latency_s for o in outcomes)
-    said = f"{replica} served no call in the {load_end - restart:.1f} s after its restart"
+def _ejected_at(ctx: CheckContext, spans: list[Span], base: str) -> list[float]:
+    """When a replica of `base` was ejected (monotonic s): by our ReplicaRouter's span events,
+    or under xDS, where the router steps aside, by gRPC's A50 in the callers' logs."""
+    if ctx.variant.xds:
+        return a50_log.ejected_at(Path(ctx.target.state_dir), base)
+    return [
+        float(e["time_ns"]) / 1e9 - (time.time() - time.monotonic())
+        for s in spans
+        for e in s.get("events", ())
+        if e.get("name") == "replica ejected"
+        and e.get("attributes", {}).get("mesh.dependency") == base
+    ]
+
+
+def _ejections(ctx: CheckContext, base: str, ejected_at: list[float], start: float) -> float:
+    """This phase's ejections: our router's counter, or A50's logged ones from the fault's
+    start to the load's end (the logs hold every earlier phase's too)."""
+    if not ctx.variant.xds:
+        return ctx.phase.counters.total("mesh_replica_ejections_total", dependency=base)
+    end = max(o.started_s + o.latency_s for o in ctx.phase.load.outcomes)
+    return float(sum(start <= t <= end for t in ejected_at))
+
+
+def _not_back(ctx: CheckContext, replica: str, t0: float) -> str:
+    """Why back_after_s has no value: when the restart began (the kill fault's stop_s), how
+    long it took to report SERVING, and how long the load went on after that (s of the load)."""
+    load_end = max(o.started_s + o.latency_s for o in ctx.phase.load.outcomes) - t0
+    kill = next(f for f in ctx.experiment.faults_for(ctx.variant) if f.type == "kill")
+    began = float(getattr(kill, "stop_s", None) or 0.0)
     served = ctx.phase.served_at.get(replica)
     if served is None:
-        return said + " (the load ended first); it never reported SERVING"
-    back = t0 + served - restart
-    if t0 + served > load_end:
-        return said + f" (the load ended first); it reported SERVING after {back:.1f} s"
-    return said + f"; it reported SERVING after {back:.1f} s"
+        return f"{replica} never reported SERVING after its restart at {began:.1f} s"
+    took = f"its restart at {began:.1f} s took {served - began:.1f} s to report SERVING"
+    if served >= load_end:
+        return f"{replica} was not back before the load ended at {load_end:.1f} s: {took}"
+    return f"{replica} served no call in the {load_end - served:.1f} s of load left after {took}"
 
 
 def _caller_files(traces: Path, dependency: str) -> list[Path]:

@@ -2,7 +2,7 @@
 answer): Gateway.StreamRecommendations read `streams` times, one after another, while
 recommendation's StreamRecommend fails on purpose, before its first item or after some.
 
-The fault is the application-level one (mesh.resilience.faults) on every recommendation
+The fault is the application-level one (mesh.faults) on every recommendation
 replica: `after_messages` items, then UNAVAILABLE; with `first_attempt_only`, only attempts
 that are not retries (gRFC A6's grpc-previous-rpc-attempts header), so a retry gets through.
 Both cases are then deterministic, where a Toxiproxy `limit_data` would cut whichever call

@@ -195,14 +195,24 @@ func (l *load) once(i int) record {
 		if runes := []rune(detail); len(runes) > 160 {
 			detail = string(runes[:160])
 		}
-		return record{i, start, latency, codeName(failed.Code()), "", "", "", pushback(trailer), detail}
+		code := codeName(failed.Code())
+		return record{i, start, latency, code, "", "", "", pushback(trailer), detail, fate(trailer)}
 	}
 	latency := time.Since(start)
 	degraded, state, chargeID, err := replyFields(rpc, reply)
 	if err != nil {
-		return record{i, start, latency, "INTERNAL", "", "", "", nil, "undecodable answer: " + err.Error()}
+		undecodable := "undecodable answer: " + err.Error()
+		return record{i, start, latency, "INTERNAL", "", "", "", nil, undecodable, ""}
 	}
-	return record{i, start, latency, "OK", degraded, state, chargeID, nil, ""}
+	return record{i, start, latency, "OK", degraded, state, chargeID, nil, "", fate(trailer)}
+}
+
+// fate is the mesh-fate trailer (mesh.resilience.fates.FATE_KEY), "" when there is none.
+func fate(trailer metadata.MD) string {
+	if values := trailer.Get("mesh-fate"); len(values) > 0 {
+		return values[0]
+	}
+	return ""
 }
 
 // codeName is grpc.StatusCode's name; grpc.aio reads a code it does not know as UNKNOWN.

@@ -86,7 +86,8 @@ func parsePlan(line string) (*Plan, error) {
 }
 
 // record is one finished request, sent as a JSON list in RECORD_FIELDS order: index,
-// started_s, latency_s, code, degraded, status, charge_id, pushback_ms (or null), detail.
+// started_s, latency_s, code, degraded, status, charge_id, pushback_ms (or null), detail,
+// fate (the mesh-fate trailer, "" when the answer carried none).
 type record struct {
 	index    int
 	started  time.Time
@@ -97,6 +98,7 @@ type record struct {
 	chargeID string
 	pushback *int
 	detail   string
+	fate     string
 }
 
 // monotonic turns Go's monotonic readings into seconds of CLOCK_MONOTONIC, the clock of
@@ -165,7 +167,8 @@ func (o *output) appendRecord(b []byte, r *record) []byte {
 	} else {
 		b = strconv.AppendInt(append(b, ','), int64(*r.pushback), 10)
 	}
-	return append(appendJSONString(append(b, ','), r.detail), ']')
+	b = appendJSONString(append(b, ','), r.detail)
+	return append(appendJSONString(append(b, ','), r.fate), ']')
 }
 
 func (o *output) end(elapsed time.Duration, cpu *float64) {

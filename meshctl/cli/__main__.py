@@ -1,5 +1,5 @@
 """`python -m meshctl.cli` is the `mesh` command."""
 
-from meshctl.cli.app import main
+from meshctl.cli.entry import main
 
 main()

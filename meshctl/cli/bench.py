@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from bench.results import Machine, mesh_block, overhead_block, rewrite
+from bench.results import Machine, ghz_block, mesh_block, overhead_block, rewrite
 from meshctl.cli.json_out import JsonOpt, human_output_to_stderr, to_stdout, write_json
 
 app = typer.Typer(help="Benchmarks: ratios measured in one run.", no_args_is_help=True)
@@ -179,31 +179,86 @@ def mesh_cmd(
     ] = None,
     json_path: JsonOpt = None,
     results: ResultsOpt = None,
+    client: Annotated[
+        str,
+        typer.Option(
+            "--client",
+            help="ours: our load client only; ghz: ghz too (built by `make peers`), after each "
+            "of our windows on the same setup, and --results gets both clients' figures.",
+        ),
+    ] = "ours",
 ) -> None:
     """CPU per GetHome in every process: the mesh's variants against plain grpc.aio."""
+    from bench.ghz import GhzError
     from bench.mesh import VARIANTS, run_mesh_bench
 
     chosen = tuple(variant) if variant else tuple(VARIANTS)
     unknown = [v for v in chosen if v not in VARIANTS]
-    if unknown:
-        console.print(f"unknown variant {unknown[0]!r}; known: {', '.join(VARIANTS)}")
+    if unknown or client not in ("ours", "ghz"):
+        bad = f"variant {unknown[0]!r}" if unknown else f"client {client!r} (ours or ghz)"
+        console.print(f"unknown {bad}; known variants: {', '.join(VARIANTS)}")
         raise typer.Exit(2)
-    result = run_mesh_bench(
-        requests=requests, concurrency=concurrency, rounds=rounds, variants=chosen
+    try:
+        result = run_mesh_bench(
+            requests=requests,
+            concurrency=concurrency,
+            rounds=rounds,
+            variants=chosen,
+            ghz=client == "ghz",
+        )
+    except GhzError as err:
+        console.print(f"[red]ghz[/red]: {err}")
+        raise typer.Exit(1) from None
+    _mesh_output(result, json_path)
+    command = f"mesh bench mesh --requests {requests} --concurrency {concurrency} --rounds {rounds}"
+    command += "".join(f" --variant {v}" for v in variant or ())
+    if "ghz" in result:
+        _ghz_results(result, command, results)
+        return
+    _write_results(
+        results,
+        "CPU per request: the mesh against plain grpc.aio",
+        lambda machine: mesh_block(result, machine, command),
     )
+
+
+def _mesh_output(result: dict[str, Any], json_path: Path | None) -> None:
     with human_output_to_stderr(json_path, console):
         print_mesh_result(result)
     if json_path is not None:
         write_json(json_path, result)
         if not to_stdout(json_path):
             console.print(f"wrote {json_path}")
-    command = f"mesh bench mesh --requests {requests} --concurrency {concurrency} --rounds {rounds}"
-    command += "".join(f" --variant {v}" for v in variant or ())
+
+
+def _ghz_results(result: dict[str, Any], command: str, results: Path | None) -> None:
+    print_ghz_comparison(result["ghz"])
+    command += f" --client ghz --results {results}" if results else " --client ghz"
     _write_results(
         results,
-        "CPU per request: the mesh against plain grpc.aio",
-        lambda machine: mesh_block(result, machine, command),
+        "Two clients, one mesh: ghz beside our load client",
+        lambda machine: ghz_block(result, machine, command),
     )
+
+
+def print_ghz_comparison(rows: dict[str, Any]) -> None:
+    """ghz beside our client on each setup: req/s, p50, p99 and ghz / ours."""
+    table = Table(title="ghz beside our load client (medians over rounds)", title_justify="left")
+    for col in ("setup", "req/s ours", "req/s ghz", "p50 ours", "p50 ghz", "p99 ours", "p99 ghz"):
+        table.add_column(col, justify="left" if col == "setup" else "right")
+    table.add_column("ghz/ours req/s, p50, p99", justify="right")
+    for name, row in rows.items():
+        ratios = ", ".join(f"{row[f'{f}_ghz_over_ours']:.2f}" for f in ("rps", "p50_ms", "p99_ms"))
+        table.add_row(
+            name,
+            *(
+                f"{row[f'{c}_{f}']:.1f}"
+                for f in ("rps", "p50_ms", "p99_ms")
+                for c in ("ours", "ghz")
+            ),
+            ratios,
+        )
+    console.print(table)
 
 
 @app.command()

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, cast
 
 import grpc
 import typer
@@ -21,10 +20,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from loadgen.in_process import metadata_for, traced
+from mesh import settings
 from mesh.resilience.errors import PUSHBACK_KEY
+from mesh.resilience.fates import fate_in, seen_by_caller
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 from meshctl.cli.json_out import JsonOpt, to_stdout, write_json
-from meshctl.launch.state import STATE_FILE, MeshState
+from meshctl.launch.state import STATE_DIR, STATE_FILE, MeshState
 from meshctl.stream_client import StreamRead, read_stream
 
 app = typer.Typer(help="Call the gateway's RPCs and print the answer.", no_args_is_help=True)
@@ -65,18 +66,20 @@ class Found:
         return f"mesh state: {self.state_file.resolve()} ({state}); API key: {self.key_from}"
 
 
+API_KEY = settings.Var("MESH_API_KEY", settings.text, "", "the API key `mesh call` sends")
+GATEWAY = settings.Var("MESH_GATEWAY", settings.address, "", "the gateway `mesh call` calls")
+
+
 def _target(addr: str | None) -> Found:
-    state_file = Path(os.environ.get("MESH_STATE_DIR", "var")) / STATE_FILE
+    state_file = Path(STATE_DIR.read()) / STATE_FILE
     state = MeshState.load(state_file.parent)
-    if os.environ.get("MESH_API_KEY"):
-        api_key, key_from = os.environ["MESH_API_KEY"], "from MESH_API_KEY"
+    if API_KEY.read():
+        api_key, key_from = API_KEY.read(), "from MESH_API_KEY"
     elif state is not None and state.api_key:
         api_key, key_from = state.api_key, f"from {state_file}"
     else:
         api_key, key_from = None, "none (MESH_API_KEY is unset and no mesh.json holds one)"
-    gateway = (
-        addr or os.environ.get("MESH_GATEWAY") or (state.gateway if state else "127.0.0.1:50051")
-    )
+    gateway = addr or GATEWAY.read() or (state.gateway if state else "127.0.0.1:50051")
     return Found(gateway, api_key, state_file, state is not None, key_from)
 
 
@@ -92,15 +95,17 @@ def _invoke(
     async def go() -> M:
         async with grpc.aio.insecure_channel(found.gateway) as channel:
             started = time.perf_counter()
-            reply = await fn(gateway_pb2_grpc.GatewayStub(channel), md)
+            call = fn(gateway_pb2_grpc.GatewayStub(channel), md)
+            reply = await call
             elapsed_ms[0] = (time.perf_counter() - started) * 1000
+            fate[0] = fate_in(await cast(grpc.aio.Call, call).trailing_metadata())
             return reply
 
-    elapsed_ms = [0.0]
+    elapsed_ms, fate = [0.0], [""]
     try:
         reply = asyncio.run(asyncio.wait_for(go(), timeout + 1))
         notes.print(
-            f"[dim]answered in {elapsed_ms[0]:.0f} ms by {found.gateway}; "
+            f"[dim]answered in {elapsed_ms[0]:.0f} ms by {found.gateway}; fate {fate[0] or '?'}; "
             f"trace {trace_id} (mesh traces {trace_id})[/dim]",
             highlight=False,
             soft_wrap=True,
@@ -108,6 +113,8 @@ def _invoke(
         return reply, trace_id
     except grpc.aio.AioRpcError as err:
         console.print(f"[red]{err.code().name}[/red]: {escape(err.details() or '')}")
+        fate_seen = seen_by_caller(err.code().name, err.trailing_metadata(), "")
+        console.print(f"fate: {escape(fate_seen)}", highlight=False)
         for key, value in err.trailing_metadata() or ():
             if key == PUSHBACK_KEY:
                 console.print(f"retry after: {value} ms")

@@ -1,8 +1,10 @@
-"""`mesh chaos list|validate|run`: the experiment catalogue, its checker and its runner."""
+"""`mesh chaos list|validate|run|export`: the experiment catalogue, its checker, its runner and
+its Chaos Toolkit export (meshctl/cli/chaos_export.py)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sys
 import time
@@ -28,16 +30,19 @@ from rich.text import Text
 from chaos.experiment.lesson_order import in_lesson_order
 from chaos.experiment.loading import load_experiment
 from chaos.experiment.model import EXPERIMENTS_DIR, Experiment, ExperimentError
+from chaos.export.journal import to_journal
 from chaos.report.index import report_folder, write_index
 from chaos.report.repeat import spreads
+from chaos.report.result_json import to_json
 from chaos.report.table_fit import Column, FitTable
-from chaos.report.tables import print_result, showed, to_json, write_report
+from chaos.report.tables import print_result, showed, write_report
 from chaos.results import ExperimentResult
 from chaos.run.eta import Eta, about, expected_s, kind
 from chaos.run.runner import Runner
 from chaos.run.target import Target
 from loadgen.in_process import generator_command
-from mesh.resilience.policy import PolicyError
+from mesh.policy.loading import PolicyError
+from meshctl.cli.chaos_export import export
 from meshctl.cli.json_out import JsonOpt, human_output_to_stderr, write_json
 from meshctl.cli.toxiproxy import ServerChoice, choose_server
 from meshctl.launch.mesh import Mesh
@@ -50,6 +55,7 @@ app = typer.Typer(
 )
 console = Console(width=None if sys.stdout.isatty() else 150)
 logging.getLogger("matplotlib").setLevel(logging.ERROR)  # font-cache notes and the like
+app.command("export")(export)
 
 
 @app.command("list")
@@ -227,8 +233,11 @@ async def _rounds(
         for name, path, exp in experiments:
             n += 1
             shown.start(n, name if repeat == 1 else f"{name} (run {round_}/{repeat})")
-            shown.progress.console.rule(name if repeat == 1 else f"{name}: run {round_}/{repeat}")
+            label = name if repeat == 1 else f"{name}: run {round_}/{repeat}"
+            shown.progress.console.rule(f"{n}/{len(experiments) * repeat} {label}")
+            started = time.time()
             result = await runner.run(name, path, exp)
+            ended = time.time()
             if repeat > 1:
                 runs.setdefault(name, []).append(result)
                 result.repeats = list(runs[name])
@@ -237,9 +246,10 @@ async def _rounds(
             print_result(shown.progress.console, result)
             with warnings.catch_warnings(), shared_files():  # reports are meant to be shared
                 warnings.simplefilter("ignore")  # a plot's library warning is not the user's
-                write_report(
-                    result, report_folder(reports, name), runner.target.state_dir / "traces"
-                )
+                folder = report_folder(reports, name)
+                write_report(result, folder, runner.target.state_dir / "traces")
+                journal = to_journal(result, started, ended)  # Chaos Toolkit's, for `chaos report`
+                (folder / "journal.json").write_text(json.dumps(journal, indent=1))
                 write_index(reports, runner.target.state_dir)
             shown.finish()
 
@@ -251,12 +261,13 @@ def execute(
     reports: Path,
     state_dir: Path,
     repeat: int = 1,
+    short_sweeps: bool = False,
 ) -> list[ExperimentResult]:
     """Run the named experiments (embedded mesh unless `target`); print and write reports.
 
     Every file is checked, and the target read, before anything starts: bad input is one line
-    and exit 2."""
-    resolved, remote = _resolve(names, target)
+    and exit 2. `short_sweeps`: a sweep's shorter variant (the demo's)."""
+    resolved, remote = _resolve(names, target, short_sweeps)
     private_umask()  # the state dir is the owner's alone; reports are shared_files()
     mesh = None if remote else Mesh(state_dir=state_dir, ports=Ports.auto())
     started = time.monotonic()
@@ -266,6 +277,7 @@ def execute(
         if mesh is not None:
             with console.status("starting the embedded mesh..."):
                 mesh.start()
+            console.print(f"started the embedded mesh in {time.monotonic() - started:.1f} s")
         tgt = remote or Target.from_mesh(mesh)  # type: ignore[arg-type]
         with _progress() as progress:
             shown = RunProgress(progress, [exp for _, _, exp in resolved] * repeat)
@@ -291,14 +303,14 @@ def execute(
 
 
 def _resolve(
-    names: list[str], target: str | None
+    names: list[str], target: str | None, short_sweeps: bool = False
 ) -> tuple[list[tuple[str, Path, Experiment]], Target | None]:
     """Each file loaded and checked, and the target read, before anything starts: bad input
     is one line and exit 2."""
     try:
         if not names:
             raise ExperimentError("name at least one experiment, or --all")
-        resolved = [(Path(n).stem, *load_experiment(n)) for n in names]
+        resolved = [(Path(n).stem, *load_experiment(n, short_sweeps)) for n in names]
         remote = Target.parse(target) if target else None
         generator_command()  # MESH_LOADGEN names a generator that is there (LoadGeneratorError)
     except (ExperimentError, ValueError) as err:

@@ -34,7 +34,7 @@ def demo(
             "(4 services behind the embedded Toxiproxy, every process on 127.0.0.1), "
             "from deadlines to background jobs"
         )
-        results = chaos_cmd.execute(names, None, json_path, reports, state_dir)
+        results = chaos_cmd.execute(names, None, json_path, reports, state_dir, short_sweeps=True)
         broken = [r.name for r in results if r.aborted]
         if broken:
             console.print(f"[red]aborted: {', '.join(broken)}[/red]")

@@ -9,8 +9,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
+from mesh.topology import replica_of
+from meshctl.cli.fault_input import FaultInputError, ToxicRequest, toxic_request
+from meshctl.cli.fault_output import (
+    app_faults_table,
+    processes_note,
+    toxic_added,
+    toxic_removed,
+    toxics_table,
+)
 from meshctl.cli.json_out import JsonOpt, human_output_to_stderr, write_json
 from meshctl.cli.status import StateDirOpt, console, running_state
 from meshctl.console.faults import FaultControl, FaultError
@@ -45,17 +53,16 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
-def _attributes(pairs: list[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        try:
-            if not sep or not key:
-                raise ValueError
-            out[key] = int(value)
-        except ValueError:
-            _fail(f"-a {pair!r}: expected KEY=INTEGER, e.g. -a latency=1000")
-    return out
+def _checked_toxic(edge: str | None, type_: str | None, pairs: list[str] | None) -> ToxicRequest:
+    """The toxic asked for, every name checked before anything is contacted (else exit 2)."""
+    if edge is None or type_ is None:
+        _fail("a toxic takes EDGE and -t TYPE (or give --service and --method)")
+    assert edge is not None and type_ is not None
+    try:
+        return toxic_request(edge, type_, pairs or [])
+    except FaultInputError as err:
+        _fail(str(err))
+        raise
 
 
 @app.command("add")
@@ -80,6 +87,7 @@ def add(
 ) -> None:
     """Add a toxic to EDGE (`mesh fault add gateway_to_profile -t latency -a latency=500`), or
     an app fault (`mesh fault add --service recommendation --method Recommend --rate 1`)."""
+    asked = _checked_toxic(edge, type_, attribute) if service is None else None
     state = running_state(state_dir, "mesh fault")
     control = _control(state)
     try:
@@ -93,16 +101,15 @@ def add(
             typer.echo(
                 f"Set app fault on {service} {f.method}: {f.code} at rate {f.error_rate:g}"
                 + (f", delay {f.delay_s:g}s" if f.delay_s else "")
+                + processes_note(n for n in sorted(control.admin) if replica_of(n) == service)
             )
             return
-        if edge is None or type_ is None:
-            _fail("a toxic takes EDGE and -t TYPE (or give --service and --method)")
-        assert edge is not None and type_ is not None
+        assert asked is not None
         stream = "upstream" if upstream else "downstream"
         toxic = control.add_toxic(
-            edge, type_, _attributes(attribute or []), stream, toxicity, name, "cli_"
+            asked.edge, asked.type, asked.attributes, stream, toxicity, name, "cli_"
         )
-        typer.echo(f"Added {toxic.stream} {toxic.type} toxic '{toxic.name}' on proxy '{edge}'")
+        typer.echo(toxic_added(toxic, asked.edge))
     except FaultError as err:
         _fail(str(err))
     finally:
@@ -129,8 +136,7 @@ def rm(
         if edge is None or name is None:
             _fail("a toxic is removed with EDGE and -n NAME (or give --service)")
         assert edge is not None and name is not None
-        control.remove_toxic(edge, name)
-        typer.echo(f"Removed toxic '{name}' on proxy '{edge}'")
+        typer.echo(toxic_removed(name, edge, control.remove_toxic(edge, name)))
     except FaultError as err:
         _fail(str(err))
     finally:
@@ -150,30 +156,11 @@ def list_(state_dir: StateDirOpt = None, json_path: JsonOpt = None) -> None:
                 _fail(str(err))
             toxics = control.toxics(proxies)
             app_faults = control.app_faults()
-            table = Table(title="toxics", title_justify="left")
-            for col in ("edge", "name", "type", "stream", "toxicity", "attributes", "set by"):
-                table.add_column(col)
-            for t in toxics:
-                attrs = " ".join(f"{k}={v}" for k, v in t.attributes.items())
-                table.add_row(t.edge, t.name, t.type, t.stream, f"{t.toxicity:g}", attrs, t.owner)
             down = [name for name, p in sorted(proxies.items()) if not p.get("enabled", True)]
-            console.print(table if toxics else "no toxics")
+            console.print(toxics_table(toxics) if toxics else "no toxics")
             if down:
                 console.print("disabled proxies: " + ", ".join(down))
-            table = Table(title="app faults", title_justify="left")
-            for col in ("service", "method", "rate", "code", "delay", "pushback", "set by"):
-                table.add_column(col)
-            for f in app_faults:
-                table.add_row(
-                    f.service,
-                    f.method,
-                    f"{f.error_rate:g}",
-                    f.code,
-                    f"{f.delay_s:g}s",
-                    str(f.pushback_ms),
-                    f.owner,
-                )
-            console.print(table if app_faults else "no app faults")
+            console.print(app_faults_table(app_faults) if app_faults else "no app faults")
         if json_path is not None:
             doc: dict[str, Any] = {
                 "toxics": [t.__dict__ for t in toxics],

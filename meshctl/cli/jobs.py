@@ -13,6 +13,7 @@ from rich.console import Console, RenderableType
 
 from chaos.report.table_fit import Column, FitTable
 from meshctl.cli.json_out import JsonOpt, to_stdout, write_json
+from meshctl.launch.state import STATE_DIR
 from meshctl.mail.mailbox import Mailbox
 from meshctl.queue_admin import STATES, JobView, QueueAdmin, dumps, redis_addr
 
@@ -24,7 +25,7 @@ T = TypeVar("T")
 
 StateDir = Annotated[
     Path,
-    typer.Option(envvar="MESH_STATE_DIR", help="The running mesh's state directory."),
+    typer.Option(envvar=STATE_DIR.name, help="The running mesh's state directory."),
 ]
 RedisOpt = Annotated[str | None, typer.Option("--redis", help="HOST:PORT (default: the mesh's).")]
 

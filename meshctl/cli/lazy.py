@@ -72,6 +72,17 @@ class LazyGroup(TyperGroup):
         finally:
             self._listing = False
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Each command's whole first paragraph, wrapped (click cuts it to a line and "...")."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                first = (command.short_help or command.help or "").split("\n\n")[0]
+                rows.append((name, " ".join(first.split())))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
     def load_all(self, ctx: click.Context) -> None:
         """Import every command (the tests that walk the whole tree)."""
         for name in list(self.lazy):

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from meshctl.launch.control import ControlUnavailable, request
-from meshctl.launch.state import STATE_FILE, MeshState
+from meshctl.launch.state import STATE_DIR, STATE_FILE, MeshState
 
 console = Console()
 
@@ -24,7 +24,7 @@ def restart(
     ],
     state_dir: Annotated[
         Path,
-        typer.Option(envvar="MESH_STATE_DIR", help="The state dir `mesh up` was given."),
+        typer.Option(envvar=STATE_DIR.name, help="The state dir `mesh up` was given."),
     ] = Path("var"),
     timeout_s: Annotated[
         float, typer.Option("--timeout", help="Seconds to wait for it to serve again.")

@@ -4,7 +4,6 @@ concurrency limit, refusals by reason), from the services' metrics, Toxiproxy an
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,7 +15,7 @@ from rich.table import Table
 
 from meshctl.cli.json_out import JsonOpt, human_output_to_stderr, write_json
 from meshctl.console.view import MeshView
-from meshctl.launch.state import STATE_FILE, MeshState
+from meshctl.launch.state import STATE_DIR, STATE_FILE, MeshState
 
 console = Console()
 
@@ -31,7 +30,7 @@ StateDirOpt = Annotated[
 
 def running_state(state_dir: Path | None, command: str) -> MeshState:
     """The mesh `mesh up` recorded in STATE_DIR/mesh.json, or exit 2 saying where it looked."""
-    where = state_dir or Path(os.environ.get("MESH_STATE_DIR", "var"))
+    where = state_dir or Path(STATE_DIR.read())
     try:
         state = MeshState.load(where)
     except (OSError, ValueError, TypeError) as err:
@@ -63,14 +62,31 @@ def breakers_text(stats: dict[str, Any]) -> str:
     return "\n".join(parts) or ("closed" if stats["breakers"] else "-")
 
 
+def _proxies_note(toxic: dict[str, Any], edge: dict[str, Any], all_proxies: int) -> str:
+    """Where a toxic is when the edge has several proxies (one per replica): `on every
+    replica's proxy`, or the proxies it is on by name."""
+    on = toxic.get("proxies") or []
+    if all_proxies <= 1 or not on:
+        return ""
+    if len(on) >= all_proxies:
+        return f" on all {all_proxies} replica proxies"
+    return " on " + ", ".join(on) + " only"
+
+
 def fault_lines(snapshot: dict[str, Any]) -> list[str]:
-    """One line per edge with faults: its toxics and app faults, and who set each."""
+    """One line per edge with faults: its toxics (on which replica proxies) and app faults, and
+    who set each."""
+    proxy_count: dict[str, int] = {}
+    for replica in snapshot.get("replicas", []):
+        for p in replica["proxies"]:
+            proxy_count[p["edge"]] = proxy_count.get(p["edge"], 0) + 1
     lines = []
     for edge in snapshot["edges"]:
         parts = [
             f"{t['type']} "
             + " ".join(f"{k}={v}" for k, v in t["attributes"].items())
-            + f" {t['stream']} ({t['owner']})"
+            + f" {t['stream']}{_proxies_note(t, edge, proxy_count.get(edge['name'], 1))}"
+            + f" ({t['owner']})"
             for t in edge["toxics"]
         ]
         parts += [
@@ -86,27 +102,45 @@ def fault_lines(snapshot: dict[str, Any]) -> list[str]:
     return lines
 
 
-def edge_table(snapshot: dict[str, Any], title: str) -> Table:
-    table = Table(
+def _table(title: str | None = None) -> Table:
+    return Table(
         title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False
     )
-    for name, justify in (
-        ("edge", "left"),
-        ("req/s", "right"),
-        ("err", "right"),
-        ("p50", "right"),
-        ("p99", "right"),
-        ("retry", "right"),
-        ("fallb", "right"),
-        ("bulkhd", "right"),
-        ("tokens", "right"),
-        ("breakers", "left"),
-    ):
-        # The edge's name whole, always: the other columns wrap first.
-        wide = {"no_wrap": True, "min_width": 25} if name == "edge" else {}
-        table.add_column(name, justify=justify, **wide)  # type: ignore[arg-type]
+
+
+def edge_table(snapshot: dict[str, Any], title: str) -> Table:
+    """Each edge's traffic: rates, errors, latency, retries, fallbacks, throttled attempts (74
+    columns: whole at 80)."""
+    table = _table(title)
+    table.add_column("edge", no_wrap=True)
+    for name in ("req/s", "err", "p50", "p99", "retry/s", "fallb/s", "thrtl/s"):
+        table.add_column(name, justify="right", no_wrap=True)
     for edge in snapshot["edges"]:
         s = edge["stats"]
+        table.add_row(
+            edge["name"],
+            _n(s["calls_per_s"]),
+            f"{s['error_rate']:.0%}",
+            _n(s["p50_ms"], 1),
+            _n(s["p99_ms"], 1),
+            _n(s["retries_per_s"]),
+            _n(s["fallbacks_per_s"]),
+            _n(s.get("throttled_per_s", 0.0)),
+        )
+    return table
+
+
+def protection_table(snapshot: dict[str, Any]) -> Table:
+    """Each protected edge's bulkhead slots, retry budget tokens and breakers not closed."""
+    table = _table()
+    table.add_column("edge", no_wrap=True)
+    table.add_column("bulkhead", justify="right", no_wrap=True)
+    table.add_column("tokens", justify="right", no_wrap=True)
+    table.add_column("breakers", overflow="fold")
+    for edge in snapshot["edges"]:
+        s = edge["stats"]
+        if s["bulkhead_limit"] is None and s["budget_max_tokens"] is None and not s["breakers"]:
+            continue
         bulkhead = (
             "-"
             if s["bulkhead_limit"] is None
@@ -117,17 +151,41 @@ def edge_table(snapshot: dict[str, Any], title: str) -> Table:
             if s["budget_max_tokens"] is None
             else f"{s['budget_tokens']:.1f}/{s['budget_max_tokens']:.0f}"
         )
+        table.add_row(edge["name"], bulkhead, budget, breakers_text(s))
+    return table
+
+
+def _ejection_text(replica: dict[str, Any]) -> str:
+    by_caller = replica["ejection"]
+    if not by_caller:
+        return "-"
+    out = sorted(c for c, state in by_caller.items() if state == "ejected")
+    return "[red]ejected by " + ", ".join(out) + "[/red]" if out else "in"
+
+
+def replica_table(snapshot: dict[str, Any]) -> Table:
+    """Each replica: the calls it served, whether ejection keeps it out of a caller's rotation
+    (`-`: that caller's ejection is off), and the faults on the proxies in front of it, by the
+    caller whose calls cross each."""
+    table = _table()
+    table.add_column("replica", no_wrap=True)
+    table.add_column("served/s", justify="right", no_wrap=True)
+    table.add_column("err", justify="right", no_wrap=True)
+    table.add_column("ejection", no_wrap=True)
+    table.add_column("faults on its proxies", overflow="fold")
+    for replica in snapshot.get("replicas", []):
+        faults = [
+            f"from {p['caller']}: "
+            + ", ".join([*p["toxics"], *([] if p["enabled"] else ["proxy disabled"])])
+            for p in replica["proxies"]
+            if p["toxics"] or not p["enabled"]
+        ]
         table.add_row(
-            edge["name"],
-            _n(s["calls_per_s"]),
-            f"{s['error_rate']:.0%}",
-            _n(s["p50_ms"], 1),
-            _n(s["p99_ms"], 1),
-            _n(s["retries_per_s"]),
-            _n(s["fallbacks_per_s"]),
-            bulkhead,
-            budget,
-            breakers_text(s),
+            replica["name"],
+            _n(replica["calls_per_s"]),
+            f"{replica['error_rate']:.0%}",
+            _ejection_text(replica),
+            "\n".join(faults) or "-",
         )
     return table
 
@@ -172,11 +230,17 @@ def server_table(snapshot: dict[str, Any]) -> Table:
 
 
 def edge_view(snapshot: dict[str, Any], title: str) -> Group:
-    """The edge table, the faults under it (`faults: none` when there are none), then each
-    service's admission (in flight, concurrency limit, refusals)."""
+    """The edges' traffic, their protections, the faults (`faults: none` when there are none),
+    each replica (served, ejection, faults on its proxies), then each service's admission (in
+    flight, concurrency limit, refusals)."""
     lines = fault_lines(snapshot) or ["none"]
     return Group(
-        edge_table(snapshot, title), "faults: " + lines[0], *lines[1:], server_table(snapshot)
+        edge_table(snapshot, title),
+        protection_table(snapshot),
+        "faults: " + lines[0],
+        *lines[1:],
+        replica_table(snapshot),
+        server_table(snapshot),
     )
 
 
@@ -200,8 +264,8 @@ def status(
     try:
         with human_output_to_stderr(json_path, console):
             snap = snapshot_over(view, window)
-            title = f"mesh status (policy {state.policy}; per second over {window:g}s; ms)"
-            console.print(edge_view(snap, title))
+            title = f"mesh status (policy {snap['policy']}; per second over {window:g}s; ms)"
+            console.print(edge_view(snap, title), soft_wrap=False)
             for error in snap["errors"]:
                 console.print(f"[yellow]{error}[/yellow]", soft_wrap=True)
             if snap["experiment"]:

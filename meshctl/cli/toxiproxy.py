@@ -8,13 +8,13 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from meshctl.launch.real_toxiproxy import RealToxiproxyError, use_server
+from meshctl.launch.real_toxiproxy import TOXIPROXY, RealToxiproxyError, use_server
 
 ServerChoice = Annotated[
     str,
     typer.Option(
         "--toxiproxy",
-        envvar="MESH_TOXIPROXY",
+        envvar=TOXIPROXY.name,
         help="embedded (the default), or real: Toxiproxy 2.12 from .peers/bin (`make peers`).",
     ),
 ]
@@ -49,7 +49,7 @@ def toxiproxy(
     server: Annotated[
         str,
         typer.Option(
-            envvar="MESH_TOXIPROXY",
+            envvar=TOXIPROXY.name,
             help="embedded, or real: exec real Toxiproxy 2.12 from .peers/bin (`make peers`).",
         ),
     ] = "embedded",

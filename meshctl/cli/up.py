@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import threading
 from collections.abc import Callable
@@ -11,37 +10,48 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from mesh import settings
 from mesh.runtime.logging import JsonFormatter
+from meshctl.cli.suggest import mesh_command
 from meshctl.cli.toxiproxy import ServerChoice, choose_server
 from meshctl.console.server import ConsoleServer
 from meshctl.launch.control import ControlServer
 from meshctl.launch.fd_limit import raise_open_files_limit
 from meshctl.launch.mesh import Mesh
-from meshctl.launch.ports import Ports
+from meshctl.launch.ports import Ports, free_ports
 from meshctl.launch.private import private_umask
 from meshctl.launch.processes import LaunchError
 from meshctl.launch.state import MeshState, StateDirInUse
 from meshctl.launch.supervisor import Supervisor, SupervisorEvent
+from meshctl.launch.xds_plane import XdsPlane
 
 console = Console()
 CONSOLE_PORT = 8480
 
 
 def state_table(state: MeshState) -> Table:
-    table = Table(title=f"mesh is up (policy: {state.policy})", title_justify="left")
-    table.add_column("service")
-    table.add_column("gRPC")
-    table.add_column("admin (loopback)")
-    table.add_column("metrics")
-    table.add_column("pid", justify="right")
+    """Every process and its addresses, whole at 80 columns: metrics as host:port (each serves
+    http://HOST:PORT/metrics), no column cut or wrapped."""
+    table = Table(
+        title=f"mesh is up (policy: {state.policy})",
+        title_justify="left",
+        caption="admin ports: loopback only; metrics: http://ADDR/metrics",
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1, 0, 0),
+        pad_edge=False,
+    )
+    for column in ("service", "gRPC", "admin", "metrics"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("pid", justify="right", no_wrap=True)
     for name, addrs in state.services.items():
-        table.add_row(
-            name, addrs["listen"], addrs["admin"], addrs["metrics"], str(state.pids.get(name, ""))
-        )
+        metrics = addrs["metrics"].removeprefix("http://").removesuffix("/metrics")
+        table.add_row(name, addrs["listen"], addrs["admin"], metrics, str(state.pids.get(name, "")))
     return table
 
 
@@ -57,12 +67,30 @@ def proxy_table(state: MeshState) -> Table:
     return table
 
 
+XdsOption = Annotated[
+    bool,
+    typer.Option(
+        "--xds",
+        help="The gateway's and recommendation's channels as xds:/// targets, configured by "
+        "the mesh's control plane (mesh-xds; `make peers` builds it).",
+    ),
+]
+
+
+def _xds_plane(state_dir: Path) -> XdsPlane:
+    ads_port, admin_port = free_ports(2)
+    return XdsPlane(state_dir.resolve(), ads_port, admin_port)
+
+
 def up(
     policy: Annotated[
         str, typer.Option(help="Preset (unprotected, retry-only, full) or YAML file.")
     ] = "full",
     direct: Annotated[bool, typer.Option("--direct", help="Skip the Toxiproxy proxies.")] = False,
-    gateway_port: Annotated[int, typer.Option(help="Gateway port on 127.0.0.1.")] = 50051,
+    gateway_port: Annotated[
+        int | None,
+        typer.Option(help="Gateway port on 127.0.0.1 (default 50051; not with --auto-ports)."),
+    ] = None,
     auto_ports: Annotated[
         bool, typer.Option("--auto-ports", help="Pick free ports for everything.")
     ] = False,
@@ -77,6 +105,7 @@ def up(
     no_console: Annotated[
         bool, typer.Option("--no-console", help="Do not serve the console.")
     ] = False,
+    xds: XdsOption = False,
 ) -> None:
     """Start the mesh on 127.0.0.1, wait until all of it is SERVING, stay in the foreground.
 
@@ -84,11 +113,12 @@ def up(
     while it keeps failing; `mesh restart SERVICE` restarts one on purpose. Ctrl-C or SIGTERM
     stops every process cleanly. One mesh per --state-dir: a second one exits 2.
     """
+    ports = _ports(gateway_port, auto_ports)
     raise_open_files_limit()  # before anything opens: the console's and children's headroom
     choose_server(toxiproxy, "mesh up", console)
     private_umask()  # every file under the state dir is the owner's alone (meshctl.launch.private)
-    ports = Ports.auto() if auto_ports else Ports.default(gateway_port)
-    mesh = Mesh(state_dir=state_dir, ports=ports, direct=direct, policy=policy)
+    plane = _xds_plane(state_dir) if xds else None
+    mesh = Mesh(state_dir=state_dir, ports=ports, direct=direct, policy=policy, xds=plane)
     try:
         mesh.lock()
     except StateDirInUse as err:
@@ -112,6 +142,18 @@ def up(
         control.close()
         if console_server is not None:
             console_server.close()
+
+
+def _ports(gateway_port: int | None, auto_ports: bool) -> Ports:
+    """Free ports (--auto-ports), or the topology's with --gateway-port; both: exit 2."""
+    if auto_ports and gateway_port is not None:
+        console.print(
+            "[red]mesh up:[/red] --gateway-port and --auto-ports: --auto-ports picks every port "
+            "(the gateway's too); give one or the other",
+            soft_wrap=True,
+        )
+        raise typer.Exit(2)
+    return Ports.auto() if auto_ports else Ports.default(gateway_port)
 
 
 def _start(mesh: Mesh) -> MeshState:
@@ -139,10 +181,16 @@ def _supervise(mesh: Mesh, stop: threading.Event, control: ControlServer) -> Non
     console.print("stopped: " + ", ".join(f"{k} ({v})" for k, v in codes.items()))
 
 
+JAEGER_UI = settings.Var("MESH_JAEGER_UI", settings.text, "", "the Jaeger UI the console links to")
+REPORTS_DIR = settings.Var(
+    "MESH_REPORTS_DIR", settings.text, "reports", "where the console finds experiment reports"
+)
+
+
 def _console(state: MeshState, port: int) -> ConsoleServer:
     """The console on `port`, or on a free port when that one is taken."""
-    jaeger = os.environ.get("MESH_JAEGER_UI")
-    reports = Path(os.environ.get("MESH_REPORTS_DIR", "reports"))
+    jaeger = JAEGER_UI.read() or None
+    reports = Path(REPORTS_DIR.read())
     try:
         return ConsoleServer(state, port, jaeger, reports).start()
     except OSError:
@@ -162,8 +210,9 @@ def _banner(
             highlight=False,
         )
     console.print(
-        f"\ntry:  [bold]mesh call home --user u-0001[/bold]   "
-        f"(gateway {state.gateway}; state in {state_dir / 'mesh.json'})"
+        f"\ntry:  [bold]{escape(mesh_command('call home --user u-0001', state_dir))}[/bold]   "
+        f"(gateway {state.gateway}; state in {state_dir / 'mesh.json'})",
+        soft_wrap=True,  # the command stays one line, to paste whole
     )
     if state.api_key:
         console.print(

@@ -32,7 +32,9 @@ def watch(
             while count is None or done < count:
                 time.sleep(interval)
                 snap = view.snapshot()
-                title = f"mesh watch (policy {state.policy}; every {interval:g}s; ms; Ctrl-C stops)"
+                title = (
+                    f"mesh watch (policy {snap['policy']}; every {interval:g}s; ms; Ctrl-C stops)"
+                )
                 live.update(edge_view(snap, title), refresh=True)
                 done += 1
     except KeyboardInterrupt:

@@ -1,5 +1,6 @@
 """Steady background load for the console: an open loop of home and checkout calls at a
-rate, on a thread of its own, until stopped; counts kept, outcomes not (it may run for hours)."""
+rate, from the load generator process (loadgen/steady.py), driven from a thread of its own
+until stopped; counts kept as the outcomes stream, outcomes not (it may run for hours)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from loadgen.in_process import Outcome, run_load
+from loadgen.outcomes import Outcome
+from loadgen.steady import CHUNK_S, SteadyLoad, run_steady
 
 MAX_RATE_PER_S = 200.0
-CHUNK_S = 30.0
-"""run_load keeps every outcome: the load runs in chunks so its memory stays bounded."""
 
 
 @dataclass
@@ -51,6 +51,8 @@ class BackgroundLoad:
         self._api_key = api_key
         self._run: _Run | None = None
         self._lock = threading.Lock()
+        self.chunk_s = CHUNK_S
+        """Seconds of load per plan sent to the generator (loadgen/steady.py)."""
 
     def start(self, settings: LoadSettings) -> None:
         self.stop()
@@ -83,9 +85,9 @@ class BackgroundLoad:
         }
 
     def _loop(self, run: _Run) -> None:
-        asyncio.run(self._chunks(run))
+        asyncio.run(self._offer(run))
 
-    async def _chunks(self, run: _Run) -> None:
+    async def _offer(self, run: _Run) -> None:
         stop = asyncio.Event()
 
         def count(outcome: Outcome) -> None:
@@ -98,20 +100,16 @@ class BackgroundLoad:
             stop.set()
 
         watcher = asyncio.create_task(watch())
+        rate = run.settings.rate_per_s
+        load = SteadyLoad(
+            self._gateway,
+            rate,
+            run.settings.mix,
+            concurrency=max(4, int(rate)),
+            api_key=self._api_key,
+            chunk_s=self.chunk_s,
+        )
         try:
-            while not stop.is_set():
-                rate = run.settings.rate_per_s
-                await run_load(
-                    self._gateway,
-                    requests=max(1, int(rate * CHUNK_S)),
-                    concurrency=max(4, int(rate)),
-                    rpc_mix=run.settings.mix,
-                    timeout_s=2.0,
-                    rate_per_s=rate,
-                    max_duration_s=CHUNK_S,
-                    api_key=self._api_key,
-                    on_outcome=count,
-                    stop=stop,
-                )
+            await run_steady(load, count, stop)
         finally:
             watcher.cancel()

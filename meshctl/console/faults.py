@@ -15,7 +15,7 @@ import os
 import re
 import tempfile
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,8 @@ class Toxic:
     toxicity: float
     attributes: dict[str, Any]
     owner: str
+    proxies: list[str] = field(default_factory=list)
+    """The proxies it is on: every replica's of the edge, or (set by proxy name) some."""
 
 
 @dataclass
@@ -135,13 +137,17 @@ class FaultControl:
             raise FaultError(f"unknown service {service_name!r}; known: {known}")
         return found
 
-    def _stub(self, instance: str) -> admin_pb2_grpc.FaultAdminStub:
+    def channel(self, instance: str) -> grpc.Channel:
+        """The admin channel of one process (kept open: one per admin address)."""
         addr = self.admin[instance]
         with self._lock:
             channel = self._channels.get(addr)
             if channel is None:
                 channel = self._channels[addr] = grpc.insecure_channel(addr)
-        return admin_pb2_grpc.FaultAdminStub(channel)
+        return channel
+
+    def _stub(self, instance: str) -> admin_pb2_grpc.FaultAdminStub:
+        return admin_pb2_grpc.FaultAdminStub(self.channel(instance))
 
     # Toxics -----------------------------------------------------------------------------
 
@@ -163,7 +169,7 @@ class FaultControl:
         found: dict[tuple[str, str], Toxic] = {}  # a toxic on every replica's proxy shows once
         for name, proxy in sorted(proxies.items()):
             for t in proxy.get("toxics") or ():
-                found.setdefault(
+                toxic = found.setdefault(
                     (edge_of(name), t["name"]),
                     Toxic(
                         edge_of(name),
@@ -175,6 +181,7 @@ class FaultControl:
                         toxic_owner(t["name"]),
                     ),
                 )
+                toxic.proxies.append(name)
         return list(found.values())
 
     def add_toxic(
@@ -206,25 +213,30 @@ class FaultControl:
             float(made.get("toxicity", toxicity)),
             dict(made.get("attributes") or {}),
             toxic_owner(made["name"]),
+            done,
         )
 
-    def remove_toxic(self, edge: str, name: str) -> None:
+    def remove_toxic(self, edge: str, name: str) -> list[str]:
+        """Removes the toxic from the edge's proxies that have it; returns those proxies."""
         proxies = proxies_of(edge)
-        removed = 0
+        removed: list[str] = []
         for proxy in proxies:
             try:
                 self._toxiproxy().remove_toxic(proxy, name)
-                removed += 1
+                removed.append(proxy)
             except ToxiproxyError as err:
                 if err.status != 404 or (proxy == proxies[-1] and not removed):
                     raise FaultError(f"toxic {name} on {edge}: {err.message}") from None
+        return removed
 
-    def set_enabled(self, edge: str, enabled: bool) -> None:
+    def set_enabled(self, edge: str, enabled: bool) -> list[str]:
+        """Enables or disables every proxy of the edge (or the one named); returns them."""
         try:
             for proxy in proxies_of(edge):
                 self._toxiproxy().update_proxy(proxy, enabled=enabled)
         except ToxiproxyError as err:
             raise FaultError(f"proxy {edge}: {err.message}") from None
+        return proxies_of(edge)
 
     # App faults -------------------------------------------------------------------------
 

@@ -18,17 +18,24 @@ from concurrent.futures import Executor
 from http import HTTPStatus
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from aiohttp import web
 
+from meshctl.console.auth import ConsoleToken
 from meshctl.console.bounded_http import HttpLimits
 
-if TYPE_CHECKING:
-    from meshctl.console.auth import ConsoleToken
-    from meshctl.console.server import Console
-
 log = logging.getLogger("meshctl.console")
+
+
+class Api(Protocol):
+    """What the routes map the JSON API onto (meshctl.console.server.Console): blocking calls,
+    run on the bounded pool."""
+
+    def get(self, path: str, query: dict[str, str]) -> Any: ...
+    def post(self, path: str, body: dict[str, Any]) -> Any: ...
+
+
 STATIC = ("index.html", "console.js", "console.css")
 MAX_BODY = 64 * 1024
 CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
@@ -57,7 +64,7 @@ class ConsoleRoutes:
 
     def __init__(
         self,
-        console: Console,
+        console: Api,
         port: Callable[[], int],
         pool: Executor,
         limits: HttpLimits,

@@ -1,10 +1,11 @@
 """The console: what its JSON API does (`Console`), served on 127.0.0.1 (`ConsoleServer`).
 
-Nothing is computed unless a page asks: `/api/state` scrapes the services at most once per
-`min_interval_s`, however many pages poll it, so a console nobody looks at costs the mesh
-nothing. How requests are checked and answered (loopback Host, the per-run token of
-meshctl.console.auth on every API call, `X-Mesh-Console: 1` on every change, the body cap) is
-meshctl.console.routes.
+The services' metrics are sampled once a second in the background (meshctl.console.
+metrics_view.MetricsSampler), so every rate is over the last 5 s from the first frame, however
+long no page was open; the rest of `/api/state` (faults, progress) is read when a page asks,
+at most once per `min_interval_s` however many pages poll it. How requests are checked and
+answered (loopback Host, the per-run token of meshctl.console.auth on every API call,
+`X-Mesh-Console: 1` on every change, the body cap) is meshctl.console.routes.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from meshctl.console.auth import ConsoleToken
 from meshctl.console.background_load import BackgroundLoad, LoadSettings
 from meshctl.console.bounded_http import BoundedHttpServer, HttpLimits
 from meshctl.console.faults import FaultError
+from meshctl.console.metrics_view import MetricsSampler
 from meshctl.console.routes import BadRequest, ConsoleRoutes
 from meshctl.console.view import MeshView
 from meshctl.launch.state import MeshState
@@ -39,7 +41,10 @@ class Console:
         reports_dir: Path = Path("reports"),
         min_interval_s: float = 0.8,
     ) -> None:
-        self.view = MeshView(state)
+        # Sampled every second whether a page is open or not (a handful of small scrapes), so
+        # rates are over the last 5 s from the first frame; a poll scrapes only if that lags.
+        self.view = MeshView(state, fresh_s=1.5)
+        self.sampler = MetricsSampler(self.view.metrics).start()
         self.load = BackgroundLoad(state.gateway, state.api_key)
         self.jaeger_ui = jaeger_ui.rstrip("/") if jaeger_ui else None
         self.reports_dir = reports_dir
@@ -55,6 +60,7 @@ class Console:
         self._lock = threading.Lock()
 
     def close(self) -> None:
+        self.sampler.stop()
         self.load.stop()
         self.view.close()
 

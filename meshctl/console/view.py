@@ -9,9 +9,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from mesh.runtime.admin_auth import admin_metadata
 from mesh.topology import EDGES, SERVICES, replica_of
 from meshctl.console.faults import AppFault, FaultControl, FaultError
-from meshctl.console.metrics_view import MetricsWindow
+from meshctl.console.job_edges import JOB_EDGES, job_edge_stats
+from meshctl.console.metrics_view import EdgeStats, MetricsWindow
+from meshctl.console.policy_view import policies_in_force, policy_label
+from meshctl.console.replica_view import replica_views
 from meshctl.launch.state import MeshState
 
 GRPC_SERVERS = frozenset(s.name for s in SERVICES)
@@ -43,8 +47,11 @@ def read_progress(state_dir: Path, now_s: float | None = None) -> dict[str, Any]
 class MeshView:
     """Reads the mesh `state` describes: its metrics (a short window), faults and progress."""
 
-    def __init__(self, state: MeshState, window_s: float = 5.0) -> None:
+    def __init__(self, state: MeshState, window_s: float = 5.0, fresh_s: float = 0.0) -> None:
+        """`fresh_s`: a snapshot scrapes again only when the latest scrape is older (a sampler
+        that scrapes in the background keeps it younger; 0: always scrape)."""
         self.state = state
+        self._fresh_s = fresh_s
         self.state_dir = Path(state.state_dir)
         self.metrics = MetricsWindow(
             {
@@ -62,6 +69,7 @@ class MeshView:
             admin_token=state.admin_token,
         )
         self._app_faults: list[AppFault] = []
+        self._policies: dict[str, str] = {}
         self._app_faults_at: float | None = None
 
     def faults_changed(self) -> None:
@@ -69,18 +77,32 @@ class MeshView:
         self._app_faults_at = None
 
     def _current_app_faults(self) -> list[AppFault]:
+        """App faults and each service's policy in force, read afresh at most this often."""
         now = time.monotonic()
         if self._app_faults_at is None or now - self._app_faults_at >= APP_FAULTS_EVERY_S:
             self._app_faults = self.faults.app_faults()
+            self._policies = policies_in_force(self.faults, admin_metadata(self.state.admin_token))
             self._app_faults_at = now
         return self._app_faults
 
     def close(self) -> None:
         self.faults.close()
 
+    def _edge_stats(self, caller: str, dependency: str) -> EdgeStats:
+        if f"{caller}_to_{dependency}" in JOB_EDGES:
+            growth, seconds = self.metrics.growth()
+            return job_edge_stats(growth, seconds, caller, dependency)
+        return self.metrics.edge(caller, dependency)
+
+    def _replicas(self, proxies: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+        growth, seconds = self.metrics.growth()
+        dialled = {name: p["listen"] for name, p in self.state.proxies.items() if "listen" in p}
+        views = replica_views(self.metrics.latest(), growth, seconds, proxies, dialled)
+        return [asdict(v) for v in views]
+
     def snapshot(self) -> dict[str, Any]:
         """Scrape now and describe everything; a part that cannot be read says so in `errors`."""
-        self.metrics.refresh()
+        self.metrics.refresh_if_older(self._fresh_s)
         errors: list[str] = []
         proxies: dict[str, dict[str, Any]] = {}
         if self.faults.client is not None:
@@ -104,19 +126,22 @@ class MeshView:
                     "proxy": None
                     if proxy is None
                     else {"listen": proxy.get("listen"), "enabled": bool(proxy.get("enabled"))},
-                    "stats": asdict(self.metrics.edge(e.caller, e.dependency)),
+                    "stats": asdict(self._edge_stats(e.caller, e.dependency)),
                     "toxics": [asdict(t) for t in toxics if t.edge == e.name],
                     "app_faults": [asdict(f) for f in app_faults if f.service == e.dependency],
                 }
             )
         return {
             "at": time.time(),
-            "policy": self.state.policy,
+            "window_s": self.metrics.growth()[1],
+            "policy": policy_label(self._policies, self.state.policy),
+            "policies": dict(self._policies),
             "gateway": self.state.gateway,
             "toxiproxy": self.state.toxiproxy,
             "services": sorted(self.state.services),
             "edges": edges,
             "servers": [{"name": s.name, **asdict(self.metrics.server(s.name))} for s in SERVICES],
+            "replicas": self._replicas(proxies),
             "app_faults": [asdict(f) for f in app_faults],
             "experiment": read_progress(self.state_dir),
             "errors": errors,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Self
 
 from mesh.config_error import ConfigError
+from mesh.policy.loading import PolicyError, load_policy
 from mesh.runtime.tls import PLAINTEXT_LISTENERS
 from mesh.topology import INSTANCES, ServiceSpec, service
 from meshctl.launch.log_rotation import LogLimits, LogRotator
@@ -35,6 +36,8 @@ from meshctl.launch.spawn import LogSpawner
 from meshctl.launch.state import STATE_FILE, MeshState, StateDirInUse
 from meshctl.launch.state_lock import StateLock
 from meshctl.launch.wiring import Security, Wiring, prepare_security
+from meshctl.launch.xds_config import xds_edges
+from meshctl.launch.xds_plane import XdsPlane
 
 
 class MeshProcesses:
@@ -51,6 +54,7 @@ class MeshProcesses:
         env: Mapping[str, str] | None = None,
         service_env: Mapping[str, Mapping[str, str]] | None = None,
         start_timeout_s: float = 30.0,
+        xds: XdsPlane | None = None,
     ) -> None:
         self.state_dir = state_dir.resolve()
         self.ports = ports or Ports.default()
@@ -59,6 +63,8 @@ class MeshProcesses:
         self.env = dict(env or {})
         self.service_env = {k: dict(v) for k, v in (service_env or {}).items()}
         self.start_timeout_s = start_timeout_s
+        self.xds = xds
+        """With `mesh up --xds`: the control plane, started before the services."""
         self.api_key: str | None = None
         """The key `mesh call` and the load send; generated per start unless configured."""
         self.tls_dir: Path | None = None
@@ -79,7 +85,7 @@ class MeshProcesses:
     @property
     def wiring(self) -> Wiring:
         """The addresses and settings as they are now (a variant may switch `direct`)."""
-        return Wiring(self.ports, self.state_dir, self.direct, self.env, self.service_env)
+        return Wiring(self.ports, self.state_dir, self.direct, self.env, self.service_env, self.xds)
 
     @property
     def _security(self) -> Security:
@@ -134,6 +140,9 @@ class MeshProcesses:
         elif name == "toxiproxy":
             url = f"{self.toxiproxy_url}/version"
             wait_ready(proc, lambda: http_answers(url), f"answer at {url}", timeout_s, abort)
+        elif name == "xds" and self.xds is not None:
+            url = f"{self.xds.admin_url}/healthz"
+            wait_ready(proc, lambda: http_answers(url), f"answer at {url}", timeout_s, abort)
         else:
             self._wait_serving(service(name), proc.env, proc)
 
@@ -160,6 +169,9 @@ class MeshProcesses:
                     config = self.state_dir / "toxiproxy.json"
                     config.write_text(json.dumps(self.proxy_config(), indent=2))
                     self._add("toxiproxy")
+                if self.xds is not None:
+                    self.write_xds()
+                    self._add("xds")
                 self._start_services()
                 self._save_state()
         except BaseException:
@@ -167,6 +179,17 @@ class MeshProcesses:
             raise
         assert self.state is not None
         return self.state
+
+    def write_xds(self) -> None:
+        """The control plane's file for the current policy (it pushes the change itself)."""
+        if self.xds is None:
+            return
+        wiring = self.wiring
+        try:
+            policy = load_policy(self.policy, {**os.environ, **self.env})
+        except PolicyError as err:
+            raise LaunchError(f"--xds: {err}") from None
+        self.xds.write(policy, {e.name: wiring.dependency_addr(e) for e in xds_edges()})
 
     def _rotate_logs(self) -> None:
         """Keep logs/ bounded while the mesh runs (meshctl.launch.log_rotation)."""
@@ -199,9 +222,10 @@ class MeshProcesses:
         )
         self.state.save(self.state_dir)
 
-    def start_worker(self, name: str, env: Mapping[str, str]) -> int:
+    def start_worker(self, name: str, env: Mapping[str, str], module: str | None = None) -> int:
         """One more receipt worker (experiments crash it); stopped with the mesh, never
-        restarted by a supervisor. Its PID."""
+        restarted by a supervisor. `module`: run instead of the service's own (the job
+        experiments' drill worker). Its PID."""
         spec = service("notification")
         worker_env = {
             **self.wiring.service_env(spec, self.policy, self._security),
@@ -215,7 +239,7 @@ class MeshProcesses:
                 raise LaunchError(f"a worker named {name} is already running")
             # A dead worker of that name (an earlier run of the same experiment) gives way.
             self.procs = [p for p in self.procs if p.name != name]
-            proc = self._spawn(name, ["-m", spec.module], worker_env, supervised=False)
+            proc = self._spawn(name, ["-m", module or spec.module], worker_env, supervised=False)
             self.procs.append(proc)
             self._wait_serving(spec, worker_env, proc)
             return proc.popen.pid

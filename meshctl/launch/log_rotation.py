@@ -23,28 +23,30 @@ from mesh.telemetry.rotation import copy_truncate
 log = logging.getLogger(__name__)
 
 CHECK_EVERY_S = 5.0
+LOG_MAX_BYTES = settings.Var(
+    "MESH_LOG_MAX_BYTES",
+    lambda raw: settings.integer(raw, 64 * 1024),
+    16 << 20,
+    "a process's log rotates past this size",
+)
+LOG_BACKUPS = settings.Var(
+    "MESH_LOG_BACKUPS", lambda raw: settings.integer(raw, 0, 100), 2, "rotated logs kept"
+)
 
 
 @dataclass(frozen=True)
 class LogLimits:
     """How big a log grows before it rotates, and how many rotated ones are kept."""
 
-    max_bytes: int = 16 * 1024 * 1024
+    max_bytes: int = LOG_MAX_BYTES.default
     """MESH_LOG_MAX_BYTES: at least 64 KiB."""
-    backups: int = 2
+    backups: int = LOG_BACKUPS.default
     """MESH_LOG_BACKUPS: 0-100; 0 empties a full log without keeping a copy."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Self:
         """The limits from the environment (a bad value is a ConfigError naming it)."""
-        return cls(
-            max_bytes=settings.read(
-                environ, "MESH_LOG_MAX_BYTES", lambda r: settings.integer(r, 64 * 1024), 16 << 20
-            ),
-            backups=settings.read(
-                environ, "MESH_LOG_BACKUPS", lambda r: settings.integer(r, 0, 100), 2
-            ),
-        )
+        return cls(max_bytes=LOG_MAX_BYTES.read(environ), backups=LOG_BACKUPS.read(environ))
 
     @property
     def total_bytes(self) -> int:

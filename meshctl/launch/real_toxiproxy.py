@@ -17,6 +17,8 @@ import urllib.request
 from pathlib import Path
 from types import TracebackType
 
+from mesh import settings
+
 CHECKOUT = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S = 10.0
 
@@ -25,13 +27,20 @@ class RealToxiproxyError(RuntimeError):
     """The binary is missing, or the server did not answer GET /version in time."""
 
 
+TOXIPROXY_BIN = settings.Var(
+    "MESH_TOXIPROXY_BIN", settings.text, "", "the real toxiproxy-server (default .peers/bin)"
+)
+
+
 def binary_path(environ: dict[str, str] | None = None) -> Path:
-    env = os.environ if environ is None else environ
-    configured = env.get("MESH_TOXIPROXY_BIN")
+    configured = TOXIPROXY_BIN.read(environ)
     return Path(configured) if configured else CHECKOUT / ".peers" / "bin" / "toxiproxy-server"
 
 
 SERVERS = ("embedded", "real")
+TOXIPROXY = settings.Var(
+    "MESH_TOXIPROXY", lambda raw: settings.choice(raw, SERVERS), "embedded", "`--toxiproxy`'s value"
+)
 
 
 def use_server(server: str) -> None:
@@ -41,7 +50,7 @@ def use_server(server: str) -> None:
         raise RealToxiproxyError(f"--toxiproxy {server}: expected embedded or real")
     if server == "real" and not os.access(binary_path(), os.X_OK):
         raise RealToxiproxyError(f"no real Toxiproxy at {binary_path()}: run `make peers`")
-    os.environ["MESH_TOXIPROXY"] = server
+    os.environ[TOXIPROXY.name] = server
 
 
 def exec_real(host: str, port: int, config: Path | None, binary: Path | None = None) -> None:

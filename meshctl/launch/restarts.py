@@ -8,7 +8,9 @@ import subprocess
 
 from mesh.topology import INSTANCES
 from meshctl.launch.lifecycle import MeshProcesses
+from meshctl.launch.ports import free_ports
 from meshctl.launch.processes import GRACE_S, LaunchError, describe_exit, terminate
+from meshctl.launch.xds_plane import XdsPlane
 
 
 class MeshRestarts(MeshProcesses):
@@ -42,17 +44,35 @@ class MeshRestarts(MeshProcesses):
                 self.state.save(self.state_dir)
             return new.popen.pid
 
+    def _switch_xds(self, on: bool) -> None:
+        """The control plane up (a new one on free ports) or down; the callers follow it at
+        their next start."""
+        running = next((p for p in self.procs if p.name == "xds"), None)
+        if on and running is None:
+            ads_port, admin_port = free_ports(2)
+            self.xds = XdsPlane(self.state_dir, ads_port, admin_port)
+            self.write_xds()
+            self._add("xds")
+        elif not on:
+            if running is not None:
+                terminate(running.popen, signal.SIGTERM, GRACE_S)
+                self.procs.remove(running)
+            self.xds = None
+
     def record_policy(self, policy: str) -> None:
         """Note a policy the services took on in place (PolicyAdmin), so a later
         restart_service() starts them under it, not under the one the mesh started with."""
         with self._lock:
             self.policy = policy
+            self.write_xds()
             if self.state is not None:
                 self.state.policy = policy
                 self.state.save(self.state_dir)
 
-    def restart_services(self, policy: str) -> None:
-        """Stop every service, then start them again under `policy` (Toxiproxy keeps running).
+    def restart_services(self, policy: str, xds: bool | None = None) -> None:
+        """Stop every service, then start them again under `policy` (Toxiproxy keeps running);
+        with `xds`, into (True) or out of (False) `mesh up --xds`'s wiring, the control plane
+        started or stopped with it.
 
         How an experiment switches between its variants: each variant starts from fresh
         breakers, budgets and caches, as after a deploy.
@@ -72,6 +92,9 @@ class MeshRestarts(MeshProcesses):
                 self.procs.remove(proc)
             self.policy = policy
             try:
+                if xds is not None:
+                    self._switch_xds(xds)
+                self.write_xds()
                 self._start_services()
             except BaseException:
                 self.stop()

@@ -10,9 +10,13 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from mesh import settings
 from meshctl.launch.processes import LaunchError
 
 STATE_FILE = "mesh.json"
+STATE_DIR = settings.Var(
+    "MESH_STATE_DIR", settings.text, "var", "where `mesh up` records the running mesh (mesh.json)"
+)
 
 
 class StateDirInUse(LaunchError):

@@ -10,10 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from embedded_toxiproxy.api_token import TOKEN_ENV as TOXIPROXY_TOKEN_ENV
+from mesh import settings
 from mesh.config_error import ConfigError
+from mesh.gateway.auth import API_KEYS, API_KEYS_FILE
 from mesh.runtime.admin_auth import TOKEN_ENV as ADMIN_TOKEN_ENV
 from mesh.runtime.admin_auth import admin_token
-from mesh.runtime.tls import CA_CERT, tls_enabled
+from mesh.runtime.tls import CA_CERT, TLS_DIR, tls_enabled
 from mesh.topology import (
     EDGES,
     INSTANCES,
@@ -27,6 +29,7 @@ from mesh.topology import (
 from meshctl.launch.ports import Ports
 from meshctl.launch.processes import LaunchError
 from meshctl.launch.state import MeshState
+from meshctl.launch.xds_plane import XdsPlane
 
 
 @dataclass(frozen=True)
@@ -49,10 +52,18 @@ def _first_key(path: Path) -> str | None:
     return next((ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")), None)
 
 
+ADMIN_AUTH = settings.Var(
+    "MESH_ADMIN_AUTH",
+    settings.lower_choice("on", "off"),
+    "on",
+    "off: `mesh up` gives the admin ports and Toxiproxy no token",
+)
+
+
 def control_token(env: Mapping[str, str]) -> str | None:
     """MESH_ADMIN_TOKEN if set, else a fresh token for this run; None with MESH_ADMIN_AUTH=off
     (anyone on the host may then drive the admin ports and Toxiproxy)."""
-    if env.get("MESH_ADMIN_AUTH", "").strip().lower() == "off":
+    if ADMIN_AUTH.read(env) == "off":
         return None
     try:
         configured = admin_token(env.get(ADMIN_TOKEN_ENV))
@@ -66,15 +77,16 @@ def prepare_security(env_overrides: Mapping[str, str], state_dir: Path) -> Secur
     .control_token); with MESH_TLS=1, certificates (made once)."""
     env = {**os.environ, **env_overrides}
     generated = None
-    if env.get("MESH_API_KEYS"):
-        api_key: str | None = env["MESH_API_KEYS"].split(",")[0].strip()
-    elif env.get("MESH_API_KEYS_FILE"):
-        api_key = _first_key(Path(env["MESH_API_KEYS_FILE"]))
+    if API_KEYS.read(env):
+        api_key: str | None = API_KEYS.read(env).split(",")[0].strip()
+    elif API_KEYS_FILE.read(env):
+        api_key = _first_key(Path(API_KEYS_FILE.read(env)))
     else:
         api_key = generated = secrets.token_urlsafe(24)
     tls_dir = None
     if tls_enabled(env):
-        tls_dir = Path(env.get("MESH_TLS_DIR") or state_dir / "certs").resolve()
+        tls_dir = Path(settings.read(env, TLS_DIR.name, TLS_DIR.rule, str(state_dir / "certs")))
+        tls_dir = tls_dir.resolve()
         if not (tls_dir / CA_CERT).exists():
             from meshctl.launch.certs import write_certs
 
@@ -93,6 +105,8 @@ class Wiring:
     """Set in every service's environment."""
     per_service: dict[str, dict[str, str]]
     """Set in one service's environment, last."""
+    xds: XdsPlane | None = None
+    """With `mesh up --xds`: the control plane the gateway's and recommendation's channels use."""
 
     @property
     def toxiproxy_url(self) -> str | None:
@@ -141,9 +155,11 @@ class Wiring:
             "MESH_REPLICA": spec.name,
             **self.env,
         }
-        for e in EDGES:
-            if e.caller == replica_of(spec.name):
-                env[e.addr_env] = self.dependency_addr(e)
+        own = [e for e in EDGES if e.caller == replica_of(spec.name)]
+        for e in own:
+            env[e.addr_env] = self.dependency_addr(e)
+        if self.xds is not None:
+            env.update(self.xds.caller_env(replica_of(spec.name), own))
         env.update({ADMIN_TOKEN_ENV: security.admin_token or ""})
         if spec.name == "gateway" and security.generated_key:
             env["MESH_API_KEYS"] = security.generated_key
@@ -164,6 +180,8 @@ class Wiring:
             mailbox = str(self.state_dir / "mailbox")
             listen = self.listen(name)
             return ["-m", "meshctl.mail.smtp_sink", "--listen", listen, "--dir", mailbox], {}, True
+        if name == "xds" and self.xds is not None:
+            return self.xds.args(), {}, False
         if name == "toxiproxy":
             api = ["--host", "127.0.0.1", "--port", str(self.ports.toxiproxy_api)]
             config = ["--config", str(self.state_dir / "toxiproxy.json")]
@@ -210,6 +228,7 @@ class Wiring:
                 "redis": f"127.0.0.1:{self.ports.listen['redis']}",
                 "smtp": f"127.0.0.1:{self.ports.listen['smtp']}",
                 "mailbox": str(self.state_dir / "mailbox"),
+                **({"xds_ads": self.xds.ads, "xds_admin": self.xds.admin_url} if self.xds else {}),
             },
             owner_pid=os.getpid(),
             control=control,

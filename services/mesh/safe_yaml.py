@@ -20,6 +20,8 @@ column where YAML says so; it never quotes the document beyond a short key, tag 
 
 from __future__ import annotations
 
+import copy
+import functools
 import re
 from typing import Any, NoReturn
 
@@ -41,6 +43,13 @@ MAX_NODES = 20_000
 """Nodes after alias expansion; the largest shipped document has under 1,000."""
 QUOTE_CHARS = 40
 """Longest key, tag or anchor name an error message repeats."""
+REMEMBERED = 256
+"""Documents whose parse is kept: the catalogue asks for the same policy texts over and over
+(a preset, its dump, each variant's overrides: about 190 parses of some 80 texts per load of
+its 21 experiments, 2.8 s of pure-Python YAML), so a text parsed once is copied after."""
+REMEMBERED_BYTES = 16 * 1024
+"""Only documents up to this size are kept (shipped ones are under 5 KB): 256 of them are at
+most 4 MB of text and a graph of about the same size."""
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
@@ -174,10 +183,11 @@ def load(
             raise YamlError(f"{name}: not UTF-8 text (byte {exc.start})") from None
     else:
         text = source
-    loader: _BoundedLoader | None = None
     try:
-        loader = _BoundedLoader(text, max_depth, max_nodes)  # the Reader checks characters
-        return loader.get_single_data()
+        if size > REMEMBERED_BYTES:
+            return _parse(text, max_depth, max_nodes)
+        # A copy: callers change what they get (setdefault, merges); aliases stay shared in it.
+        return copy.deepcopy(_remembered(text, max_depth, max_nodes))
     except YamlError as exc:
         raise YamlError(f"{name}: {exc}") from None
     except yaml.reader.ReaderError as exc:
@@ -192,9 +202,19 @@ def load(
         raise YamlError(f"{name}: a value YAML cannot represent: {short(exc, 80)}") from None
     except RecursionError:
         raise YamlError(f"{name}: nesting too deep") from None
+
+
+def _parse(text: str, max_depth: int, max_nodes: int) -> Any:
+    loader = _BoundedLoader(text, max_depth, max_nodes)  # the Reader checks characters
+    try:
+        return loader.get_single_data()
     finally:
-        if loader is not None:
-            loader.dispose()
+        loader.dispose()
+
+
+_remembered = functools.lru_cache(maxsize=REMEMBERED)(_parse)
+"""`_parse`, kept for the last REMEMBERED texts that parsed (a refusal is not kept: it raises
+again, as the first time)."""
 
 
 def _describe(exc: yaml.MarkedYAMLError) -> str:

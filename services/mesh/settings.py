@@ -1,42 +1,46 @@
-"""Settings from the environment: one rule per kind of value, and the models built from them.
+"""Settings from the environment: one rule per kind of value, and every variable declared once.
 
-The rules (each a pydantic validator, and a plain function for names known only at run time):
-- `Address`: HOST:PORT, the port 0..65535 in ASCII digits;
-- `Int(lo, hi)`: an integer in ASCII digits (a sign only when `lo` < 0) within lo..hi;
-- `Float(lo, hi, above=, unit=)`: a finite number >= lo (or > lo when `above`), <= hi;
-- `Flag`: 1/true/yes/on or 0/false/no/off, any case;
-- `Choice(*words)`: one of `words`, exactly (an enum).
+The rules (each a function of the raw text, raising RuleError with what a value must be):
+- `address`: HOST:PORT, the port 0..65535 in ASCII digits (`addresses`: several, or xds:///NAME);
+- `integer_in(lo, hi)`: an integer in ASCII digits (a sign only when `lo` < 0) within lo..hi;
+- `number_in(lo, hi, above=, unit=)`: a finite number >= lo (or > lo when `above`), <= hi;
+- `flag`: 1/true/yes/on or 0/false/no/off, any case;
+- `one_of(*words)`: one of `words`, exactly; `text`: anything.
 A variable that is unset, empty or blank takes its default. A bad value is a `ConfigError`
 whose message starts with `NAME='value'` (quoted short, on one line) and says the rule.
 
-A model is an `EnvSettings` subclass whose fields carry the variable as `validation_alias`;
-`load(Model, environ)` reads it through pydantic-settings' env source from `environ` (default
-os.environ) and turns the first bad variable into a `ConfigError`.
+Every variable is declared once, as a `Var(name, rule, default, help)`, and `var.read(environ)`
+reads it (docs/reference/environment.md is generated from these declarations). Only a name
+known at run time (a caller's `<CALLEE>_ADDR`) is read with `read(environ, name, ...)`.
+`mesh.runtime.server.run` turns a ConfigError into one line and exit 2. Plain functions, no
+pydantic: a `mesh` command and a service read their variables before anything heavy is imported.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
-
-from pydantic import BeforeValidator, ValidationError
-from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 from mesh.config_error import ConfigError
 
 __all__ = [
-    "Address",
-    "Choice",
-    "EnvSettings",
-    "Flag",
-    "Float",
-    "Int",
+    "RuleError",
+    "Var",
+    "address",
+    "addresses",
+    "declared",
     "env_or_os",
-    "load",
+    "flag",
+    "integer_in",
+    "number_in",
+    "one_of",
     "read",
     "shown",
+    "text",
 ]
 
 QUOTE_CHARS = 40
@@ -44,7 +48,6 @@ _MAX_DIGITS = 40
 _ON = frozenset({"1", "true", "yes", "on"})
 _OFF = frozenset({"0", "false", "no", "off"})
 
-S = TypeVar("S", bound="EnvSettings")
 T = TypeVar("T")
 D = TypeVar("D")
 
@@ -79,8 +82,18 @@ def address(raw: str) -> str:
     return value
 
 
+XDS_SCHEME = "xds:///"
+"""A dependency gRPC's xDS client finds (`mesh up --xds`): xds:///NAME, NAME its listener."""
+
+
 def addresses(raw: str) -> str:
-    """HOST:PORT, or several separated by commas (a dependency's replicas), at most 16."""
+    """HOST:PORT, or several separated by commas (a dependency's replicas), at most 16; or
+    xds:///NAME (the control plane says where the replicas are)."""
+    if raw.strip().startswith(XDS_SCHEME):
+        name = raw.strip().removeprefix(XDS_SCHEME)
+        if not name or not all(c.isalnum() or c in "-._" for c in name):
+            raise RuleError("is not xds:///NAME (letters, digits, '-', '.', '_')")
+        return raw.strip()
     parts = [p.strip() for p in raw.split(",")]
     if len(parts) > 16:
         raise RuleError("lists more than 16 addresses")
@@ -131,73 +144,36 @@ def choice(raw: str, choices: tuple[str, ...]) -> str:
     return word
 
 
-def _rule(parse: Callable[[str], T]) -> BeforeValidator:
-    """A pydantic validator applying `parse` to the raw string (defaults pass through)."""
-
-    def validate(value: Any) -> Any:
-        return parse(value) if isinstance(value, str) else value
-
-    return BeforeValidator(validate)
+def lower_choice(*choices: str) -> Callable[[str], str]:
+    """`choice` ignoring case: the value is lowered (choices are lower case)."""
+    return lambda raw: choice(raw.lower(), choices)
 
 
-Address = _rule(address)
-Flag = _rule(flag)
+def text(raw: str) -> str:
+    """Any text, as given (a path, a name, a secret)."""
+    return raw
 
 
-def Int(lo: int | None = None, hi: int | None = None) -> BeforeValidator:
-    return _rule(lambda raw: integer(raw, lo, hi))
+def integer_in(lo: int | None = None, hi: int | None = None) -> Callable[[str], int]:
+    """The rule of an integer within lo..hi."""
+    return lambda raw: integer(raw, lo, hi)
 
 
-def Float(
+def number_in(
     lo: float | None = None, hi: float | None = None, *, above: bool = False, unit: str = ""
-) -> BeforeValidator:
-    return _rule(lambda raw: number(raw, lo, hi, above, unit))
+) -> Callable[[str], float]:
+    """The rule of a number >= lo (> lo when `above`), <= hi."""
+    return lambda raw: number(raw, lo, hi, above, unit)
 
 
-def Choice(*choices: str) -> BeforeValidator:
-    return _rule(lambda raw: choice(raw, choices))
-
-
-class EnvSettings(BaseSettings):
-    """Base of every settings model: names as written, blank means unset, frozen once read."""
-
-    model_config = SettingsConfigDict(case_sensitive=True, extra="ignore", frozen=True)
-
-
-class _MappingEnv(EnvSettingsSource):
-    """pydantic-settings' env source over a given mapping; blank values count as unset."""
-
-    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
-        self._environ: dict[str, str | None] = {k: v for k, v in environ.items() if v.strip()}
-        super().__init__(settings_cls, case_sensitive=True)
-
-    def _load_env_vars(self) -> Mapping[str, str | None]:
-        return self._environ
-
-
-def _variable(model: type[EnvSettings], field: object) -> str:
-    info = model.model_fields.get(str(field))
-    alias = info.validation_alias if info is not None else None
-    return alias if isinstance(alias, str) else str(field)
+def one_of(*choices: str) -> Callable[[str], str]:
+    """The rule of one of `choices`, exactly."""
+    return lambda raw: choice(raw, choices)
 
 
 def env_or_os(given: Mapping[str, str] | None = None) -> Mapping[str, str]:
     """`given`, or the process's environment when None."""
     return os.environ if given is None else given
-
-
-def load(model: type[S], environ: Mapping[str, str] | None = None) -> S:
-    """`model` read from `environ` (default os.environ); a bad value is a ConfigError naming it."""
-    env = env_or_os(environ)
-    values = _MappingEnv(model, env)()
-    try:
-        return model.model_validate(values)
-    except ValidationError as err:
-        first = err.errors()[0]
-        var = _variable(model, first["loc"][0]) if first["loc"] else model.__name__
-        cause = first.get("ctx", {}).get("error")
-        reason = str(cause) if isinstance(cause, RuleError) else first["msg"]
-        raise ConfigError(f"{var}={shown(str(env.get(var, '')))} {reason}") from None
 
 
 def read(environ: Mapping[str, str], var: str, parse: Callable[[str], T], default: D) -> T | D:
@@ -209,3 +185,35 @@ def read(environ: Mapping[str, str], var: str, parse: Callable[[str], T], defaul
         return parse(raw)
     except RuleError as err:
         raise ConfigError(f"{var}={shown(raw)} {err}") from None
+
+
+_DECLARED: list[Var[Any]] = []
+
+
+@dataclass(frozen=True)
+class Var(Generic[T]):
+    """One environment variable declared once: its name, its rule (which is its type: a
+    function of the raw text raising RuleError), its default when unset or blank, what it does.
+    Declaring it registers it (`declared()`), for the generated reference."""
+
+    name: str
+    rule: Callable[[str], T]
+    default: T
+    help: str
+    module: str = field(default="", compare=False)
+    """Where it is declared (found from the caller when not given)."""
+
+    def __post_init__(self) -> None:
+        if not self.module:
+            caller = sys._getframe(2).f_globals.get("__name__", "")
+            object.__setattr__(self, "module", caller)
+        _DECLARED.append(self)
+
+    def read(self, environ: Mapping[str, str] | None = None) -> T:
+        """The value in `environ` (default os.environ); a bad one is a ConfigError naming it."""
+        return read(env_or_os(environ), self.name, self.rule, self.default)
+
+
+def declared() -> tuple[Var[Any], ...]:
+    """Every `Var` declared by the modules imported so far."""
+    return tuple(_DECLARED)

@@ -200,3 +200,29 @@ def test_reset_clears_every_toxic_and_app_fault(page: Any, console_mesh: Console
     state = api(console_mesh, "/api/state")
     assert state["app_faults"] == [] and all(not e["toxics"] for e in state["edges"])
     shot(page, "7-reset")
+
+
+def test_a_toxic_on_one_replica_shows_on_that_replica_and_ejection_takes_it_out(
+    page: Any, console_mesh: ConsoleMesh
+) -> None:
+    start_load(page, rate=20, home=1)
+    served = "Number(document.querySelector('[data-replica=\"profile-2\"]')?.dataset.calls || 0)"
+    page.wait_for_function(f"{served} > 0", timeout=20000)  # both replicas serve
+    api(
+        console_mesh,
+        "/api/toxics",
+        {"edge": "gateway_to_profile-2", "type": "latency", "attributes": {"latency": 1000}},
+    )
+    slow, other = (
+        page.locator('[data-replica="profile-2"]'),
+        page.locator('[data-replica="profile"]'),
+    )
+    page.wait_for_selector('[data-replica="profile-2"]:has-text("from gateway: latency")')
+    assert "latency" not in (other.text_content() or "")  # replica 1 is not slowed
+    row = page.locator('[data-row="gateway_to_profile"]')
+    assert "on gateway_to_profile-2 only" in (row.text_content() or "")
+    # The gateway's calls to it now time out: outlier ejection takes it out of rotation.
+    ejected = 'document.querySelector(\'[data-replica="profile-2"]\')?.dataset.ejectedBy || ""'
+    page.wait_for_function(f'({ejected}).includes("gateway")', timeout=30000)
+    assert "ejected by gateway" in (slow.text_content() or "")
+    shot(page, "7-replica-ejected")

@@ -1,59 +1,63 @@
-"""docs/reference/environment.md: every variable the code reads. Those behind a settings model
-come from the model itself (default, and the rule stated by the rule's own error message); the
-rest are found by reading the calls that take a variable's name from the environment."""
+"""docs/reference/environment.md: every variable the code reads, from its one declaration (a
+`mesh.settings.Var`): its default, the rule its value must follow
+(stated by the rule's own error message) and what it does. Declaring modules are found by
+reading the source, so a module moved or added is listed without touching this file; a
+variable read any other way is listed apart, and the reference test fails on it."""
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+import importlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
-
-from pydantic import BeforeValidator
-from pydantic.fields import FieldInfo
 
 from tools.docs_reference import sources
 from tools.docs_reference.render import code, header, table
 
 _PROBE = "\x00not-a-value"
+_DECLARES = ("settings.Var(", "V = settings.Var")
+Row = tuple[str, str, str, str, str]
+"""(variable, default, a value must be, what it does, declared in)."""
 
 
-def _models(base: type[Any]) -> Iterator[type[Any]]:
-    for sub in base.__subclasses__():
-        yield sub
-        yield from _models(sub)
-
-
-def _rule(info: FieldInfo) -> str:
+def _refusal(parse: Callable[[str], object]) -> str:
     """What a value must be, in the words of the rule's own refusal ('is not ...')."""
-    for meta in info.metadata:
-        if isinstance(meta, BeforeValidator):
-            try:
-                meta.func(_PROBE)  # type: ignore[call-arg]
-            except ValueError as err:
-                return str(err).removeprefix("is not ")
+    try:
+        parse(_PROBE)
+    except ValueError as err:
+        return str(err).removeprefix("is not ")
     return "text"
 
 
-def _default(info: FieldInfo) -> str:
-    if info.default is None:
+def _default(value: object) -> str:
+    if value is None:
         return "unset"
-    if isinstance(info.default, str):
-        return code(info.default) if info.default else "empty"
-    return code(info.default)
+    if isinstance(value, bool):
+        return code("on" if value else "off")
+    if isinstance(value, str):
+        return code(value) if value else "empty"
+    return code(value)
 
 
-def modelled() -> list[tuple[str, str, str, str]]:
-    """(variable, default, rule, model) for every field of every settings model."""
-    for module in sources.SETTINGS_MODULES:
-        assert module.__name__  # imported for its models
+def declaring_modules() -> list[str]:
+    """Every project module that declares a variable, imported (which registers its Vars)."""
+    found = []
+    for root in sources.package_roots():
+        for module, path in sources.modules(root):
+            if any(mark in path.read_text(encoding="utf-8") for mark in _DECLARES):
+                importlib.import_module(module)
+                found.append(module)
+    return found
+
+
+def modelled() -> list[Row]:
+    """Every declared Var."""
+    declaring_modules()
     rows = []
-    for model in _models(sources.settings.EnvSettings):
-        for info in model.model_fields.values():
-            alias = info.validation_alias
-            if isinstance(alias, str):
-                where = f"{model.__module__}.{model.__qualname__}"
-                rows.append((alias, _default(info), _rule(info), where))
+    packages = {root.name for root in sources.package_roots()}
+    for var in sources.settings.declared():
+        if var.module.partition(".")[0] in packages:  # not a test's own
+            rows.append((var.name, _default(var.default), _refusal(var.rule), var.help, var.module))
     return sorted(rows)
 
 
@@ -81,6 +85,9 @@ def _reads(path: Path) -> Iterator[str]:
         name = None
         if isinstance(node, ast.Call):
             name = _name_arg(node)
+        elif isinstance(node, ast.keyword) and node.arg == "envvar":
+            if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+                name = node.value.value
         elif isinstance(node, ast.Subscript) and "environ" in ast.unparse(node.value):
             key = node.slice
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
@@ -90,7 +97,7 @@ def _reads(path: Path) -> Iterator[str]:
 
 
 def read_directly() -> list[tuple[str, str]]:
-    """(variable, modules) for variables read without a settings model."""
+    """(variable, modules) for variables read without a declaration."""
     known = {row[0] for row in modelled()}
     found: dict[str, set[str]] = {}
     for root in sources.package_roots():
@@ -104,21 +111,25 @@ def read_directly() -> list[tuple[str, str]]:
 
 
 def page() -> str:
+    direct = read_directly()
     return (
-        header(
-            "Environment variables", "the settings models and the modules that read the environment"
-        )
-        + "\nWhat each one does: [configuration](../configuration.md), and the page of the "
-        "feature it sets. A blank value counts as unset. A policy field is overridden with "
-        "`MESH_POLICY__<EDGE>__<SECTION>__<FIELD>` (e.g. "
+        header("Environment variables", "the variables' declarations (`mesh.settings`)")
+        + "\nWhat each one does in more words: [configuration](../configuration.md), and the "
+        "page of the feature it sets. A blank value counts as unset. A policy field is "
+        "overridden with `MESH_POLICY__<EDGE>__<SECTION>__<FIELD>` (e.g. "
         "`MESH_POLICY__GATEWAY_TO_PAYMENT__RETRY__MAX_ATTEMPTS=2`); a caller's "
-        "`<CALLEE>_ADDR` (e.g. `PROFILE_ADDR`) names its dependency's replicas.\n"
-        + "\n## Read through a settings model\n\nA bad value stops the service at start-up "
-        "(exit 2), naming the variable and the rule.\n\n"
+        "`<CALLEE>_ADDR` (e.g. `PROFILE_ADDR`) names its dependency's replicas. The embedded "
+        "Toxiproxy, a package of its own, reads `MESH_TOXIPROXY_TOKEN` and `MESH_PROXY_LOOP`.\n"
+        + "\nA bad value stops a service at start-up (exit 2), and a `mesh` command (exit 2), "
+        "with one line naming the variable and the rule.\n\n"
         + table(
-            ("variable", "default", "a value must be", "model"),
-            ((code(v), d, r, code(m)) for v, d, r, m in modelled()),
+            ("variable", "default", "a value must be", "what it does", "declared in"),
+            ((code(v), d, r, h, code(m)) for v, d, r, h, m in modelled()),
         )
-        + "\n## Read directly\n\n"
-        + table(("variable", "read in"), ((code(v), mods) for v, mods in read_directly()))
+        + (
+            "\n## Read without a declaration\n\n"
+            + table(("variable", "read in"), ((code(v), mods) for v, mods in direct))
+            if direct
+            else ""
+        )
     )

@@ -32,6 +32,7 @@ def registered() -> list[tuple[str, str, str, tuple[str, ...]]]:
     registry = CollectorRegistry()
     metrics = sources.MeshMetrics(registry, "reference")
     metrics.watch_pipelines(dict)
+    metrics.watch_replicas(dict)
     sources.JobMetrics(registry, "receipts")
     return list(_families(registry))
 

@@ -9,9 +9,6 @@ from pathlib import Path
 import mesh
 from chaos.experiment.loading import catalogue
 from mesh import settings
-from mesh.notification import config as notification_config
-from mesh.runtime import config as runtime_config
-from mesh.runtime import ratelimit
 from mesh.telemetry import names
 from mesh.telemetry.job_metrics import JobMetrics
 from mesh.telemetry.metrics import MeshMetrics
@@ -24,7 +21,7 @@ NOT_SCANNED = frozenset({"tests", "tools", "v1"})  # v1: generated stubs
 
 def package_roots() -> tuple[Path, ...]:
     """Every package of the project (under services/ and at the root), found on disk so that a
-    package moved or added is scanned too: for the variables read without a settings model."""
+    package moved or added is scanned too: for the variables read without a declaration."""
     return tuple(
         d
         for base in (ROOT / "services", ROOT)
@@ -46,13 +43,9 @@ def modules(root: Path) -> Iterator[tuple[str, Path]]:
             yield ".".join(p for p in parts if p != "__init__"), path
 
 
-# Imported so that every settings model is a subclass of EnvSettings by the time it is read.
-SETTINGS_MODULES = (runtime_config, ratelimit, notification_config)
-
 __all__ = [
     "DOCS",
     "ROOT",
-    "SETTINGS_MODULES",
     "JobMetrics",
     "MeshMetrics",
     "catalogue",

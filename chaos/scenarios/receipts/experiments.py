@@ -1,5 +1,6 @@
-"""The background-job experiments: receipt-backoff, receipt-throughput, worker-crash,
-duplicate-enqueue. Each is a scenario (chaos/registry.py) run against the embedded mesh."""
+"""The background-job experiments: receipt-backoff, receipt-throughput and duplicate-enqueue
+(worker-crash has a module of its own, worker_crash.py). Each is a scenario
+(chaos/registry.py) run against the embedded mesh."""
 
 from __future__ import annotations
 
@@ -7,22 +8,20 @@ import asyncio
 import itertools
 import signal
 import time
-from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from redis.asyncio import Redis
-
 from chaos.registry import ScenarioContext, ScenarioResult, scenario
-from chaos.scenarios.receipts.harness import JobsHarness, as_row, checkouts, ms, receipt
-from embedded_toxiproxy.client import ToxiproxyClient
+from chaos.scenarios.receipts.harness import (
+    JobsHarness,
+    JobTimes,
+    as_row,
+    checkouts,
+    harness_for,
+    ms,
+    receipt,
+)
 from mesh.contracts.receipt_job import QUEUE, ReceiptRetry
-
-
-def _harness(ctx: ScenarioContext) -> JobsHarness:
-    if ctx.target.mesh is None:
-        raise RuntimeError("job experiments need the embedded mesh (no --target)")
-    return JobsHarness(ctx.target.mesh)
 
 
 def _attempt_times(h: JobsHarness, charge_id: str) -> list[float]:
@@ -54,22 +53,12 @@ async def receipt_backoff(ctx: ScenarioContext) -> ScenarioResult:
         backoff_s=float(p["backoff_s"]),
         jitter=float(p.get("jitter", 0.0)),
     )
-    h = _harness(ctx)
+    h = harness_for(ctx)
     cases: dict[str, dict[str, Any]] = {}
     try:
         for case in p["cases"]:  # e.g. {"name": ..., "code": 421, "times": 2}
-            r = receipt("backoff")
-            cases[case["name"]] = {"receipt": r, **case}
-        h.mailbox.set_script(
-            [
-                {
-                    "code": c["code"],
-                    "match": c["receipt"].charge_id,
-                    **({"times": c["times"]} if c.get("times") is not None else {}),
-                }
-                for c in cases.values()
-            ]
-        )
+            cases[case["name"]] = {"receipt": receipt("backoff"), **case}
+        h.mailbox.set_script(_refusals(cases))
         await asyncio.sleep(0.1)
         ids = {n: await h.enqueue(QUEUE, c["receipt"], policy) for n, c in cases.items()}
         ctx.progress(f"{ctx.variant.name}: receipts retrying on schedule", 0, len(ids))
@@ -80,7 +69,30 @@ async def receipt_backoff(ctx: ScenarioContext) -> ScenarioResult:
     finally:
         h.mailbox.clear_script()
         await h.close()
-    computed = policy.schedule_s()
+    return _backoff_result(h, cases, finished, policy.schedule_s())
+
+
+def _refusals(cases: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The SMTP sink's script: each case's receipt refused with its code (`times` times, or
+    always)."""
+    return [
+        {
+            "code": c["code"],
+            "match": c["receipt"].charge_id,
+            **({"times": c["times"]} if c.get("times") is not None else {}),
+        }
+        for c in cases.values()
+    ]
+
+
+def _backoff_result(
+    h: JobsHarness,
+    cases: Mapping[str, Mapping[str, Any]],
+    finished: list[JobTimes],
+    computed: list[float],
+) -> ScenarioResult:
+    """Each case's attempts against the schedule, and the schedule's two errors over all
+    cases."""
     metrics: dict[str, float] = {}
     rows = []
     drift = step = 0.0
@@ -99,16 +111,22 @@ async def receipt_backoff(ctx: ScenarioContext) -> ScenarioResult:
                 reason=job.failed_reason or "-",
             )
         )
-        prefix = c.get("metric_prefix", "")
-        metrics[f"{prefix}attempts_made"] = job.attempts_made
-        metrics[f"{prefix}delivered"] = float(job.state == "completed")
-        metrics[f"{prefix}last_attempt_s"] = round(measured[-1], 3) if measured else -1.0
-        metrics[f"{prefix}computed_last_s"] = (
-            round(computed[len(measured) - 1], 3) if measured else -1.0
-        )
+        metrics |= _case_metrics(c.get("metric_prefix", ""), job, measured, computed)
     metrics["max_drift_ms"] = ms(drift)  # how late the last attempt is, overheads summed
     metrics["max_step_error_ms"] = ms(step)  # one wait against its configured delay
     return ScenarioResult(metrics, rows)
+
+
+def _case_metrics(
+    prefix: str, job: JobTimes, measured: list[float], computed: list[float]
+) -> dict[str, float]:
+    """One case's PER_CASE metrics under its prefix (-1 for a time when no attempt was seen)."""
+    return {
+        f"{prefix}attempts_made": job.attempts_made,
+        f"{prefix}delivered": float(job.state == "completed"),
+        f"{prefix}last_attempt_s": round(measured[-1], 3) if measured else -1.0,
+        f"{prefix}computed_last_s": round(computed[len(measured) - 1], 3) if measured else -1.0,
+    }
 
 
 @scenario("receipt-throughput", metrics=("measured_ms", "theory_ms", "completed", "overhead_ms"))
@@ -118,7 +136,7 @@ async def receipt_throughput(ctx: ScenarioContext) -> ScenarioResult:
     jobs, job_s = int(p.get("jobs", 30)), float(p.get("job_s", 0.1))
     concurrency, rate_max = int(p["concurrency"]), int(p.get("rate_max", 0))
     window_s = float(p.get("rate_window_s", 1.0))
-    h = _harness(ctx)
+    h = harness_for(ctx)
     queue = f"tput-{ctx.variant.name}-{int(time.time())}"
     worker = f"worker-{queue}"
     env = {
@@ -167,126 +185,11 @@ async def receipt_throughput(ctx: ScenarioContext) -> ScenarioResult:
     )
 
 
-async def _drain(queue: Any, timeout_s: float) -> None:
-    """Wait until no job is waiting, active or delayed (bounded)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        counts = await queue.getJobCounts("waiting", "active", "delayed")
-        if not any(counts.values()):
-            return
-        await asyncio.sleep(0.1)
-
-
-@scenario(
-    "worker-crash",
-    metrics=(
-        "charges",
-        "completed",
-        "ran_twice",
-        "receipts",
-        "duplicates",
-        "missing",
-        "recovered_after_kill_s",
-        "recovered_after_start_s",
-    ),
-)
-async def worker_crash(ctx: ScenarioContext) -> ScenarioResult:
-    """kill -9 a worker holding jobs mid-send; another worker recovers them once the locks
-    expire; the mailbox gets exactly one receipt per charge."""
-    p = ctx.params
-    n, lock_ms = int(p.get("charges", 5)), int(p.get("lock_ms", 2000))
-    h = _harness(ctx)
-    mesh = h.mesh
-    assert ctx.target.toxiproxy is not None, "worker-crash needs Toxiproxy in front of SMTP"
-    toxi = ToxiproxyClient(ctx.target.toxiproxy, token=ctx.target.admin_token)
-    env = {
-        "NOTIFY_LOCK_MS": str(lock_ms),
-        "NOTIFY_CONCURRENCY": str(n),
-        "NOTIFY_STALLED_INTERVAL_MS": str(p.get("stalled_interval_ms", 250)),
-    }
-    q = h.queue(QUEUE)
-    try:
-        # Receipts of earlier experiments' checkouts may still be queued: let the mesh's own
-        # worker send them first, or the victim would hold those instead of ours.
-        ctx.progress(f"{ctx.variant.name}: draining earlier receipts", 0, n)
-        await _drain(q, timeout_s=60)
-        # Only the victim may take the jobs: the mesh's own worker stops (restarted below).
-        await asyncio.to_thread(mesh.kill, "notification", signal.SIGTERM)
-        # BullMQ lets one stalled-job scan run per interval, throttled by a key that the worker
-        # which scanned last set for ITS interval (the mesh's: half of a 30 s lock). Clear it,
-        # or the rescuer's 0.25 s scans wait out the stopped worker's throttle first.
-        redis = Redis.from_url(f"redis://{h.redis}")
-        try:
-            await redis.delete(f"bull:{QUEUE}:stalled-check")
-        finally:
-            await redis.aclose()
-        # Hold every SMTP command 3 s so the kill lands before any message is accepted.
-        await asyncio.to_thread(
-            toxi.add_toxic,
-            "notification_to_smtp",
-            "latency",
-            "upstream",
-            1.0,
-            {"latency": int(p.get("smtp_latency_ms", 3000))},
-            "hold-smtp",
-        )
-        await asyncio.to_thread(mesh.start_worker, "victim", env)
-        charges = await checkouts(ctx.target.gateway, ctx.target.api_key, n)
-        ids = [f"receipt-{c}" for c in charges]
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:  # the victim holds all n jobs
-            if (await q.getJobCounts("active"))["active"] >= n:
-                break
-            await asyncio.sleep(0.02)
-        await asyncio.to_thread(mesh.start_worker, "rescuer", env)
-        killed_at = time.time()
-        await asyncio.to_thread(mesh.kill, "victim", signal.SIGKILL)
-        ctx.progress(f"{ctx.variant.name}: worker killed, jobs being recovered", 0, n)
-        await asyncio.to_thread(toxi.remove_toxic, "notification_to_smtp", "hold-smtp")
-        first_started = {j: (await h.times(QUEUE, j)).processed_on for j in ids}
-        done = await h.wait_finished(QUEUE, ids, timeout_s=lock_ms / 1000 * 3 + 10)
-        ctx.progress(f"{ctx.variant.name}: jobs recovered", n, n)
-    finally:
-        if "rescuer" in mesh.alive():
-            await asyncio.to_thread(mesh.kill, "rescuer", signal.SIGTERM)
-        await asyncio.to_thread(mesh.restart_service, "notification")
-        await h.close()
-    mails = Counter(m.charge_id for m in h.mailbox.messages() if m.charge_id in set(charges))
-    recovered = [j.processed_on - killed_at for j in done if j.state == "completed"]
-    since_start = [j.processed_on - first_started[j.id] for j in done if first_started[j.id]]
-    ran_twice = sum(
-        1
-        for j in done
-        if j.attempts_started >= 2 or j.processed_on > first_started.get(j.id, j.processed_on)
-    )
-    metrics = {
-        "charges": n,
-        "completed": sum(j.state == "completed" for j in done),
-        "ran_twice": ran_twice,
-        "receipts": sum(mails.values()),
-        "duplicates": sum(c - 1 for c in mails.values()),
-        "missing": sum(1 for c in charges if mails[c] == 0),
-        "recovered_after_kill_s": round(max(recovered), 3) if recovered else -1.0,
-        "recovered_after_start_s": round(max(since_start), 3) if since_start else -1.0,
-    }
-    rows = [
-        as_row(
-            job=j.id,
-            state=j.state,
-            attempts_started=j.attempts_started,
-            rerun_after_s=round(j.processed_on - first_started[j.id], 3),
-            after_kill_s=round(j.processed_on - killed_at, 3),
-        )
-        for j in done
-    ]
-    return ScenarioResult(metrics, rows)
-
-
 @scenario("duplicate-enqueue", metrics=("enqueued", "jobs", "runs", "receipts", "queued_after"))
 async def duplicate_enqueue(ctx: ScenarioContext) -> ScenarioResult:
     """One real charge; its receipt job enqueued again (as a relay that lost Redis's reply
     would): one job, one receipt."""
-    h = _harness(ctx)
+    h = harness_for(ctx)
     copies = int(ctx.params.get("copies", 3))
     try:
         ctx.progress(f"{ctx.variant.name}: one checkout, {copies} more enqueues", 0, copies + 1)

@@ -15,6 +15,7 @@ import grpc
 from bullmq import Queue
 from redis.asyncio import Redis
 
+from chaos.registry import ScenarioContext
 from mesh.contracts.receipt_job import DRILL_KEY, JOB_NAME, Receipt, ReceiptRetry, job_id_for
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc
 from meshctl.launch.mesh import Mesh
@@ -89,7 +90,7 @@ class JobsHarness:
         drill: Mapping[str, Any] | None = None,
     ) -> str:
         """Add a receipt job as payment's relay does; `drill` adds a test-only fault drill
-        (mesh/notification/drills.py) that only a worker started with NOTIFY_DRILLS=1 obeys."""
+        (drills.py) that only a drill worker started with NOTIFY_DRILLS=1 obeys."""
         job_id = job_id_for(receipt.charge_id)
         data = receipt.to_data() | ({DRILL_KEY: dict(drill)} if drill else {})
         await self.queue(queue).add(JOB_NAME, data, policy.job_options(job_id))
@@ -131,6 +132,13 @@ class JobsHarness:
     async def close(self) -> None:
         for q in self._queues.values():
             await q.close()
+
+
+def harness_for(ctx: ScenarioContext) -> JobsHarness:
+    """The harness on the embedded mesh the scenario runs against (job experiments need it)."""
+    if ctx.target.mesh is None:
+        raise RuntimeError("job experiments need the embedded mesh (no --target)")
+    return JobsHarness(ctx.target.mesh)
 
 
 def receipt(tag: str, user_id: str = "u-0001", amount_cents: int = 1250) -> Receipt:

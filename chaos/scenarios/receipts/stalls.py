@@ -1,7 +1,7 @@
 """The stalled-job experiments (seed 004): poison-job and false-stall.
 
-Both run on a queue of their own with workers of their own (started with NOTIFY_DRILLS=1, so
-they obey the jobs' test-only drills, mesh/notification/drills.py) and read what happened from
+Both run on a queue of their own with workers of their own (drill workers started with
+NOTIFY_DRILLS=1, so they obey the jobs' test-only drills, drills.py) and read what happened from
 BullMQ's own records: its event stream (`active` each time a worker takes a job, `stalled` each
 time a stalled-job check finds the job's lock gone) and the finished job's state and reason.
 """
@@ -17,17 +17,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaos.registry import ScenarioContext, ScenarioResult, scenario
-from chaos.scenarios.receipts.harness import JobEvent, JobsHarness, as_row, count_events, receipt
+from chaos.scenarios.receipts.drills import DRILL_WORKER
+from chaos.scenarios.receipts.harness import (
+    JobEvent,
+    JobsHarness,
+    JobTimes,
+    as_row,
+    count_events,
+    harness_for,
+    receipt,
+)
 from mesh.contracts.receipt_job import STALLED_REASON, ReceiptRetry
 from meshctl.launch.processes import LaunchError
-from meshctl.queue_admin import QueueAdmin
-
-
-def _harness(ctx: ScenarioContext) -> JobsHarness:
-    if ctx.target.mesh is None:
-        raise RuntimeError("job experiments need the embedded mesh (no --target)")
-    return JobsHarness(ctx.target.mesh)
-
+from meshctl.queue_admin import JobView, QueueAdmin
 
 MAX_STARTS = 30
 """More worker starts than any variant needs (k+1 deaths plus the pool): a bound, not a wait."""
@@ -53,7 +55,7 @@ class WorkerPool:
             self.started += 1
             name = f"{self.prefix}-{self.started}"
             try:
-                await asyncio.to_thread(self.h.mesh.start_worker, name, self.env)
+                await asyncio.to_thread(self.h.mesh.start_worker, name, self.env, DRILL_WORKER)
             except LaunchError:
                 # A poison job waiting in the queue can kill a worker before it reports ready.
                 self.deaths += 1
@@ -108,6 +110,19 @@ POISON_METRICS = (
 )
 
 
+@dataclass(frozen=True)
+class PoisonRun:
+    """What a poison-job run left to measure: the poison job and the others, BullMQ's events,
+    the poison job as `mesh jobs` shows it, how the others finished, and the workers that died."""
+
+    poison: str
+    others: list[str]
+    events: list[JobEvent]
+    view: JobView | None
+    done: list[JobTimes]
+    deaths: int
+
+
 @scenario("poison-job", metrics=POISON_METRICS)
 async def poison_job(ctx: ScenarioContext) -> ScenarioResult:
     """One receipt whose job kills its worker each time it is taken, among `jobs` ordinary
@@ -115,31 +130,16 @@ async def poison_job(ctx: ScenarioContext) -> ScenarioResult:
     max_stalled + 1 stalls; the others complete once each."""
     p = ctx.params
     n, k = int(p.get("jobs", 10)), int(p.get("max_stalled", 1))
-    h = _harness(ctx)
+    h = harness_for(ctx)
     queue = f"poison-{ctx.variant.name}-{uuid.uuid4().hex[:8]}"
     pool = WorkerPool(h, f"w-{queue}", _worker_env(queue, p), int(p.get("workers", 2)))
     admin = QueueAdmin(h.redis, queue)
     timeout_s = float(p.get("timeout_s", 60))
     try:
         await pool.start()
-        # Five attempts, as every receipt has: stalls are not attempts, and a job that kills
-        # its worker is failed by the stall count, whatever attempts remain.
-        poison = await h.enqueue(queue, receipt("poison"), ReceiptRetry(), {"exit": True})
-        others = [
-            await h.enqueue(queue, receipt("bystander"), ReceiptRetry(attempts=1)) for _ in range(n)
-        ]
+        poison, others = await _poison_among_receipts(h, queue, n)
         ctx.progress(f"{ctx.variant.name}: poison job among {n} receipts", 0, n + 1)
-        q = h.queue(queue)
-        deadline = time.monotonic() + timeout_s
-        pending = {poison, *others}
-        while pending and time.monotonic() < deadline:
-            await pool.replace_dead()
-            for job_id in list(pending):
-                if await q.getJobState(job_id) in ("completed", "failed"):
-                    pending.discard(job_id)
-            ctx.progress(f"{ctx.variant.name}: jobs finished", n + 1 - len(pending), n + 1)
-            await asyncio.sleep(0.05)
-        await pool.replace_dead()  # a death at the very end still counts
+        await _run_until_finished(ctx, pool, queue, [poison, *others], timeout_s)
         events = await h.events(queue)
         view = await admin.show(poison)
         done = await h.wait_finished(queue, others, timeout_s=0)
@@ -147,14 +147,51 @@ async def poison_job(ctx: ScenarioContext) -> ScenarioResult:
         await pool.stop()
         await admin.close()
         await h.close()
-    mails = Counter(m.charge_id for m in h.mailbox.messages())
-    other_charges = [j.removeprefix("receipt-") for j in others]
+    run = PoisonRun(poison, others, events, view, done, pool.deaths)
+    metrics = _poison_figures(run, k, Counter(m.charge_id for m in h.mailbox.messages()))
+    return ScenarioResult(metrics, _poison_rows(run, metrics))
+
+
+async def _poison_among_receipts(h: JobsHarness, queue: str, n: int) -> tuple[str, list[str]]:
+    """The poison job enqueued, then `n` ordinary receipts; their job ids."""
+    # Five attempts, as every receipt has: stalls are not attempts, and a job that kills
+    # its worker is failed by the stall count, whatever attempts remain.
+    poison = await h.enqueue(queue, receipt("poison"), ReceiptRetry(), {"exit": True})
+    others = [
+        await h.enqueue(queue, receipt("bystander"), ReceiptRetry(attempts=1)) for _ in range(n)
+    ]
+    return poison, others
+
+
+async def _run_until_finished(
+    ctx: ScenarioContext, pool: WorkerPool, queue: str, ids: list[str], timeout_s: float
+) -> None:
+    """Until every job has completed or failed (or `timeout_s`), replacing the workers that
+    die."""
+    q = pool.h.queue(queue)
+    deadline = time.monotonic() + timeout_s
+    pending = set(ids)
+    while pending and time.monotonic() < deadline:
+        await pool.replace_dead()
+        for job_id in list(pending):
+            if await q.getJobState(job_id) in ("completed", "failed"):
+                pending.discard(job_id)
+        ctx.progress(f"{ctx.variant.name}: jobs finished", len(ids) - len(pending), len(ids))
+        await asyncio.sleep(0.05)
+    await pool.replace_dead()  # a death at the very end still counts
+
+
+def _poison_figures(run: PoisonRun, max_stalled: int, mails: Counter[str]) -> dict[str, float]:
+    """The poison job's runs, pick-ups, stalls and failure; the others' completions, pick-ups
+    and receipts."""
+    view, events, poison = run.view, run.events, run.poison
+    other_charges = [j.removeprefix("receipt-") for j in run.others]
     picked = _times(events, "active", poison)
     finished = (view.finished_on or 0) / 1000 if view else 0.0
     failed = view is not None and view.state == "failed"
-    metrics = {
-        "max_stalled": k,
-        "poison_runs": pool.deaths,
+    return {
+        "max_stalled": max_stalled,
+        "poison_runs": run.deaths,
         "poison_pickups": len(picked),
         "poison_stalls": count_events(events, "stalled", poison),
         "poison_failed": float(failed),
@@ -163,30 +200,35 @@ async def poison_job(ctx: ScenarioContext) -> ScenarioResult:
         ),
         "poison_receipts": mails[poison.removeprefix("receipt-")],
         "failed_after_s": round(finished - picked[0], 3) if failed and picked else -1.0,
-        "others": n,
-        "others_completed": sum(j.state == "completed" for j in done),
-        "others_pickups": sum(count_events(events, "active", j) for j in others),
+        "others": len(run.others),
+        "others_completed": sum(j.state == "completed" for j in run.done),
+        "others_pickups": sum(count_events(events, "active", j) for j in run.others),
         "others_receipts": sum(mails[c] for c in other_charges),
         "others_duplicates": sum(max(mails[c] - 1, 0) for c in other_charges),
     }
-    rows = [
+
+
+def _poison_rows(run: PoisonRun, metrics: dict[str, float]) -> list[dict[str, Any]]:
+    """A row for the poison job (when each pick-up came, why it failed) and one for the rest."""
+    view = run.view
+    picked = _times(run.events, "active", run.poison)
+    return [
         as_row(
-            job=poison,
+            job=run.poison,
             state=view.state if view else "gone",
-            worker_deaths=pool.deaths,
+            worker_deaths=run.deaths,
             picked_up=len(picked),
             stalled=metrics["poison_stalls"],
             picked_at_s=[round(t - picked[0], 3) for t in picked],
             reason=(view.failed_reason if view else "") or "-",
         ),
         as_row(
-            job=f"{n} others",
+            job=f"{len(run.others)} others",
             state=f"{metrics['others_completed']:g} completed",
             picked_up=metrics["others_pickups"],
             receipts=metrics["others_receipts"],
         ),
     ]
-    return ScenarioResult(metrics, rows)
 
 
 FALSE_STALL_METRICS = (
@@ -208,7 +250,7 @@ async def false_stall(ctx: ScenarioContext) -> ScenarioResult:
     loop cannot renew the lock, so BullMQ takes the job for stalled and runs it again."""
     p = ctx.params
     lock_ms, block_s = int(p.get("lock_ms", 1000)), float(p["block_s"])
-    h = _harness(ctx)
+    h = harness_for(ctx)
     queue = f"falsestall-{ctx.variant.name}-{uuid.uuid4().hex[:8]}"
     pool = WorkerPool(h, f"w-{queue}", _worker_env(queue, p), int(p.get("workers", 2)))
     admin = QueueAdmin(h.redis, queue)

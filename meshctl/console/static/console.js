@@ -15,6 +15,11 @@ const LABELS = {
   notification_to_redis: [930, 590], notification_to_smtp: [880, 665],
 };
 const PEERS = new Set(["client", "redis", "smtp"]);
+// Where each replica's box sits (its centre), beside its service's node.
+const REPLICA_POS = {
+  recommendation: [390, 22], "recommendation-2": [390, 76],
+  profile: [1060, 362], "profile-2": [1060, 412],
+};
 const TOXIC_ATTRS = {
   latency: {latency: 300, jitter: 0}, timeout: {timeout: 0}, reset_peer: {timeout: 0},
   bandwidth: {rate: 10}, slow_close: {delay: 1000}, limit_data: {bytes: 1000},
@@ -128,13 +133,13 @@ function drawGraph() {
     const breaker = worstBreaker(s);
     const lines = [
       [`${fmt(s.calls_per_s)}/s  err ${pct(s.error_rate)}  p50 ${ms(s.p50_ms)}  p99 ${ms(s.p99_ms)}`, ""],
-      [`retries ${fmt(s.retries_per_s)}/s  fallbacks ${fmt(s.fallbacks_per_s)}/s`, ""],
+      [`retries ${fmt(s.retries_per_s)}/s  fallbacks ${fmt(s.fallbacks_per_s)}/s${s.throttled_per_s ? `  throttled ${fmt(s.throttled_per_s)}/s` : ""}`, ""],
     ];
     if (s.bulkhead_limit !== null || s.budget_max_tokens !== null) {
       lines.push([`bulkhead ${fmt(s.bulkhead_in_use, 0)}/${fmt(s.bulkhead_limit, 0)}  budget ${fmt(s.budget_tokens)}/${fmt(s.budget_max_tokens, 0)}`, ""]);
     }
     for (const b of s.breakers) lines.push([`breaker ${breakerText(b)}`, b.state]);
-    for (const t of edge.toxics) lines.push([`toxic ${t.type} ${JSON.stringify(t.attributes)} (${t.owner})`, "fault"]);
+    for (const t of edge.toxics) lines.push([`toxic ${t.type} ${JSON.stringify(t.attributes)}${onProxies(edge, t)} (${t.owner})`, "fault"]);
     for (const f of edge.app_faults) lines.push([`fault ${shortMethod(f.method)} ${f.code} ${pct(f.error_rate)} (${f.owner})`, "fault"]);
     if (edge.proxy && !edge.proxy.enabled) lines.push(["proxy disabled", "open"]);
     const hasMetrics = s.calls_per_s > 0 || s.breakers.length || edge.toxics.length || edge.app_faults.length;
@@ -161,7 +166,58 @@ function drawGraph() {
       el("svg:text", {x, y}, name),
       ...admissionText(servers.get(name), x, y + 30)));
   }
+  items.push(...(state.replicas || []).map(replicaNode));
   svg.replaceChildren(...items);
+}
+
+function edgeProxyCount(edgeName) {
+  const count = (state.replicas || []).flatMap((r) => r.proxies).filter((p) => p.edge === edgeName).length;
+  return Math.max(count, 1);
+}
+
+function onProxies(edge, toxic) {
+  // A toxic on some of the edge's replica proxies only says which: the edge's figures are
+  // every replica's together, and ejection may have moved the calls away from the slow one.
+  // On every replica's (what adding it to the edge does) it needs no note.
+  const count = edgeProxyCount(edge.name);
+  if (count <= 1 || !toxic.proxies || toxic.proxies.length >= count) return "";
+  return ` on ${toxic.proxies.join(", ")} only`;
+}
+
+function ejectionText(replica) {
+  const callers = Object.keys(replica.ejection || {});
+  if (!callers.length) return ["ejection off", ""];
+  const out = callers.filter((c) => replica.ejection[c] === "ejected").sort();
+  return out.length ? [`ejected by ${out.join(", ")}`, "open"] : ["in rotation", ""];
+}
+
+function replicaFaults(replica) {
+  return replica.proxies.filter((p) => p.toxics.length || !p.enabled).map((p) =>
+    [`from ${p.caller}: ${[...p.toxics, ...(p.enabled ? [] : ["proxy disabled"])].join(", ")}`, "fault"]);
+}
+
+function replicaNode(replica) {
+  // Each replica with the calls it served, its ejection and the faults in front of it.
+  const [x, y] = REPLICA_POS[replica.name] || [0, 0];
+  const [ejection, ejCls] = ejectionText(replica);
+  const lines = [
+    [`${replica.name}  ${fmt(replica.calls_per_s)}/s  err ${pct(replica.error_rate)}`, ""],
+    [ejection, ejCls], ...replicaFaults(replica),
+  ];
+  const w = 240, h = 12 * lines.length + 6;
+  const out = Object.entries(replica.ejection || {}).filter(([, v]) => v === "ejected").map(([c]) => c).sort();
+  return el("svg:g", {class: `replica${out.length ? " ejected" : ""}`, "data-replica": replica.name,
+    "data-ejected-by": out.join(","), "data-calls": replica.calls_per_s},
+  el("svg:rect", {x: x - w / 2, y: y - 10, width: w, height: h, rx: 4}),
+  lines.map(([text, cls], i) => el("svg:text", {x: x - w / 2 + 4, y: y + 2 + 12 * i, class: cls}, text)));
+}
+
+function drawReplicas() {
+  const rows = (state.replicas || []).map((r) => el("tr", {"data-replica-row": r.name},
+    el("td", {}, r.name), el("td", {}, fmt(r.calls_per_s)), el("td", {}, pct(r.error_rate)),
+    el("td", {}, ejectionText(r)[0]),
+    el("td", {}, replicaFaults(r).map(([text]) => text).join("; ") || "–")));
+  document.querySelector("#replicas tbody").replaceChildren(...rows);
 }
 
 function admissionText(server, x, y) {
@@ -175,12 +231,12 @@ function admissionText(server, x, y) {
 function drawTable() {
   const rows = state.edges.map((e) => {
     const s = e.stats;
-    const faults = [...e.toxics.map((t) => `${t.type} (${t.owner})`),
+    const faults = [...e.toxics.map((t) => `${t.type}${onProxies(e, t)} (${t.owner})`),
       ...e.app_faults.map((f) => `${shortMethod(f.method)} ${f.code} (${f.owner})`)];
     return el("tr", {class: "clickable", "data-row": e.name, onclick: () => select(e.name)},
       el("td", {}, e.name), el("td", {}, fmt(s.calls_per_s)), el("td", {}, pct(s.error_rate)),
       el("td", {}, ms(s.p50_ms)), el("td", {}, ms(s.p99_ms)), el("td", {}, fmt(s.retries_per_s)),
-      el("td", {}, fmt(s.fallbacks_per_s)),
+      el("td", {}, fmt(s.fallbacks_per_s)), el("td", {}, fmt(s.throttled_per_s)),
       el("td", {}, s.breakers.map((b) => el("div", {class: `state-${b.state}`}, breakerText(b)))),
       el("td", {}, s.bulkhead_limit === null ? "–" : `${fmt(s.bulkhead_in_use, 0)}/${fmt(s.bulkhead_limit, 0)}`),
       el("td", {}, s.budget_max_tokens === null ? "–" : `${fmt(s.budget_tokens)}/${fmt(s.budget_max_tokens, 0)}`),
@@ -243,12 +299,14 @@ function updateEdgeLists(edge) {
     ...s.breakers.map((b) => el("li", {class: `state-${b.state}`, "data-breaker-method": shortMethod(b.method)}, `breaker ${breakerText(b)}`)),
     s.bulkhead_limit === null ? null : el("li", {}, `bulkhead ${fmt(s.bulkhead_in_use, 0)} in use of ${fmt(s.bulkhead_limit, 0)}`),
     s.budget_max_tokens === null ? null : el("li", {}, `retry budget ${fmt(s.budget_tokens)} of ${fmt(s.budget_max_tokens, 0)} tokens`),
-    el("li", {}, `retries ${fmt(s.retries_per_s)}/s, fallbacks ${fmt(s.fallbacks_per_s)}/s, breaker rejections ${fmt(s.breaker_rejections_per_s)}/s`),
+    el("li", {}, `retries ${fmt(s.retries_per_s)}/s, fallbacks ${fmt(s.fallbacks_per_s)}/s, breaker rejections ${fmt(s.breaker_rejections_per_s)}/s, throttled ${fmt(s.throttled_per_s)}/s`),
+    Object.keys(s.fates_per_s || {}).length ? el("li", {"data-fates": edge.caller},
+      `fates at ${edge.caller}: ${Object.entries(s.fates_per_s).map(([f, r]) => `${f} ${fmt(r)}/s`).join(", ")}`) : null,
   ];
   document.getElementById("edge-breakers").replaceChildren(...info.filter(Boolean));
   const faults = [
     ...edge.toxics.map((t) => el("li", {"data-toxic": t.name, "data-owner": t.owner},
-      `toxic ${t.name}: ${t.type} ${t.stream} ${JSON.stringify(t.attributes)} `, el("span", {class: "owner"}, `set by ${t.owner} `),
+      `toxic ${t.name}: ${t.type} ${t.stream} ${JSON.stringify(t.attributes)}${onProxies(edge, t)} `, el("span", {class: "owner"}, `set by ${t.owner} `),
       el("button", {onclick: () => act("/api/toxics/delete", {edge: edge.name, name: t.name})}, "remove"))),
     ...edge.app_faults.map((f) => el("li", {"data-fault": shortMethod(f.method), "data-owner": f.owner},
       `app fault ${shortMethod(f.method)}: ${f.code} ${pct(f.error_rate)}${f.delay_s ? `, delay ${f.delay_s} s` : ""} `,
@@ -288,6 +346,7 @@ function draw() {
   if (state.errors.length) showError(state.errors.join("; "));
   drawGraph();
   drawTable();
+  drawReplicas();
   drawExperiment();
   drawLoad();
   edgePanel();

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from mesh.runtime.validation import FieldError, check_idempotency_key
+from mesh.contracts.fields import FieldError, check_idempotency_key
 
 CHARGE_ID_RE = re.compile(r"ch_[0-9a-f]{24}", re.ASCII)
 """What `charge_id_for` makes: matched whole, so no trailing newline or other digits pass."""

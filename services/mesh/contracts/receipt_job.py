@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from mesh import settings
+
 QUEUE = "receipts"
 JOB_NAME = "receipt"
 BACKOFF_TYPE = "exponential-jitter"
@@ -23,10 +25,48 @@ _CHARGE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}", re.ASCII)  # fullmatch: no trail
 _USER_ID = re.compile(r"u-[0-9]{4}", re.ASCII)
 _CURRENCY = re.compile(r"[A-Z]{3}", re.ASCII)
 DRILL_KEY = "drill"
-"""Job data's test-only fault drill (mesh/notification/drills.py): never set by payment's relay,
-and ignored by a worker not started with NOTIFY_DRILLS=1."""
+"""Job data's test-only fault drill (chaos/scenarios/receipts/drills.py): never set by payment's
+relay, and obeyed only by the drill worker started with NOTIFY_DRILLS=1."""
 STALLED_REASON = "job stalled more than allowable limit"
 """BullMQ's failedReason for a job that stalled more than maxStalledCount times."""
+
+
+REDIS_PASSWORD = settings.Var(
+    "REDIS_PASSWORD", settings.text, "", "the receipts queue's Redis AUTH password (empty: none)"
+)
+RECEIPT_QUEUE = settings.Var("RECEIPT_QUEUE", settings.text, QUEUE, "the queue payment enqueues on")
+ATTEMPTS = settings.Var(
+    "RECEIPT_ATTEMPTS", lambda raw: settings.integer(raw, 1), 5, "total tries of one receipt"
+)
+BACKOFF_S = settings.Var(
+    "RECEIPT_BACKOFF_S",
+    lambda raw: settings.number(raw, 0, unit="seconds"),
+    2.0,
+    "the first retry's delay; the n-th waits backoff_s * 2**(n-1)",
+)
+BACKOFF_JITTER = settings.Var(
+    "RECEIPT_BACKOFF_JITTER",
+    lambda raw: settings.number(raw, 0, 1),
+    0.2,
+    "each retry's delay is cut by up to this fraction at random",
+)
+
+
+def _count(raw: str) -> int:
+    """An integer >= 1, written bare (BullMQ's keep options have refused ' 5' since issue 21)."""
+    if raw != raw.strip():
+        raise settings.RuleError("is not an integer >= 1")
+    return settings.integer(raw, 1)
+
+
+def _keep(name: str, default: int, help: str) -> settings.Var[int]:
+    return settings.Var(name, _count, default, help)
+
+
+KEEP_COMPLETED_S = _keep("RECEIPT_KEEP_COMPLETED_S", 7 * 24 * 3600, "a completed job's age limit")
+KEEP_COMPLETED = _keep("RECEIPT_KEEP_COMPLETED", 10_000, "completed jobs kept, newest first")
+KEEP_FAILED_S = _keep("RECEIPT_KEEP_FAILED_S", 30 * 24 * 3600, "a failed job's age limit")
+KEEP_FAILED = _keep("RECEIPT_KEEP_FAILED", 10_000, "failed jobs kept, newest first")
 
 
 class BadPayload(ValueError):
@@ -102,31 +142,17 @@ class Receipt:
 class ReceiptRetry:
     """How hard one receipt is tried, set on the job when it is enqueued."""
 
-    attempts: int = 5
+    attempts: int = ATTEMPTS.default
     """RECEIPT_ATTEMPTS: total tries (BullMQ's default 1 means no retry at all)."""
-    backoff_s: float = 2.0
+    backoff_s: float = BACKOFF_S.default
     """RECEIPT_BACKOFF_S: the first retry's delay; the n-th waits backoff_s * 2**(n-1)."""
-    jitter: float = 0.2
+    jitter: float = BACKOFF_JITTER.default
     """RECEIPT_BACKOFF_JITTER: each delay is cut by up to this fraction at random, so receipts
     that failed together do not all come back together."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> ReceiptRetry:
-        from mesh.config_error import ConfigError
-
-        try:
-            policy = cls(
-                attempts=int(environ.get("RECEIPT_ATTEMPTS", cls.attempts)),
-                backoff_s=float(environ.get("RECEIPT_BACKOFF_S", cls.backoff_s)),
-                jitter=float(environ.get("RECEIPT_BACKOFF_JITTER", cls.jitter)),
-            )
-        except ValueError as err:
-            raise ConfigError(f"RECEIPT_*: {err}") from None
-        if policy.attempts < 1 or policy.backoff_s < 0 or not 0 <= policy.jitter <= 1:
-            raise ConfigError(
-                "RECEIPT_ATTEMPTS >= 1, RECEIPT_BACKOFF_S >= 0, 0 <= RECEIPT_BACKOFF_JITTER <= 1"
-            )
-        return policy
+        return cls(ATTEMPTS.read(environ), BACKOFF_S.read(environ), BACKOFF_JITTER.read(environ))
 
     def job_options(self, job_id: str, retention: ReceiptRetention | None = None) -> dict[str, Any]:
         """BullMQ job options (the API speaks milliseconds); finished jobs kept as `retention`
@@ -153,35 +179,24 @@ class ReceiptRetention:
     (BullMQ's removeOnComplete / removeOnFail, applied when a job finishes). Without them BullMQ
     keeps every finished job forever and Redis grows with every receipt."""
 
-    completed_age_s: int = 7 * 24 * 3600
+    completed_age_s: int = KEEP_COMPLETED_S.default
     """RECEIPT_KEEP_COMPLETED_S: a completed job is kept at most 7 days."""
-    completed_count: int = 10_000
+    completed_count: int = KEEP_COMPLETED.default
     """RECEIPT_KEEP_COMPLETED: and only the newest 10000 completed jobs."""
-    failed_age_s: int = 30 * 24 * 3600
+    failed_age_s: int = KEEP_FAILED_S.default
     """RECEIPT_KEEP_FAILED_S: a failed job is kept 30 days, to be read and retried
     (`mesh jobs show`, `mesh jobs retry`)."""
-    failed_count: int = 10_000
+    failed_count: int = KEEP_FAILED.default
     """RECEIPT_KEEP_FAILED: and only the newest 10000 failed jobs."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> ReceiptRetention:
-        from mesh.config_error import ConfigError
-
-        names = {
-            "completed_age_s": "RECEIPT_KEEP_COMPLETED_S",
-            "completed_count": "RECEIPT_KEEP_COMPLETED",
-            "failed_age_s": "RECEIPT_KEEP_FAILED_S",
-            "failed_count": "RECEIPT_KEEP_FAILED",
-        }
-        values: dict[str, int] = {}
-        for field_name, var in names.items():
-            raw = environ.get(var, "")
-            if raw == "":
-                continue
-            if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
-                raise ConfigError(f"{var}={raw!r} is not an integer >= 1")
-            values[field_name] = int(raw)
-        return cls(**values)
+        return cls(
+            KEEP_COMPLETED_S.read(environ),
+            KEEP_COMPLETED.read(environ),
+            KEEP_FAILED_S.read(environ),
+            KEEP_FAILED.read(environ),
+        )
 
     def job_options(self) -> dict[str, Any]:
         """BullMQ's keep options: `age` in seconds, `count` in jobs."""

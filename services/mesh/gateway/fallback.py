@@ -16,19 +16,20 @@ from mesh.resilience import criticality
 from mesh.resilience.clock import Clock, SystemClock
 from mesh.resilience.criticality import Criticality
 from mesh.resilience.events import EventBus, FallbackServed
+from mesh.runtime.edges import Edge
 from mesh.v1 import gateway_pb2, recommendation_pb2, recommendation_pb2_grpc
 
 RECOMMEND = "/mesh.v1.RecommendationService/Recommend"
+RecommendationEdge = Edge[recommendation_pb2_grpc.RecommendationServiceStub]
+"""Called through its `stub`, which a policy swap may replace (mesh.runtime.edges)."""
 POPULAR_LIMIT = 50
 
 
 class PopularCache:
     """The last good popular list and when it was fetched; one refresh in flight at a time."""
 
-    def __init__(
-        self, stub: recommendation_pb2_grpc.RecommendationServiceStub, ttl_s: float, clock: Clock
-    ) -> None:
-        self._stub = stub
+    def __init__(self, edge: RecommendationEdge, ttl_s: float, clock: Clock) -> None:
+        self._edge = edge
         self.ttl_s = ttl_s
         self._clock = clock
         self.products: list[recommendation_pb2.Product] = []
@@ -50,7 +51,9 @@ class PopularCache:
 
     async def _fetch(self) -> list[recommendation_pb2.Product]:
         criticality.set_current(self.criticality)  # this task's own context: nobody else's
-        reply = await self._stub.Popular(recommendation_pb2.PopularRequest(limit=POPULAR_LIMIT))
+        reply = await self._edge.stub.Popular(
+            recommendation_pb2.PopularRequest(limit=POPULAR_LIMIT)
+        )
         self.products = list(reply.products)
         self._fetched_s = self._clock.now()
         return self.products
@@ -65,14 +68,14 @@ class RecommendationsWithFallback:
 
     def __init__(
         self,
-        stub: recommendation_pb2_grpc.RecommendationServiceStub,
+        edge: RecommendationEdge,
         bus: EventBus,
         popular_ttl_s: float = 30.0,
         clock: Clock | None = None,
     ) -> None:
-        self._stub = stub
+        self._edge = edge
         self._bus = bus
-        self.popular = PopularCache(stub, popular_ttl_s, clock or SystemClock())
+        self.popular = PopularCache(edge, popular_ttl_s, clock or SystemClock())
 
     async def warm(self) -> None:
         """Best effort: fill the cache at start so a fallback has something to serve."""
@@ -85,7 +88,7 @@ class RecommendationsWithFallback:
         self, user_id: str, limit: int
     ) -> tuple[list[recommendation_pb2.Product], list[gateway_pb2.Degradation]]:
         try:
-            reply = await self._stub.Recommend(
+            reply = await self._edge.stub.Recommend(
                 recommendation_pb2.RecommendRequest(user_id=user_id, limit=limit)
             )
             return list(reply.products), []

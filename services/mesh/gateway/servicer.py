@@ -9,14 +9,7 @@ from typing import NoReturn
 import grpc
 
 from mesh.contracts.charge_ids import charge_id_for, check_charge_lookup
-from mesh.gateway.fallback import RecommendationsWithFallback
-from mesh.gateway.streams import relay_stream
-from mesh.resilience.errors import ResilienceError
-from mesh.runtime.auth import ApiKeys, AuthInterceptor
-from mesh.runtime.ratelimit import RateLimitInterceptor, RateLimitPolicy
-from mesh.runtime.relay import relay_failure
-from mesh.runtime.server import Runtime, Service
-from mesh.runtime.validation import (
+from mesh.contracts.fields import (
     check_amount,
     check_currency,
     check_idempotency_key,
@@ -24,6 +17,15 @@ from mesh.runtime.validation import (
     check_user_id,
     checked_fields,
 )
+from mesh.gateway.auth import ApiKeys, AuthInterceptor
+from mesh.gateway.fallback import RecommendationsWithFallback
+from mesh.gateway.ratelimit import RateLimitInterceptor, RateLimitPolicy
+from mesh.gateway.streams import relay_stream
+from mesh.resilience import fates
+from mesh.resilience.errors import ResilienceError
+from mesh.runtime.edges import Edge
+from mesh.runtime.relay import relay_failure
+from mesh.runtime.server import Runtime, Service
 from mesh.v1 import (
     gateway_pb2,
     gateway_pb2_grpc,
@@ -62,14 +64,16 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
     """GetHome degrades recommendations instead of failing; Checkout never charges twice."""
 
     def __init__(self, runtime: Runtime) -> None:
-        # Stubs from stub_to follow their edge's channel through a policy swap.
-        self._profiles = runtime.stub_to("profile", profile_pb2_grpc.ProfileServiceStub)
-        self._payments = runtime.stub_to("payment", payment_pb2_grpc.PaymentServiceStub)
-        self._retried = {dep: runtime.retries_on(dep) for dep in RELAYED}
-        self._busy_pushback_ms = runtime.policy.server(runtime.config.name).shed_pushback_ms
-        self._recommender = runtime.stub_to(
+        # Each edge's stub follows its channel through a policy swap: call `edge.stub`.
+        self._profiles = runtime.edge("profile", profile_pb2_grpc.ProfileServiceStub)
+        self._payments = runtime.edge("payment", payment_pb2_grpc.PaymentServiceStub)
+        self._recommender = runtime.edge(
             "recommendation", recommendation_pb2_grpc.RecommendationServiceStub
         )
+        self._relayed: dict[str, Edge[object]] = {
+            dep: runtime.edges[dep] for dep in RELAYED
+        }  # each edge says whether its calls are retried here, under the policy in force
+        self._busy_pushback_ms = runtime.policy.server(runtime.config.name).shed_pushback_ms
         self.recommendations = RecommendationsWithFallback(
             self._recommender,
             runtime.bus,
@@ -79,7 +83,6 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         runtime.on_policy(lambda _: self._policy_changed(runtime))
 
     def _policy_changed(self, runtime: Runtime) -> None:
-        self._retried = {dep: runtime.retries_on(dep) for dep in RELAYED}
         self._busy_pushback_ms = runtime.policy.server(runtime.config.name).shed_pushback_ms
         self.recommendations.popular.ttl_s = runtime.policy.fallbacks.popular_ttl_s
         self.recommendations.popular.criticality = runtime.policy.criticality.for_popular_refresh()
@@ -91,9 +94,8 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         dependency: str,
         trailers: Sequence[tuple[str, str]] = (),
     ) -> NoReturn:
-        await relay_failure(
-            context, err, dependency, self._retried[dependency], self._busy_pushback_ms, trailers
-        )
+        retried = self._relayed[dependency].retries
+        await relay_failure(context, err, dependency, retried, self._busy_pushback_ms, trailers)
 
     async def StreamRecommendations(
         self, request: gateway_pb2.GetHomeRequest, context: grpc.aio.ServicerContext
@@ -105,7 +107,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         async def relay(err: grpc.aio.AioRpcError, trailers: Sequence[tuple[str, str]]) -> None:
             await self._relay(context, err, "recommendation", trailers)
 
-        async for item in relay_stream(self._recommender, user_id, limit, relay):
+        async for item in relay_stream(self._recommender.stub, user_id, limit, relay):
             yield item
 
     async def GetHome(
@@ -116,7 +118,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
             limit = check_limit(request.limit)
         recs = asyncio.create_task(self.recommendations.get(user_id, limit))
         try:
-            profile = await self._profiles.GetProfile(
+            profile = await self._profiles.stub.GetProfile(
                 profile_pb2.GetProfileRequest(user_id=user_id)
             )
         except grpc.aio.AioRpcError as err:
@@ -142,10 +144,11 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
             user_id=user_id, amount_cents=amount, currency=currency, idempotency_key=key
         )
         try:
-            reply = await self._payments.Charge(charge)
+            reply = await self._payments.stub.Charge(charge)
         except grpc.aio.AioRpcError as err:
             if not charge_may_have_happened(err):
                 await self._relay(context, err, "payment")
+            fates.note_degraded("payment", "pending")
             return gateway_pb2.CheckoutResponse(
                 charge_id=charge_id_for(key),
                 status=payment_pb2.CHARGE_STATUS_PENDING,
@@ -165,7 +168,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
             charge_id, key = check_charge_lookup(request.charge_id, request.idempotency_key)
         lookup = payment_pb2.GetChargeRequest(charge_id=charge_id, idempotency_key=key)
         try:
-            reply = await self._payments.GetCharge(lookup)
+            reply = await self._payments.stub.GetCharge(lookup)
         except grpc.aio.AioRpcError as err:
             await self._relay(context, err, "payment")
         return gateway_pb2.CheckoutResponse(

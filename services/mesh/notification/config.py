@@ -8,37 +8,62 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated
-
-from pydantic import Field
 
 from mesh import settings
-from mesh.contracts.receipt_job import QUEUE
+from mesh.contracts.receipt_job import QUEUE, REDIS_PASSWORD
 from mesh.runtime.config import ServiceConfig
-from mesh.settings import Choice, EnvSettings, Float, Int
 
-
-class _Env(EnvSettings):
-    queue: str = Field(QUEUE, validation_alias="NOTIFY_QUEUE")
-    concurrency: Annotated[int, Int(1)] = Field(4, validation_alias="NOTIFY_CONCURRENCY")
-    rate_max: Annotated[int, Int(0)] = Field(0, validation_alias="NOTIFY_RATE_MAX")
-    rate_duration_ms: Annotated[int, Int(1)] = Field(
-        1000, validation_alias="NOTIFY_RATE_DURATION_MS"
-    )
-    lock_ms: Annotated[int, Int(100)] = Field(30_000, validation_alias="NOTIFY_LOCK_MS")
-    stalled_interval_ms: Annotated[int | None, Int(50)] = Field(
-        None, validation_alias="NOTIFY_STALLED_INTERVAL_MS"
-    )
-    max_stalled: Annotated[int, Int(0)] = Field(1, validation_alias="NOTIFY_MAX_STALLED")
-    smtp_timeout_s: Annotated[float, Float(0, above=True)] = Field(
-        10.0, validation_alias="NOTIFY_SMTP_TIMEOUT_S"
-    )
-    sender: str = Field("receipts@mesh.local", validation_alias="NOTIFY_FROM")
-    sent_ttl_s: Annotated[float, Float(0, above=True)] = Field(
-        7 * 24 * 3600.0, validation_alias="NOTIFY_SENT_TTL_S"
-    )
-    drills: Annotated[str, Choice("0", "1")] = Field("0", validation_alias="NOTIFY_DRILLS")
-    redis_password: str = Field("", validation_alias="REDIS_PASSWORD")
+V = settings.Var
+QUEUE_NAME = V(
+    "NOTIFY_QUEUE", settings.text, QUEUE, "the BullMQ queue the worker takes receipts from"
+)
+CONCURRENCY = V("NOTIFY_CONCURRENCY", settings.integer_in(1), 4, "jobs one worker runs at once")
+RATE_MAX = V(
+    "NOTIFY_RATE_MAX",
+    settings.integer_in(0),
+    0,
+    "jobs per window across every worker; 0: no limiter",
+)
+RATE_DURATION_MS = V(
+    "NOTIFY_RATE_DURATION_MS", settings.integer_in(1), 1000, "the limiter's window"
+)
+LOCK_MS = V(
+    "NOTIFY_LOCK_MS",
+    settings.integer_in(100),
+    30_000,
+    "a job's lock; a dead worker's job is recovered once it expires",
+)
+STALLED_INTERVAL_MS: settings.Var[int | None] = V(
+    "NOTIFY_STALLED_INTERVAL_MS",
+    settings.integer_in(50),
+    None,
+    "how often the worker looks for stalled jobs (default: half the lock)",
+)
+MAX_STALLED = V(
+    "NOTIFY_MAX_STALLED",
+    settings.integer_in(0),
+    1,
+    "how often a job may stall before it fails",
+)
+SMTP_TIMEOUT_S = V(
+    "NOTIFY_SMTP_TIMEOUT_S",
+    settings.number_in(0, above=True),
+    10.0,
+    "connect and per-command SMTP timeout",
+)
+SENDER = V("NOTIFY_FROM", settings.text, "receipts@mesh.local", "the receipts' From address")
+SENT_TTL_S = V(
+    "NOTIFY_SENT_TTL_S",
+    settings.number_in(0, above=True),
+    7 * 24 * 3600.0,
+    "how long the 'receipt sent' marker is kept",
+)
+DRILLS = V(
+    "NOTIFY_DRILLS",
+    settings.one_of("0", "1"),
+    "0",
+    "1: obey the test-only fault drills jobs carry",
+)
 
 
 @dataclass(frozen=True)
@@ -73,8 +98,8 @@ class NotificationConfig:
     sent_ttl_s: float
     """NOTIFY_SENT_TTL_S: how long the "receipt sent" marker is kept. Default 7 days."""
     drills: bool = False
-    """NOTIFY_DRILLS=1: obey the test-only fault drills jobs carry (drills.py). Default off;
-    only the job experiments and tests start workers with it."""
+    """NOTIFY_DRILLS=1: the drill worker (chaos/scenarios/receipts/drill_worker.py) obeys the
+    test-only fault drills jobs carry. Default off; the product's worker has no drills."""
     redis_password: str = field(default="", repr=False)
     """REDIS_PASSWORD: the queue's AUTH password; unset or empty: none. Never in a repr."""
 
@@ -82,20 +107,25 @@ class NotificationConfig:
     def from_env(
         cls, service: ServiceConfig, environ: Mapping[str, str] | None = None
     ) -> NotificationConfig:
-        env = settings.load(_Env, environ)
+        env = settings.env_or_os(environ)
+        queue, concurrency = QUEUE_NAME.read(env), CONCURRENCY.read(env)
+        rate_max, rate_window = RATE_MAX.read(env), RATE_DURATION_MS.read(env)
+        lock_ms, stalled_every = LOCK_MS.read(env), STALLED_INTERVAL_MS.read(env)
+        max_stalled, smtp_timeout_s = MAX_STALLED.read(env), SMTP_TIMEOUT_S.read(env)
+        sender, sent_ttl_s, drills = SENDER.read(env), SENT_TTL_S.read(env), DRILLS.read(env)
         return cls(
             redis_addr=service.dependencies["redis"],
             smtp_addr=service.dependencies["smtp"],
-            queue=env.queue,
-            concurrency=env.concurrency,
-            rate_max=env.rate_max,
-            rate_duration_ms=env.rate_duration_ms,
-            lock_ms=env.lock_ms,
-            stalled_interval_ms=env.stalled_interval_ms or env.lock_ms // 2,
-            max_stalled=env.max_stalled,
-            smtp_timeout_s=env.smtp_timeout_s,
-            sender=env.sender,
-            sent_ttl_s=env.sent_ttl_s,
-            drills=env.drills == "1",
-            redis_password=env.redis_password,
+            queue=queue,
+            concurrency=concurrency,
+            rate_max=rate_max,
+            rate_duration_ms=rate_window,
+            lock_ms=lock_ms,
+            stalled_interval_ms=stalled_every or lock_ms // 2,
+            max_stalled=max_stalled,
+            smtp_timeout_s=smtp_timeout_s,
+            sender=sender,
+            sent_ttl_s=sent_ttl_s,
+            drills=drills == "1",
+            redis_password=REDIS_PASSWORD.read(environ),
         )

@@ -4,15 +4,17 @@ tracing, graceful stop). Its gRPC port serves health only: readiness does not wa
 from __future__ import annotations
 
 from mesh.notification.config import NotificationConfig
-from mesh.notification.worker import ReceiptWorker
+from mesh.notification.worker import BeforeSend, ReceiptWorker
 from mesh.runtime.server import Runtime, Service
 from mesh.telemetry.job_metrics import JobMetrics
 from mesh.telemetry.tracing import TRACER_NAME
 
 
-async def build(runtime: Runtime) -> Service:
+async def build(runtime: Runtime, before_send: BeforeSend | None = None) -> Service:
+    """The worker; `before_send` runs before each send (the drill worker's, in chaos/)."""
     config = NotificationConfig.from_env(runtime.config)
     tracer = runtime.tracing.provider.get_tracer(TRACER_NAME) if runtime.tracing else None
-    worker = ReceiptWorker(config, JobMetrics(runtime.metrics.registry, config.queue), tracer)
+    metrics = JobMetrics(runtime.metrics.registry, config.queue)
+    worker = ReceiptWorker(config, metrics, tracer, before_send)
     worker.start()
     return Service(names=[], register=lambda _server: None, close=worker.close)

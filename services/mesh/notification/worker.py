@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -32,7 +33,6 @@ from mesh.customers import customers
 from mesh.notification import job_span
 from mesh.notification.bullmq_worker import QueueWorker, connection_url
 from mesh.notification.config import NotificationConfig
-from mesh.notification.drills import Drill
 from mesh.notification.smtp import SendError, SmtpSender, render
 from mesh.telemetry.job_metrics import JobMetrics
 
@@ -47,15 +47,24 @@ def backoff_strategy(attempts_made: int, _type: str, _err: Any, job: Any) -> int
     return backoff_delay_ms(attempts_made, backoff)
 
 
+BeforeSend = Callable[[Any], Awaitable[None]]
+"""Called with a job's data before it is sent: the drill worker's seam (the product sets none)."""
+
+
 class ReceiptWorker:
     """One BullMQ worker on the receipts queue, started in the service's event loop.
 
     `tracer` (the service's, when tracing is on) makes one span per attempt (job_span.py)."""
 
     def __init__(
-        self, config: NotificationConfig, metrics: JobMetrics, tracer: trace.Tracer | None = None
+        self,
+        config: NotificationConfig,
+        metrics: JobMetrics,
+        tracer: trace.Tracer | None = None,
+        before_send: BeforeSend | None = None,
     ) -> None:
         self.config = config
+        self._before_send = before_send
         self.metrics = metrics
         self._tracer = tracer or trace.NoOpTracer()
         self._planned_ms: dict[str, int] = {}
@@ -141,8 +150,8 @@ class ReceiptWorker:
         user = customers().users.get(receipt.user_id)
         if user is None:
             raise UnrecoverableError(f"unknown user {receipt.user_id}: nobody to send it to")
-        if self.config.drills and (drill := Drill.of(job.data)) is not None:
-            await drill.run()
+        if self._before_send is not None:
+            await self._before_send(job.data)
         marker = f"{self.config.queue}:sent:{job.id}"
         if await self._redis.exists(marker):
             self.metrics.duplicate_prevented()

@@ -12,16 +12,18 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 from collections.abc import Mapping
 from typing import Any
 
 import redis.asyncio as aioredis
 from bullmq import Queue
 
+from mesh import settings
 from mesh.contracts.receipt_job import (
     JOB_NAME,
     QUEUE,
+    RECEIPT_QUEUE,
+    REDIS_PASSWORD,
     ReceiptRetention,
     ReceiptRetry,
     redis_url,
@@ -121,13 +123,13 @@ def relay_from_env(
 ) -> OutboxRelay:
     """RECEIPT_* (see ReceiptRetry, ReceiptRetention), RECEIPT_QUEUE (default receipts),
     REDIS_PASSWORD (the queue's AUTH; unset or empty: none)."""
-    env = os.environ if environ is None else environ
+    env = settings.env_or_os(environ)
     return OutboxRelay(
         ledger,
         redis_addr,
         ReceiptRetry.from_env(env),
         metrics,
-        queue=env.get("RECEIPT_QUEUE") or QUEUE,
+        queue=RECEIPT_QUEUE.read(env),
         retention=ReceiptRetention.from_env(env),
-        password=env.get("REDIS_PASSWORD") or "",
+        password=REDIS_PASSWORD.read(env),
     )

@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import grpc
 from opentelemetry import propagate
 
+from mesh import settings
 from mesh.contracts.charge_ids import check_charge_lookup
-from mesh.customers import TIER_LIMIT_CENTS, User
-from mesh.payment.ledger import ChargeRecord, IdempotencyConflict, Ledger
-from mesh.payment.outbox import relay_from_env
-from mesh.runtime.server import Runtime, Service
-from mesh.runtime.validation import (
-    abort,
+from mesh.contracts.fields import (
     check_amount,
     check_currency,
     check_idempotency_key,
@@ -23,6 +18,11 @@ from mesh.runtime.validation import (
     checked_fields,
     known_user,
 )
+from mesh.customers import TIER_LIMIT_CENTS, User
+from mesh.payment.ledger import ChargeRecord, IdempotencyConflict, Ledger
+from mesh.payment.outbox import relay_from_env
+from mesh.runtime.refusal import abort
+from mesh.runtime.server import Runtime, Service
 from mesh.telemetry.job_metrics import JobMetrics
 from mesh.v1 import payment_pb2, payment_pb2_grpc
 
@@ -105,17 +105,25 @@ class PaymentServicer(payment_pb2_grpc.PaymentServiceServicer):
         return payment_pb2.ChargeResponse(charge=to_proto(record), replayed=True)
 
 
-def ledger_path() -> Path:
-    """PAYMENT_DB_PATH: the SQLite file. Default var/payment/ledger.sqlite3."""
-    return Path(os.environ.get("PAYMENT_DB_PATH", "var/payment/ledger.sqlite3"))
+DB_PATH = settings.Var(
+    "PAYMENT_DB_PATH",
+    settings.text,
+    "var/payment/ledger.sqlite3",
+    "the ledger's SQLite file",
+)
+
+
+def ledger_path(environ: Mapping[str, str] | None = None) -> Path:
+    return Path(DB_PATH.read(environ))
 
 
 async def build(runtime: Runtime) -> Service:
-    ledger = Ledger(ledger_path())
+    ledger = Ledger(ledger_path(runtime.environ))
     relay = relay_from_env(
         ledger,
         runtime.config.dependencies["redis"],
         JobMetrics(runtime.metrics.registry, "receipts"),
+        runtime.environ,
     )
     relay.start()
     servicer = PaymentServicer(ledger, on_commit=relay.notify)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import grpc
 
+from mesh.contracts.fields import check_user_id, checked_fields, known_user
+from mesh.runtime.refusal import abort
 from mesh.runtime.server import Runtime, Service
-from mesh.runtime.validation import abort, check_user_id, checked_fields, known_user
 from mesh.v1 import profile_pb2, profile_pb2_grpc
 
 

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, nullcontext
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 
 import grpc
 
+from mesh.contracts.fields import check_limit, check_user_id, checked_fields
 from mesh.customers import Product, customers
 from mesh.resilience.admission_policy import PoolPolicy
 from mesh.resilience.clock import Clock, SystemClock
+from mesh.resilience.errors import PoolFullError
 from mesh.resilience.events import EventBus
 from mesh.resilience.worker_pool import WorkerPool
+from mesh.runtime.edges import Edge
+from mesh.runtime.refusal import abort
 from mesh.runtime.relay import relay_failure
 from mesh.runtime.server import Runtime, Service
-from mesh.runtime.validation import check_limit, check_user_id, checked_fields
 from mesh.v1 import profile_pb2, profile_pb2_grpc, recommendation_pb2, recommendation_pb2_grpc
 
 
@@ -44,11 +47,18 @@ def popular(limit: int) -> list[recommendation_pb2.Product]:
 
 class DeclaredCapacity:
     """The recommendation's declared worker pool (policy `servers.recommendation.pool`), if
-    any: a new pool when its settings change (calls on the old one finish there)."""
+    any: a new pool when its settings change (calls on the old one finish there). `slowdown`
+    multiplies its service times (the fault table's service_time_factor)."""
 
-    def __init__(self, bus: EventBus, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        bus: EventBus,
+        clock: Clock | None = None,
+        slowdown: Callable[[], float] | None = None,
+    ) -> None:
         self._bus = bus
         self._clock = clock or SystemClock()
+        self._slowdown = slowdown
         self.pool: WorkerPool | None = None
 
     def update(self, policy: PoolPolicy) -> None:
@@ -56,11 +66,22 @@ class DeclaredCapacity:
             return
         self.pool = None
         if policy.workers:
-            self.pool = WorkerPool("recommendation", policy, self._clock, self._bus)
+            self.pool = WorkerPool("recommendation", policy, self._clock, self._bus, self._slowdown)
 
-    def work(self) -> AbstractAsyncContextManager[object]:
-        """A worker's service time (or nothing without a pool)."""
-        return nullcontext() if self.pool is None else self.pool.work()
+    @asynccontextmanager
+    async def work(self, context: grpc.aio.ServicerContext) -> AsyncIterator[None]:
+        """A worker's service time (or nothing without a pool); a full pool ends the call with
+        RESOURCE_EXHAUSTED."""
+        pool = self.pool
+        if pool is None:
+            yield
+            return
+        try:
+            pool.check_room()
+        except PoolFullError as err:
+            await abort(context, err.code(), err.details())
+        async with pool.work():
+            yield
 
 
 class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServicer):
@@ -69,13 +90,10 @@ class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServic
 
     def __init__(
         self,
-        profiles: profile_pb2_grpc.ProfileServiceStub,
-        retried: bool,
+        profiles: Edge[profile_pb2_grpc.ProfileServiceStub],
         capacity: DeclaredCapacity | None = None,
     ) -> None:
         self._profiles = profiles
-        self.retried = retried
-        """Whether this hop retries profile calls itself (then callers are told not to)."""
         self.capacity = capacity or DeclaredCapacity(EventBus())
 
     async def _ranked(
@@ -86,10 +104,13 @@ class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServic
             user_id = check_user_id(request.user_id)
             limit = check_limit(request.limit)
         try:
-            reply = await self._profiles.GetProfile(profile_pb2.GetProfileRequest(user_id=user_id))
+            reply = await self._profiles.stub.GetProfile(
+                profile_pb2.GetProfileRequest(user_id=user_id)
+            )
         except grpc.aio.AioRpcError as err:
-            await relay_failure(context, err, "profile", self.retried)
-        async with self.capacity.work():
+            # Retried here: then our callers are told not to retry it again.
+            await relay_failure(context, err, "profile", self._profiles.retries)
+        async with self.capacity.work(context):
             return personalised(list(reply.profile.interests), limit)
 
     async def Recommend(
@@ -111,21 +132,18 @@ class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServic
     ) -> recommendation_pb2.RecommendResponse:
         async with checked_fields(context):
             limit = check_limit(request.limit)
-        async with self.capacity.work():
+        async with self.capacity.work(context):
             return recommendation_pb2.RecommendResponse(products=popular(limit), source="popular")
 
 
 async def build(runtime: Runtime) -> Service:
-    capacity = DeclaredCapacity(runtime.bus)
+    capacity = DeclaredCapacity(runtime.bus, slowdown=runtime.faults.service_time_factor)
     capacity.update(runtime.policy.server("recommendation").pool)
     servicer = RecommendationServicer(
-        runtime.stub_to("profile", profile_pb2_grpc.ProfileServiceStub),
-        retried=runtime.retries_on("profile"),
-        capacity=capacity,
+        runtime.edge("profile", profile_pb2_grpc.ProfileServiceStub), capacity=capacity
     )
 
     def policy_changed(_: object) -> None:
-        servicer.retried = runtime.retries_on("profile")
         capacity.update(runtime.policy.server("recommendation").pool)
 
     runtime.on_policy(policy_changed)

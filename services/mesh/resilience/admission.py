@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import math
 
-from mesh.resilience.admission_policy import LimitPolicy
+from mesh.resilience.admission_policy import LimitPolicy, ServerPolicy
 from mesh.resilience.admission_queue import Waiter, WaitQueue
 from mesh.resilience.clock import Clock
 from mesh.resilience.criticality import Criticality
@@ -27,8 +27,9 @@ from mesh.resilience.limits import (
     Limit,
     VegasLimit,
     VegasSettings,
+    WindowedLimit,
+    WindowedSettings,
 )
-from mesh.resilience.policy import ServerPolicy
 
 EXPECTED_RTT_WEIGHT = 0.2
 """Weight of each new RTT in the expected service time (an exponential average)."""
@@ -38,12 +39,19 @@ Place = tuple[float, int]
 
 
 def build_limit(policy: LimitPolicy, max_in_flight: int) -> Limit | None:
-    """The limit the policy names (None: static with max_in_flight 0, no limit)."""
+    """The limit the policy names (None: static with max_in_flight 0, no limit); an adaptive
+    one inside a WindowedLimit when `window.enabled`."""
+    adaptive: Limit
     if policy.algorithm == "vegas":
-        return VegasLimit(VegasSettings(**policy.vegas.model_dump()))
-    if policy.algorithm == "gradient2":
-        return Gradient2Limit(Gradient2Settings(**policy.gradient2.model_dump()))
-    return FixedLimit(max_in_flight) if max_in_flight else None
+        adaptive = VegasLimit(VegasSettings(**policy.vegas.model_dump()))
+    elif policy.algorithm == "gradient2":
+        adaptive = Gradient2Limit(Gradient2Settings(**policy.gradient2.model_dump()))
+    else:
+        return FixedLimit(max_in_flight) if max_in_flight else None
+    if not policy.window.enabled:
+        return adaptive
+    settings = WindowedSettings(**policy.window.model_dump(exclude={"enabled"}))
+    return WindowedLimit(adaptive, settings)
 
 
 class Admission:
@@ -53,7 +61,7 @@ class Admission:
         self._service = service
         self._clock = clock
         self._bus = bus
-        self._key: tuple[object, ...] = ()
+        self._algorithm = "static"
         self._limit: Limit | None = None
         self._queue = WaitQueue(policy.queue, clock)
         self.in_flight = 0
@@ -61,14 +69,12 @@ class Admission:
         self.update(policy)
 
     def update(self, policy: ServerPolicy) -> None:
-        """New settings for calls arriving from now on; a changed limit starts afresh."""
-        limit = policy.limit
-        key: tuple[object, ...] = (limit.algorithm, limit.vegas, limit.gradient2)
-        key += (policy.max_in_flight,)
-        if key != self._key:
-            self._key = key
-            self._limit = build_limit(policy.limit, policy.max_in_flight)
-            self._announce()
+        """New settings for calls arriving from now on. The limit starts afresh from its initial
+        value, as a swap gives fresh breakers, budgets and bulkheads: every experiment variant
+        (every sweep point) starts from the same state, not from what the last one learnt."""
+        self._algorithm = policy.limit.algorithm
+        self._limit = build_limit(policy.limit, policy.max_in_flight)
+        self._announce()
         self._policy = policy.limit
         self._queue.policy = policy.queue
         self._pushback_s = policy.shed_pushback_ms / 1000.0
@@ -104,9 +110,10 @@ class Admission:
         expected_s = self.expected_s if self._policy.deadline_aware else None
         if expected_s is not None and remaining_s is not None and remaining_s < expected_s:
             raise self._refuse("deadline", method, criticality)
-        if self._limit is None or (self.in_flight < self.share(criticality) and not self._queue):
+        may_take = self.in_flight < self.share(criticality)
+        if self._limit is None or (may_take and not self._waiter_may_take()):
             return self._take()
-        if self.in_flight < self.limit:  # the rest is reserved for more critical calls
+        if self.in_flight < self.limit and not may_take:  # reserved for more critical calls
             raise self._refuse("criticality", method, criticality)
         if not self._queue.enabled:
             raise self._refuse("limit", method, criticality)
@@ -159,6 +166,11 @@ class Admission:
         waiter.future.cancel()
         raise self._refuse("queue_timeout", method, waiter)
 
+    def _waiter_may_take(self) -> bool:
+        """Whether a queued call may take a free place now (then it goes first); waiters the
+        critical reserve keeps out of it do not hold back a call that may take it."""
+        return self._queue.pick(lambda w: self.in_flight < self.share(w.criticality)) is not None
+
     def _hand_over(self) -> None:
         """Free places go to waiters: the most critical that may take one, by discipline."""
         while self._queue and (self._limit is None or self.in_flight < self.limit):
@@ -188,5 +200,4 @@ class Admission:
         return ShedError(self._service, self.limit, self._pushback_s, "call", reason)
 
     def _announce(self) -> None:
-        algorithm = str(self._key[0]) if self._key else "static"
-        self._bus.emit(ConcurrencyLimitChanged(self._service, algorithm, self.limit))
+        self._bus.emit(ConcurrencyLimitChanged(self._service, self._algorithm, self.limit))

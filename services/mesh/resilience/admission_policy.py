@@ -1,4 +1,4 @@
-"""A server's admission settings (the server policy's `limit:`, `queue:` and `pool:` sections).
+"""A server's admission settings: the ServerPolicy, and its `limit:`, `queue:` and `pool:` sections.
 
 `limit.algorithm` picks the concurrency limit: `static` is today's `max_in_flight`, `vegas` and
 `gradient2` follow Netflix concurrency-limits 0.5.4 with its builders' defaults. `queue` says
@@ -52,6 +52,33 @@ class Gradient2Policy(_Model):
         return self
 
 
+class WindowPolicy(_Model):
+    """`WindowedLimit.Builder`'s settings and defaults: the adaptive limit gets one sample per
+    window (the window's mean RTT), as Netflix's README wires Gradient2 into a gRPC server."""
+
+    enabled: bool = Field(
+        default=False,
+        description="false: every call's RTT is a sample (the limiter's own default); true: "
+        "one aggregated sample per window, so the long average moves per window, not per call",
+    )
+    min_window_s: float = Field(default=1.0, ge=0.1, le=60, description="[0.1, 60]")
+    max_window_s: float = Field(default=1.0, ge=0.1, le=60, description="[0.1, 60]")
+    window_size: int = Field(
+        default=10, ge=10, le=100_000, description="[10, 100000]: samples a window needs"
+    )
+    min_rtt_threshold_s: float = Field(
+        default=100e-6, ge=0, le=1, description="[0, 1]: faster calls are no sample"
+    )
+
+    @model_validator(mode="after")
+    def _min_below_max(self) -> WindowPolicy:
+        if self.min_window_s > self.max_window_s:
+            raise ValueError(
+                f"min_window_s ({self.min_window_s}) must be <= max_window_s ({self.max_window_s})"
+            )
+        return self
+
+
 class LimitPolicy(_Model):
     """Which concurrency limit admits unary calls (streams keep `max_streams_in_flight`)."""
 
@@ -61,6 +88,7 @@ class LimitPolicy(_Model):
     )
     vegas: VegasPolicy = Field(default_factory=VegasPolicy)
     gradient2: Gradient2Policy = Field(default_factory=Gradient2Policy)
+    window: WindowPolicy = Field(default_factory=WindowPolicy)
     critical_reserve: float = Field(
         default=0.1,
         ge=0,
@@ -116,3 +144,43 @@ class PoolPolicy(_Model):
         le=999_999,
         description="[0, 999999]: the draws' seed; null: random",
     )
+    max_queue: int = Field(
+        default=0,
+        ge=0,
+        le=100_000,
+        description="[0, 100000]; 0 = unbounded. Calls waiting for a worker at most (abandoned "
+        "work included): one more is refused at once, RESOURCE_EXHAUSTED without pushback, as a "
+        "database at its connection limit answers",
+    )
+    abandoned: Literal["drop", "run"] = Field(
+        default="drop",
+        description="drop: a call whose caller gave up (cancelled, past its deadline) leaves "
+        "the queue, and its worker is free at once; run: the pool never hears of it, as a "
+        "database running a query whose client went away: it still takes a worker for its "
+        "service time when its turn comes",
+    )
+
+
+class ServerPolicy(_Model):
+    """Server-side admission (unary calls and streams have separate limits, so streams can
+    never take the places of unary calls; mesh.resilience.admission_policy for the unary
+    calls' limit algorithm, queue and declared pool) and the time limits of server streams."""
+
+    max_in_flight: int = Field(
+        default=64, ge=0, le=100_000, description="[0, 100000]: unary calls at once; 0 = no limit"
+    )
+    max_streams_in_flight: int = Field(
+        default=16, ge=0, le=100_000, description="[0, 100000]: streams at once; 0 = no limit"
+    )
+    stream_write_timeout_s: float = Field(
+        default=5.0, ge=0, le=300, description="[0, 300]: a reader must take each message in"
+    )
+    stream_deadline_s: float = Field(
+        default=30.0, ge=0, le=3600, description="[0, 3600]: streams with no client deadline"
+    )
+    shed_pushback_ms: int = Field(
+        default=200, ge=0, le=60_000, description="[0, 60000]: grpc-retry-pushback-ms when shed"
+    )
+    limit: LimitPolicy = Field(default_factory=LimitPolicy)
+    queue: QueuePolicy = Field(default_factory=QueuePolicy)
+    pool: PoolPolicy = Field(default_factory=PoolPolicy)

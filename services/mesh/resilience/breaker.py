@@ -12,9 +12,9 @@ import grpc.aio
 from mesh.resilience import classify
 from mesh.resilience.clock import Clock
 from mesh.resilience.context import CallContext, Next
+from mesh.resilience.edge_policy import BreakerPolicy
 from mesh.resilience.errors import BreakerOpenError, ResilienceError
 from mesh.resilience.events import BreakerRejected, BreakerState, BreakerStateChanged, EventBus
-from mesh.resilience.policy import BreakerPolicy
 
 CLOSED, HALF_OPEN, OPEN = BreakerState.CLOSED, BreakerState.HALF_OPEN, BreakerState.OPEN
 

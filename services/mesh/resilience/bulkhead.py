@@ -8,9 +8,9 @@ from typing import Any, ClassVar
 
 from mesh.resilience.clock import Clock
 from mesh.resilience.context import CallContext, Next
+from mesh.resilience.edge_policy import BulkheadPolicy
 from mesh.resilience.errors import BulkheadFullError
 from mesh.resilience.events import BulkheadRejected, EventBus
-from mesh.resilience.policy import BulkheadPolicy
 
 
 class Bulkhead:

@@ -9,6 +9,11 @@ channel per replica, skipping the ejected ones, with the ejections as events. Ev
 over several replicas has a router, and the interceptor asks it at each call's start whether
 it routes, so a policy swap turns ejection on or off in place. The channel still has one
 interceptor (and its streams side): the router is called in place of gRPC's continuation.
+
+An `xds:///NAME` target (`mesh up --xds`) is gRPC's xDS client's: the control plane's
+resources say where the replicas are and what gRPC itself does on the way (retry, A32's
+max_requests, A50's ejection, A33's faults), so the channel keeps the resolver's service
+config and gRPC's retries on, and our replica router steps aside (there is one channel).
 """
 
 from __future__ import annotations
@@ -22,11 +27,11 @@ from typing import Any
 import grpc.aio
 
 from mesh.resilience.clock import Clock, SystemClock
+from mesh.resilience.edge_policy import NativeRetryPolicy
 from mesh.resilience.events import EventBus
 from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.outlier_policy import OutlierPolicy
 from mesh.resilience.outlier_router import ReplicaRouter
-from mesh.resilience.policy import NativeRetryPolicy
 
 NO_BUILTIN_RETRIES: tuple[str, Any] = ("grpc.enable_retries", 0)
 """The interceptor is the one retry owner; with both, attempts multiply unseen."""
@@ -102,7 +107,10 @@ def resilient_channel(
     ejects misbehaving ones."""
     channel_options = [o for o in options if o[0] != NO_BUILTIN_RETRIES[0]]
     channel_options.append(("grpc.max_reconnect_backoff_ms", int(RECONNECT_BACKOFF_CAP_S * 1000)))
-    if native_retry is not None and native_retry.enabled:
+    xds = target.startswith("xds:")
+    if xds:
+        pass  # the xDS resolver's service config holds the retry policy A44 sends
+    elif native_retry is not None and native_retry.enabled:
         channel_options += native_retry_options(native_retry, services)
     else:
         channel_options += [
@@ -120,9 +128,9 @@ def resilient_channel(
 
     addresses = [a.strip() for a in target.split(",")]
     balanced = balanced_target(addresses)
-    if len(addresses) == 1 and balanced is not None:
+    if xds or (len(addresses) == 1 and balanced is not None):
         interceptor.router = None
-        return channel(balanced, [interceptor, interceptor.streams()])
+        return channel(target if xds else addresses[0], [interceptor, interceptor.streams()])
     # The host channel balances with round_robin over the `ipv4:` target when the router lets
     # it (ejection off); otherwise the router sends each attempt, a stream's included, on a
     # replica's own channel (made on first use: a channel connects lazily).

@@ -1,4 +1,4 @@
-"""Injected time: a monotonic `now()` and an async `sleep()`, real or fake."""
+"""Injected time: a monotonic `now()` and an async `sleep()` (tests: tests/support/fake_clock)."""
 
 from __future__ import annotations
 
@@ -23,23 +23,3 @@ class SystemClock:
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(seconds, 0.0))
-
-
-class FakeClock:
-    """A clock that advances only when slept on or told to; unit tests never really wait."""
-
-    def __init__(self, start_s: float = 1000.0) -> None:
-        self._now_s = start_s
-        self.sleeps_s: list[float] = []
-
-    def now(self) -> float:
-        return self._now_s
-
-    def advance(self, seconds: float) -> None:
-        self._now_s += max(seconds, 0.0)
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps_s.append(seconds)
-        self.advance(seconds)
-        # Yield like a real sleep so concurrent tasks interleave.
-        await asyncio.sleep(0)

@@ -8,9 +8,9 @@ from typing import Any, ClassVar
 
 from mesh.resilience.clock import Clock
 from mesh.resilience.context import CallContext, Next
+from mesh.resilience.edge_policy import DeadlinePolicy
 from mesh.resilience.errors import DeadlineBudgetExhaustedError
 from mesh.resilience.events import DeadlineExhausted, EventBus
-from mesh.resilience.policy import DeadlinePolicy
 
 _inbound_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "mesh_inbound_deadline", default=None

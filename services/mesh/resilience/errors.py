@@ -15,6 +15,8 @@ them to statuses (pushback trailers included) without special cases::
         ├── StreamBrokenError              the wire's code: a committed stream failed after
         │                                  part of its answer (never retried, gRFC A6)
         ├── ShedError                      server side: RESOURCE_EXHAUSTED + pushback
+        ├── PoolFullError                  server side: RESOURCE_EXHAUSTED, no pushback: the
+        │                                  declared pool's queue is full
         └── InjectedFaultError             server side: the code a configured fault chose
 """
 
@@ -125,6 +127,17 @@ class ShedError(ResilienceError):
             pushback_s=pushback_s,
         )
         self.reason = reason
+
+
+class PoolFullError(ResilienceError):
+    """The declared worker pool's queue is full (`max_queue` waiting): refused at once, with no
+    pushback, as a database at its connection limit answers (the mesh does not retry it)."""
+
+    def __init__(self, service: str, max_queue: int) -> None:
+        super().__init__(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            f"{service}'s worker pool is full ({max_queue} calls waiting)",
+        )
 
 
 class InjectedFaultError(ResilienceError):

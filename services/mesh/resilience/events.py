@@ -188,13 +188,15 @@ class ConcurrencyLimitChanged(NamedTuple):
 
 class PoolWorkDone(NamedTuple):
     """A call held one of the service's declared workers for `service_s` after waiting
-    `waited_s`; `in_use` workers are busy and `queued` calls wait as it ends."""
+    `waited_s`; `in_use` workers are busy and `queued` calls wait as it ends. `abandoned`:
+    its caller had gone (cancelled, past its deadline) and the pool ran it anyway."""
 
     service: str
     waited_s: float
     service_s: float
     in_use: int
     queued: int
+    abandoned: bool = False
 
 
 class StreamExpired(NamedTuple):
@@ -291,6 +293,9 @@ class EventBus:
 
     def subscribe(self, listener: Listener) -> None:
         self._listeners = (*self._listeners, listener)
+
+    def has(self, listener: Listener) -> bool:
+        return listener in self._listeners
 
     def emit(self, event: Event) -> None:
         for listener in self._listeners:

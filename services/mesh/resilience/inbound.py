@@ -15,7 +15,7 @@ from mesh.resilience import criticality
 from mesh.resilience.criticality import Criticality
 from mesh.resilience.deadline import reset_inbound_deadline, set_inbound_deadline
 from mesh.resilience.events import EventBus, ServerCallFinished, ServerCallStarted
-from mesh.resilience.handlers import Behaviour, ServerLayer, WrappedHandlers
+from mesh.resilience.server_layer import Behaviour, ServerLayer, WrappedHandlers
 from mesh.resilience.streaming_server import inbound_stream
 
 AssignCriticality = Callable[[str], Criticality]

@@ -53,6 +53,15 @@ class OutlierDetector:
     def ejected(self) -> list[str]:
         return [n for n, r in self._replicas.items() if r.ejected_at is not None]
 
+    def out_now(self) -> dict[str, bool]:
+        """Each replica: out of rotation now (ejected, its time not yet run out)? Only reads
+        (no return is emitted): safe from the metrics thread."""
+        now = self._clock.now()
+        return {
+            n: r.ejected_at is not None and now < r.ejected_until
+            for n, r in list(self._replicas.items())
+        }
+
     def available(self) -> list[str]:
         """The replicas in rotation now, after returning those whose ejection ran out."""
         now = self._clock.now()

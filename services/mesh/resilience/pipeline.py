@@ -17,9 +17,9 @@ from mesh.resilience.bulkhead import Bulkhead
 from mesh.resilience.clock import Clock, SystemClock
 from mesh.resilience.context import CallContext, Next, Strategy
 from mesh.resilience.deadline import AttemptTimeout, TotalDeadline
+from mesh.resilience.edge_policy import EdgePolicy, PipelineOrder
 from mesh.resilience.errors import ResilienceError
 from mesh.resilience.events import CallFinished, EventBus
-from mesh.resilience.policy import EdgePolicy, PipelineOrder
 from mesh.resilience.retry import Retry, RetryBudget
 from mesh.resilience.throttle import AdaptiveThrottle
 

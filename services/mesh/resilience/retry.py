@@ -10,10 +10,10 @@ import grpc.aio
 from mesh.resilience import classify
 from mesh.resilience.clock import Clock
 from mesh.resilience.context import CallContext, Next
+from mesh.resilience.edge_policy import RetryBudgetPolicy, RetryPolicy
 from mesh.resilience.errors import DeadlineBudgetExhaustedError, ResilienceError
 from mesh.resilience.events import DeadlineExhausted, EventBus, RetryScheduled, RetrySkipped
 from mesh.resilience.idempotency import may_retry
-from mesh.resilience.policy import RetryBudgetPolicy, RetryPolicy
 
 
 def full_jitter_s(retry: int, base_s: float, cap_s: float, rng: random.Random) -> float:

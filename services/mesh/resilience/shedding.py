@@ -14,17 +14,17 @@ import grpc.aio
 
 from mesh.resilience import criticality
 from mesh.resilience.admission import Admission
+from mesh.resilience.admission_policy import ServerPolicy
 from mesh.resilience.clock import Clock, SystemClock
 from mesh.resilience.errors import ShedError
 from mesh.resilience.events import CallShed, EventBus
-from mesh.resilience.handlers import (
+from mesh.resilience.server_layer import (
     Behaviour,
     ServerLayer,
     WrappedHandlers,
     abort_with,
     is_exempt,
 )
-from mesh.resilience.policy import ServerPolicy
 from mesh.resilience.streaming_server import StreamBehaviour, responses
 
 

@@ -28,9 +28,9 @@ from typing import Any
 import grpc
 import grpc.aio
 
+from mesh.resilience.admission_policy import ServerPolicy
 from mesh.resilience.events import EventBus, StreamExpired
-from mesh.resilience.handlers import ServerLayer, WrappedHandlers, is_exempt
-from mesh.resilience.policy import ServerPolicy
+from mesh.resilience.server_layer import ServerLayer, WrappedHandlers, is_exempt
 from mesh.resilience.streaming_server import StreamBehaviour, responses
 
 STATUS_WAIT_S = 1.0

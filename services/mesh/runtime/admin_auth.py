@@ -16,8 +16,8 @@ import string
 import grpc
 
 from mesh.config_error import ConfigError
-from mesh.resilience.handlers import ServerLayer
-from mesh.runtime.auth import bearer_token, rejection
+from mesh.resilience.server_layer import ServerLayer
+from mesh.runtime.bearer import bearer_token, rejection
 
 TOKEN_ENV = "MESH_ADMIN_TOKEN"
 MIN_TOKEN_CHARS = 16

@@ -6,9 +6,8 @@ from __future__ import annotations
 import grpc
 
 from mesh.config_error import ConfigError
-from mesh.resilience.fault_admin import FaultAdminServicer
-from mesh.resilience.faults import FaultTable
-from mesh.resilience.handlers import ServerChain
+from mesh.faults.admin import FaultAdminServicer
+from mesh.faults.injection import FaultTable
 from mesh.runtime.admin_auth import AdminTokenLayer
 from mesh.runtime.config import ServiceConfig
 from mesh.runtime.connections import connection_options
@@ -16,6 +15,7 @@ from mesh.runtime.decoding import RequestDecodingInterceptor
 from mesh.runtime.grpc_options import bind, message_size_options
 from mesh.runtime.policy_admin import PolicyAdminServicer
 from mesh.runtime.reflection import enable_reflection
+from mesh.runtime.server_chain import ServerChain
 from mesh.v1 import admin_pb2, admin_pb2_grpc
 
 

@@ -8,14 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated
-
-from pydantic import Field
 
 from mesh import settings
 from mesh.config_error import ConfigError
 from mesh.runtime.admin_auth import TOKEN_ENV, admin_token
-from mesh.settings import Address, EnvSettings, Float, Int
 from mesh.topology import ServiceSpec, edges_from, service
 
 __all__ = ["ConfigError", "ServiceConfig"]
@@ -34,30 +30,61 @@ INNER_SETTINGS_ACK_TIMEOUT_S = 60.0
 and timeout toxics hold a SETTINGS ACK as long as they hold anything else."""
 
 
-class _Env(EnvSettings):
-    listen_addr: Annotated[str | None, Address] = Field(None, validation_alias="LISTEN_ADDR")
-    admin_addr: Annotated[str | None, Address] = Field(None, validation_alias="ADMIN_ADDR")
-    metrics_addr: Annotated[str | None, Address] = Field(None, validation_alias="METRICS_ADDR")
-    policy: str | None = Field(None, validation_alias="MESH_POLICY")
-    admin_token: str | None = Field(None, validation_alias=TOKEN_ENV)
-    grace_s: Annotated[float, Float(0, MAX_GRACE_S)] = Field(
-        5.0, validation_alias="SHUTDOWN_GRACE_S"
-    )
-    max_message_bytes: Annotated[int, Int(MIN_MESSAGE_BYTES, MAX_MESSAGE_BYTES)] = Field(
-        1024 * 1024, validation_alias="MAX_MESSAGE_BYTES"
-    )
-    max_connections: Annotated[int, Int(1, MAX_CONNECTIONS)] = Field(
-        4096, validation_alias="MAX_CONNECTIONS"
-    )
-    admin_max_connections: Annotated[int, Int(1, MAX_CONNECTIONS)] = Field(
-        64, validation_alias="ADMIN_MAX_CONNECTIONS"
-    )
-    handshake_timeout_s: Annotated[
-        float, Float(0, MAX_HANDSHAKE_TIMEOUT_S, above=True, unit="seconds")
-    ] = Field(5.0, validation_alias="HANDSHAKE_TIMEOUT_S")
-    settings_ack_timeout_s: Annotated[
-        float | None, Float(0, MAX_SETTINGS_ACK_TIMEOUT_S, above=True, unit="seconds")
-    ] = Field(None, validation_alias="SETTINGS_ACK_TIMEOUT_S")
+def _addr(name: str, help: str) -> settings.Var[str | None]:
+    return settings.Var(name, settings.address, None, help)
+
+
+LISTEN_ADDR = _addr("LISTEN_ADDR", "the public gRPC port (default 127.0.0.1:<topology port>)")
+ADMIN_ADDR = _addr("ADMIN_ADDR", "fault and policy admin gRPC; keep it on loopback")
+METRICS_ADDR = _addr("METRICS_ADDR", "Prometheus /metrics over HTTP")
+POLICY: settings.Var[str | None] = settings.Var(
+    "MESH_POLICY",
+    settings.text,
+    None,
+    "a policy preset (unprotected, retry-only, full) or a YAML path; default full",
+)
+ADMIN_TOKEN: settings.Var[str | None] = settings.Var(
+    TOKEN_ENV,
+    settings.text,
+    None,
+    "the bearer token admin calls must carry, 16..512 URL-safe characters",
+)
+GRACE_S = settings.Var(
+    "SHUTDOWN_GRACE_S",
+    settings.number_in(0, MAX_GRACE_S),
+    5.0,
+    "how long SIGTERM waits for in-flight calls",
+)
+MAX_MESSAGE = settings.Var(
+    "MAX_MESSAGE_BYTES",
+    settings.integer_in(MIN_MESSAGE_BYTES, MAX_MESSAGE_BYTES),
+    1024 * 1024,
+    "largest request or response accepted",
+)
+MAX_CONNS = settings.Var(
+    "MAX_CONNECTIONS",
+    settings.integer_in(1, MAX_CONNECTIONS),
+    4096,
+    "connections the public port holds at once",
+)
+ADMIN_MAX_CONNS = settings.Var(
+    "ADMIN_MAX_CONNECTIONS",
+    settings.integer_in(1, MAX_CONNECTIONS),
+    64,
+    "connections the admin port holds at once",
+)
+HANDSHAKE_TIMEOUT = settings.Var(
+    "HANDSHAKE_TIMEOUT_S",
+    settings.number_in(0, MAX_HANDSHAKE_TIMEOUT_S, above=True, unit="seconds"),
+    5.0,
+    "how long a new connection may take to say HTTP/2 (and finish TLS)",
+)
+SETTINGS_ACK_TIMEOUT: settings.Var[float | None] = settings.Var(
+    "SETTINGS_ACK_TIMEOUT_S",
+    settings.number_in(0, MAX_SETTINGS_ACK_TIMEOUT_S, above=True, unit="seconds"),
+    None,
+    "how long a peer may take to ACK the server's SETTINGS (gateway 5, others 60)",
+)
 
 
 @dataclass(frozen=True)
@@ -105,10 +132,16 @@ class ServiceConfig:
     @classmethod
     def from_env(cls, name: str, environ: Mapping[str, str] | None = None) -> ServiceConfig:
         spec: ServiceSpec = service(name)
-        env = settings.load(_Env, environ)
+        env = settings.env_or_os(environ)
+        # Read in the order they are listed, so the first bad one is the one named.
+        listen, admin, metrics = (v.read(env) for v in (LISTEN_ADDR, ADMIN_ADDR, METRICS_ADDR))
+        policy, token, grace_s = POLICY.read(env), ADMIN_TOKEN.read(env), GRACE_S.read(env)
+        max_message, max_conns = MAX_MESSAGE.read(env), MAX_CONNS.read(env)
+        admin_conns, handshake = ADMIN_MAX_CONNS.read(env), HANDSHAKE_TIMEOUT.read(env)
+        ack = SETTINGS_ACK_TIMEOUT.read(env)
         deps = {
             e.dependency: settings.read(
-                settings.env_or_os(environ),
+                env,
                 e.addr_env,
                 settings.addresses,
                 f"127.0.0.1:{service(e.dependency).port}",
@@ -117,17 +150,17 @@ class ServiceConfig:
         }
         return cls(
             name=name,
-            listen_addr=env.listen_addr or f"127.0.0.1:{spec.port}",
-            admin_addr=env.admin_addr or f"127.0.0.1:{spec.admin_port}",
-            metrics_addr=env.metrics_addr or f"127.0.0.1:{spec.metrics_port}",
-            policy=env.policy,
-            grace_s=env.grace_s,
-            max_message_bytes=env.max_message_bytes,
-            max_connections=env.max_connections,
-            admin_max_connections=env.admin_max_connections,
-            handshake_timeout_s=env.handshake_timeout_s,
-            settings_ack_timeout_s=env.settings_ack_timeout_s
+            listen_addr=listen or f"127.0.0.1:{spec.port}",
+            admin_addr=admin or f"127.0.0.1:{spec.admin_port}",
+            metrics_addr=metrics or f"127.0.0.1:{spec.metrics_port}",
+            policy=policy,
+            grace_s=grace_s,
+            max_message_bytes=max_message,
+            max_connections=max_conns,
+            admin_max_connections=admin_conns,
+            handshake_timeout_s=handshake,
+            settings_ack_timeout_s=ack
             or (EDGE_SETTINGS_ACK_TIMEOUT_S if name == "gateway" else INNER_SETTINGS_ACK_TIMEOUT_S),
             dependencies=deps,
-            admin_token=admin_token(env.admin_token),
+            admin_token=admin_token(token),
         )

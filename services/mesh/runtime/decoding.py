@@ -16,7 +16,7 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from mesh.resilience.handlers import Behaviour, ServerLayer, WrappedHandlers
+from mesh.resilience.server_layer import Behaviour, ServerLayer, WrappedHandlers
 from mesh.resilience.streaming_server import StreamBehaviour, responses
 
 

@@ -1,44 +1,18 @@
-"""Each outbound edge's current channel, the stubs servicers hold over it, and the retirement
-of a channel a policy swap replaced.
-
-Most of a policy changes in place (the interceptor's pipeline, the replica router's
-detector). gRPC's own retries do not: they live in the channel's service config, fixed when
-the channel is made. A swap that changes them gives the edge a new channel, made the way the
-first one was, and re-points the edge's stubs at it: a generated stub is its multicallables,
-one attribute per method, so a servicer that holds the stub calls the new channel from its
-next call on and pays nothing per call for it. The old channel keeps the calls already on
-it, retries included, until they end (at most the service's shutdown grace), then closes.
+"""The channels of a service's edges at their end: closing one (its replicas' channels with
+it), and the retirement of a channel a policy swap replaced (mesh.runtime.edges): it keeps the
+calls already on it, retries included, until they end (at most the service's shutdown grace),
+then closes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import grpc.aio
 
 from mesh.resilience.channel import replica_router
-
-S = TypeVar("S")
-MakeStub = Callable[[grpc.aio.Channel], Any]
-
-
-class EdgeStubs:
-    """The stubs made for each dependency, re-pointed in place when its channel is replaced."""
-
-    def __init__(self) -> None:
-        self._stubs: dict[str, list[tuple[Any, MakeStub]]] = {}
-
-    def add(self, dependency: str, stub: S, make: Callable[[grpc.aio.Channel], S]) -> S:
-        self._stubs.setdefault(dependency, []).append((stub, make))
-        return stub
-
-    def repoint(self, dependency: str, channel: grpc.aio.Channel) -> None:
-        """Every stub of `dependency` calls `channel` from now on (same objects, new methods)."""
-        for stub, make in self._stubs.get(dependency, ()):
-            vars(stub).update(vars(make(channel)))
 
 
 def _calls_in_flight(channel: grpc.aio.Channel) -> list[Any]:

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any
+
+from mesh import settings
+
+LOG_LEVEL = settings.Var(
+    "MESH_LOG_LEVEL",
+    settings.lower_choice("debug", "info", "warning", "error", "critical"),
+    "info",
+    "the services' log level (any case)",
+)
 
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
 
@@ -48,7 +57,7 @@ def _trace_ids() -> dict[str, str]:
     return {"trace_id": f"{ctx.trace_id:032x}", "span_id": f"{ctx.span_id:016x}"}
 
 
-def setup_logging(service: str) -> None:
+def setup_logging(service: str, environ: Mapping[str, str] | None = None) -> None:
     """Idempotent: replaces the root handlers with one JSON handler at MESH_LOG_LEVEL."""
     root = logging.getLogger()
     for handler in list(root.handlers):
@@ -56,4 +65,4 @@ def setup_logging(service: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter(service))
     root.addHandler(handler)
-    root.setLevel(os.environ.get("MESH_LOG_LEVEL", "INFO").upper())
+    root.setLevel(LOG_LEVEL.read(environ).upper())

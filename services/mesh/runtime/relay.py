@@ -20,9 +20,10 @@ from typing import NoReturn
 
 import grpc
 
+from mesh.resilience import fates
 from mesh.resilience.classify import RETRYABLE_CODES
 from mesh.resilience.errors import PUSHBACK_KEY, ResilienceError
-from mesh.runtime.validation import abort
+from mesh.runtime.refusal import abort
 
 
 def pushback_of(err: grpc.aio.AioRpcError) -> str | None:
@@ -51,6 +52,7 @@ async def relay_failure(
 ) -> NoReturn:
     """Abort the current RPC with the dependency's failure, mapped as the module says, with
     `trailers` added to the trailing metadata."""
+    fates.note_cause(dependency, err)
     code = relayed_code(err, context.time_remaining())
     pushback = pushback_of(err)
     refused_here = isinstance(err, ResilienceError) and err.attempts_sent == 0

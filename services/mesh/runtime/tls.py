@@ -21,6 +21,7 @@ from typing import Any
 
 import grpc
 
+from mesh import settings
 from mesh.config_error import ConfigError
 from mesh.topology import replica_of
 
@@ -34,8 +35,16 @@ def cert_paths(directory: Path, name: str) -> tuple[Path, Path]:
     return directory / f"{name}.crt", directory / f"{name}.key"
 
 
+TLS = settings.Var(
+    "MESH_TLS", settings.flag, False, "on: the services behind the gateway speak only TLS"
+)
+TLS_DIR = settings.Var(
+    "MESH_TLS_DIR", settings.text, "var/certs", "where `mesh certs` wrote the CA and certificates"
+)
+
+
 def tls_enabled(environ: Mapping[str, str]) -> bool:
-    return environ.get("MESH_TLS", "").strip().lower() in ("1", "true", "yes", "on")
+    return TLS.read(environ)
 
 
 @dataclass(frozen=True)
@@ -50,7 +59,7 @@ class MeshTls:
         """None unless MESH_TLS=1; a missing CA fails at start-up naming the variable."""
         if not tls_enabled(environ):
             return None
-        directory = Path(environ.get("MESH_TLS_DIR") or "var/certs")
+        directory = Path(TLS_DIR.read(environ))
         if not (directory / CA_CERT).is_file():
             raise ConfigError(
                 f"MESH_TLS=1 but MESH_TLS_DIR={str(directory)!r} has no {CA_CERT}: "

@@ -20,10 +20,12 @@
 | mesh_server_in_flight                 | gauge   | method                          |
 | mesh_server_deadline_overrun_seconds  | histogram | method                        |
 | mesh_server_shed_total                | counter | method, reason                  |
+| mesh_request_fates_total              | counter | method, fate                    |
 | mesh_server_concurrency_limit         | gauge   | service                         |
 | mesh_pool_in_use                      | gauge   | service                         |
 | mesh_pool_queue_length                | gauge   | service                         |
 | mesh_pool_wait_seconds                | histogram | service                       |
+| mesh_pool_abandoned_total             | counter | service                         |
 | mesh_server_streams_expired_total     | counter | method                          |
 | mesh_faults_injected_total            | counter | method, code                    |
 | mesh_replica_ejections_total          | counter | dependency, replica, reason     |
@@ -40,17 +42,21 @@ and ended CANCELLED or DEADLINE_EXCEEDED, how long it kept running past that dea
 it stopped in time): how fast cancellation reaches this service.
 `mesh_server_shed_total` counts unary calls and streams refused by admission; `reason` is
 limit, queue_full, queue_timeout, deadline or criticality (mesh.resilience.admission);
+`mesh_request_fates_total` counts each unary call received by its fate
+(mesh.resilience.fates: ok, ok-after-retry(N), shed(SERVICE:LIMIT), ...);
 `mesh_server_concurrency_limit` is the unary calls' current limit (static `max_in_flight`, or
 what Vegas / Gradient2 learned; 0: no limit). The `mesh_pool_*` metrics are the declared worker
 pool's (mesh.resilience.worker_pool): workers busy and calls waiting as the last call ended,
-and each call's wait for a worker; `mesh_server_streams_expired_total` counts streams
+each call's wait for a worker, and the calls it ran for a caller who had gone (policy
+`pool.abandoned: run`); `mesh_server_streams_expired_total` counts streams
 the server ended because their reader took no message in time or they outlived the server's
 default stream deadline (mesh.resilience.stream_guard).
 `mesh_client_throttled_total` counts attempts the edge's adaptive throttle rejected locally
 (never sent; mesh.resilience.throttle).
 `mesh_client_call_seconds` is each logical outbound call's wall time, all attempts included.
-Bulkhead occupancy, retry budget tokens and time until a breaker's probe are read from the
-pipelines at scrape time (mesh.telemetry.pipeline_gauges, `watch_pipelines`).
+Bulkhead occupancy, retry budget tokens, time until a breaker's probe and which replicas
+outlier ejection keeps out (`mesh_replica_ejected`) are read from the pipelines at scrape time
+(mesh.telemetry.pipeline_gauges, `watch_pipelines`, `watch_replicas`).
 """
 
 from __future__ import annotations
@@ -65,7 +71,12 @@ from mesh.resilience import events as ev
 from mesh.resilience.breaker import state_at
 from mesh.resilience.clock import Clock, SystemClock
 from mesh.telemetry.metrics_http import MetricsHttpLimits, MetricsHttpServer, listen
-from mesh.telemetry.pipeline_gauges import PipelineGauges, PipelinesNow
+from mesh.telemetry.pipeline_gauges import (
+    PipelineGauges,
+    PipelinesNow,
+    ReplicaGauges,
+    RoutersNow,
+)
 
 _DM = ("dependency", "method")
 CALL_SECONDS_BUCKETS = (
@@ -214,6 +225,9 @@ class MeshMetrics:
         self.shed = counter(
             "mesh_server_shed_total", "Calls refused by admission.", ("method", "reason")
         )
+        self.fates = counter(
+            "mesh_request_fates_total", "Unary calls received, by fate.", ("method", "fate")
+        )
         self.concurrency_limit = Gauge(
             "mesh_server_concurrency_limit",
             "Unary calls admitted at once (0: no limit).",
@@ -256,6 +270,12 @@ class MeshMetrics:
             registry=registry,
             buckets=CALL_SECONDS_BUCKETS,
         ).labels(service)
+        self.pool_abandoned = Counter(
+            "mesh_pool_abandoned_total",
+            "Calls a declared worker served for a caller who had gone.",
+            ("service",),
+            registry=registry,
+        ).labels(service)
 
     def _event_handlers(self) -> dict[type, Callable[[Any], None]]:
         return {
@@ -282,6 +302,10 @@ class MeshMetrics:
             ev.ReplicaReturned: lambda e: self.returns.child(e.dependency, e.replica).inc(),
         }
 
+    def count_fate(self, method: str, fate: str) -> None:
+        """One unary call received ended with `fate` (the server's fate layer calls this)."""
+        self.fates.child(method, fate).inc()
+
     def listener(self, event: ev.Event) -> None:
         handler = self._handlers.get(type(event))
         if handler is not None:
@@ -290,6 +314,10 @@ class MeshMetrics:
     def watch_pipelines(self, pipelines: PipelinesNow) -> None:
         """Report bulkheads, retry budgets and breakers' probe times of these pipelines."""
         self.registry.register(PipelineGauges(pipelines))
+
+    def watch_replicas(self, routers: RoutersNow) -> None:
+        """Report which replicas outlier ejection keeps out (`mesh_replica_ejected`)."""
+        self.registry.register(ReplicaGauges(routers))
 
     def breakers_replaced(self) -> None:
         """Call when a new policy rebuilt every pipeline (its breakers start closed)."""
@@ -353,6 +381,8 @@ class MeshMetrics:
         self.pool_wait.observe(e.waited_s)
         self.pool_in_use.set(e.in_use)
         self.pool_queued.set(e.queued)
+        if e.abandoned:
+            self.pool_abandoned.inc()
 
     def _fault(self, e: ev.FaultInjected) -> None:
         self.faults.child(e.method, e.code).inc()

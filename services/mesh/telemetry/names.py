@@ -16,6 +16,7 @@
 | mesh.criticality       | Attempt   | the mesh-criticality the attempt carried           |
 | mesh.degraded          | Recv      | true when a fallback answered part of the request  |
 | mesh.degraded_parts    | Recv      | the dependencies a fallback stood in for           |
+| mesh.fate              | Recv      | the call's fate (mesh.resilience.fates), e.g. ok   |
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ ERROR_TYPE = "mesh.error_type"
 CRITICALITY = "mesh.criticality"
 DEGRADED = "mesh.degraded"
 DEGRADED_PARTS = "mesh.degraded_parts"
+FATE = "mesh.fate"
 
 # Event attributes.
 METHOD = "mesh.method"

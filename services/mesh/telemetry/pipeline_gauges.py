@@ -7,7 +7,11 @@
 | mesh_bulkhead_limit              | dependency         | the bulkhead's max_concurrent          |
 | mesh_retry_budget_tokens         | dependency         | the retry budget's tokens now          |
 | mesh_retry_budget_max_tokens     | dependency         | its capacity (retries while > half)    |
+| mesh_replica_ejected             | dependency, replica | 1 while outlier ejection keeps the    |
+|                                  |                    | replica (its address) out, else 0      |
 
+`mesh_replica_ejected` is reported for every replica of an edge whose outlier ejection is on
+(none where it is off, or where the edge has one replica).
 A breaker that exists but never moved is reported too (probe 0): the console lists every
 method that has a breaker. The scrape runs on the metrics thread; it only reads attributes.
 """
@@ -21,11 +25,14 @@ from prometheus_client.registry import Collector
 
 from mesh.resilience.breaker import BreakerStrategy
 from mesh.resilience.bulkhead import Bulkhead
+from mesh.resilience.outlier_router import ReplicaRouter
 from mesh.resilience.pipeline import Pipeline
 from mesh.resilience.retry import Retry
 
 PipelinesNow = Callable[[], Mapping[str, Pipeline]]
 """The current pipeline of each outbound edge, by dependency (a policy swap replaces them)."""
+RoutersNow = Callable[[], Mapping[str, ReplicaRouter | None]]
+"""Each outbound edge's replica router, by dependency (None: one replica, or gRPC balances)."""
 
 
 class PipelineGauges(Collector):
@@ -64,6 +71,29 @@ class PipelineGauges(Collector):
                     tokens.add_metric([dependency], strategy.budget.tokens)
                     max_tokens.add_metric([dependency], strategy.budget.max_tokens)
         yield from (probe, in_use, limit, tokens, max_tokens)
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        return iter(())
+
+
+class ReplicaGauges(Collector):
+    """`mesh_replica_ejected` of one service's edges, read from their routers' detectors."""
+
+    def __init__(self, routers: RoutersNow) -> None:
+        self._routers = routers
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        ejected = GaugeMetricFamily(
+            "mesh_replica_ejected",
+            "1 while outlier ejection keeps the replica out of rotation, else 0.",
+            labels=["dependency", "replica"],
+        )
+        for dependency, router in list(self._routers().items()):
+            if router is None or not router.policy.enabled:
+                continue
+            for replica, out in router.detector.out_now().items():
+                ejected.add_metric([dependency, replica], 1.0 if out else 0.0)
+        yield ejected
 
     def describe(self) -> Iterator[GaugeMetricFamily]:
         return iter(())

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13mesh/v1/admin.proto\x12\x07mesh.v1\"\x93\x01\n\x05\x46\x61ult\x12\x0e\n\x06method\x18\x01 \x01(\t\x12\x12\n\nerror_rate\x18\x02 \x01(\x01\x12\x0c\n\x04\x63ode\x18\x03 \x01(\t\x12\x0f\n\x07\x64\x65lay_s\x18\x04 \x01(\x01\x12\x13\n\x0bpushback_ms\x18\x05 \x01(\x03\x12\x16\n\x0e\x61\x66ter_messages\x18\x06 \x01(\x05\x12\x1a\n\x12\x66irst_attempt_only\x18\x07 \x01(\x08\"0\n\x0fSetFaultRequest\x12\x1d\n\x05\x66\x61ult\x18\x01 \x01(\x0b\x32\x0e.mesh.v1.Fault\"$\n\x12\x43learFaultsRequest\x12\x0e\n\x06method\x18\x01 \x01(\t\"\x13\n\x11ListFaultsRequest\"+\n\tFaultList\x12\x1e\n\x06\x66\x61ults\x18\x01 \x03(\x0b\x32\x0e.mesh.v1.Fault\" \n\x10SetPolicyRequest\x12\x0c\n\x04yaml\x18\x01 \x01(\t\"\x12\n\x10GetPolicyRequest\"(\n\nPolicyInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04yaml\x18\x02 \x01(\t2\xd3\x01\n\nFaultAdmin\x12=\n\x08SetFault\x12\x18.mesh.v1.SetFaultRequest\x1a\x12.mesh.v1.FaultList\"\x03\x90\x02\x02\x12\x43\n\x0b\x43learFaults\x12\x1b.mesh.v1.ClearFaultsRequest\x1a\x12.mesh.v1.FaultList\"\x03\x90\x02\x02\x12\x41\n\nListFaults\x12\x1a.mesh.v1.ListFaultsRequest\x1a\x12.mesh.v1.FaultList\"\x03\x90\x02\x01\x32\x91\x01\n\x0bPolicyAdmin\x12@\n\tSetPolicy\x12\x19.mesh.v1.SetPolicyRequest\x1a\x13.mesh.v1.PolicyInfo\"\x03\x90\x02\x02\x12@\n\tGetPolicy\x12\x19.mesh.v1.GetPolicyRequest\x1a\x13.mesh.v1.PolicyInfo\"\x03\x90\x02\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13mesh/v1/admin.proto\x12\x07mesh.v1\"\xb0\x01\n\x05\x46\x61ult\x12\x0e\n\x06method\x18\x01 \x01(\t\x12\x12\n\nerror_rate\x18\x02 \x01(\x01\x12\x0c\n\x04\x63ode\x18\x03 \x01(\t\x12\x0f\n\x07\x64\x65lay_s\x18\x04 \x01(\x01\x12\x13\n\x0bpushback_ms\x18\x05 \x01(\x03\x12\x16\n\x0e\x61\x66ter_messages\x18\x06 \x01(\x05\x12\x1a\n\x12\x66irst_attempt_only\x18\x07 \x01(\x08\x12\x1b\n\x13service_time_factor\x18\x08 \x01(\x01\"0\n\x0fSetFaultRequest\x12\x1d\n\x05\x66\x61ult\x18\x01 \x01(\x0b\x32\x0e.mesh.v1.Fault\"$\n\x12\x43learFaultsRequest\x12\x0e\n\x06method\x18\x01 \x01(\t\"\x13\n\x11ListFaultsRequest\"+\n\tFaultList\x12\x1e\n\x06\x66\x61ults\x18\x01 \x03(\x0b\x32\x0e.mesh.v1.Fault\" \n\x10SetPolicyRequest\x12\x0c\n\x04yaml\x18\x01 \x01(\t\"\x12\n\x10GetPolicyRequest\"(\n\nPolicyInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04yaml\x18\x02 \x01(\t2\xd3\x01\n\nFaultAdmin\x12=\n\x08SetFault\x12\x18.mesh.v1.SetFaultRequest\x1a\x12.mesh.v1.FaultList\"\x03\x90\x02\x02\x12\x43\n\x0b\x43learFaults\x12\x1b.mesh.v1.ClearFaultsRequest\x1a\x12.mesh.v1.FaultList\"\x03\x90\x02\x02\x12\x41\n\nListFaults\x12\x1a.mesh.v1.ListFaultsRequest\x1a\x12.mesh.v1.FaultList\"\x03\x90\x02\x01\x32\x91\x01\n\x0bPolicyAdmin\x12@\n\tSetPolicy\x12\x19.mesh.v1.SetPolicyRequest\x1a\x13.mesh.v1.PolicyInfo\"\x03\x90\x02\x02\x12@\n\tGetPolicy\x12\x19.mesh.v1.GetPolicyRequest\x1a\x13.mesh.v1.PolicyInfo\"\x03\x90\x02\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,23 +42,23 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_POLICYADMIN'].methods_by_name['GetPolicy']._loaded_options = None
   _globals['_POLICYADMIN'].methods_by_name['GetPolicy']._serialized_options = b'\220\002\001'
   _globals['_FAULT']._serialized_start=33
-  _globals['_FAULT']._serialized_end=180
-  _globals['_SETFAULTREQUEST']._serialized_start=182
-  _globals['_SETFAULTREQUEST']._serialized_end=230
-  _globals['_CLEARFAULTSREQUEST']._serialized_start=232
-  _globals['_CLEARFAULTSREQUEST']._serialized_end=268
-  _globals['_LISTFAULTSREQUEST']._serialized_start=270
-  _globals['_LISTFAULTSREQUEST']._serialized_end=289
-  _globals['_FAULTLIST']._serialized_start=291
-  _globals['_FAULTLIST']._serialized_end=334
-  _globals['_SETPOLICYREQUEST']._serialized_start=336
-  _globals['_SETPOLICYREQUEST']._serialized_end=368
-  _globals['_GETPOLICYREQUEST']._serialized_start=370
-  _globals['_GETPOLICYREQUEST']._serialized_end=388
-  _globals['_POLICYINFO']._serialized_start=390
-  _globals['_POLICYINFO']._serialized_end=430
-  _globals['_FAULTADMIN']._serialized_start=433
-  _globals['_FAULTADMIN']._serialized_end=644
-  _globals['_POLICYADMIN']._serialized_start=647
-  _globals['_POLICYADMIN']._serialized_end=792
+  _globals['_FAULT']._serialized_end=209
+  _globals['_SETFAULTREQUEST']._serialized_start=211
+  _globals['_SETFAULTREQUEST']._serialized_end=259
+  _globals['_CLEARFAULTSREQUEST']._serialized_start=261
+  _globals['_CLEARFAULTSREQUEST']._serialized_end=297
+  _globals['_LISTFAULTSREQUEST']._serialized_start=299
+  _globals['_LISTFAULTSREQUEST']._serialized_end=318
+  _globals['_FAULTLIST']._serialized_start=320
+  _globals['_FAULTLIST']._serialized_end=363
+  _globals['_SETPOLICYREQUEST']._serialized_start=365
+  _globals['_SETPOLICYREQUEST']._serialized_end=397
+  _globals['_GETPOLICYREQUEST']._serialized_start=399
+  _globals['_GETPOLICYREQUEST']._serialized_end=417
+  _globals['_POLICYINFO']._serialized_start=419
+  _globals['_POLICYINFO']._serialized_end=459
+  _globals['_FAULTADMIN']._serialized_start=462
+  _globals['_FAULTADMIN']._serialized_end=673
+  _globals['_POLICYADMIN']._serialized_start=676
+  _globals['_POLICYADMIN']._serialized_end=821
 # @@protoc_insertion_point(module_scope)

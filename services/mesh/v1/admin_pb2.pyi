@@ -7,7 +7,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Fault(_message.Message):
-    __slots__ = ("method", "error_rate", "code", "delay_s", "pushback_ms", "after_messages", "first_attempt_only")
+    __slots__ = ("method", "error_rate", "code", "delay_s", "pushback_ms", "after_messages", "first_attempt_only", "service_time_factor")
     METHOD_FIELD_NUMBER: _ClassVar[int]
     ERROR_RATE_FIELD_NUMBER: _ClassVar[int]
     CODE_FIELD_NUMBER: _ClassVar[int]
@@ -15,6 +15,7 @@ class Fault(_message.Message):
     PUSHBACK_MS_FIELD_NUMBER: _ClassVar[int]
     AFTER_MESSAGES_FIELD_NUMBER: _ClassVar[int]
     FIRST_ATTEMPT_ONLY_FIELD_NUMBER: _ClassVar[int]
+    SERVICE_TIME_FACTOR_FIELD_NUMBER: _ClassVar[int]
     method: str
     error_rate: float
     code: str
@@ -22,7 +23,8 @@ class Fault(_message.Message):
     pushback_ms: int
     after_messages: int
     first_attempt_only: bool
-    def __init__(self, method: _Optional[str] = ..., error_rate: _Optional[float] = ..., code: _Optional[str] = ..., delay_s: _Optional[float] = ..., pushback_ms: _Optional[int] = ..., after_messages: _Optional[int] = ..., first_attempt_only: _Optional[bool] = ...) -> None: ...
+    service_time_factor: float
+    def __init__(self, method: _Optional[str] = ..., error_rate: _Optional[float] = ..., code: _Optional[str] = ..., delay_s: _Optional[float] = ..., pushback_ms: _Optional[int] = ..., after_messages: _Optional[int] = ..., first_attempt_only: _Optional[bool] = ..., service_time_factor: _Optional[float] = ...) -> None: ...
 
 class SetFaultRequest(_message.Message):
     __slots__ = ("fault",)

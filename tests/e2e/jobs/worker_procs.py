@@ -1,5 +1,6 @@
-"""Receipt workers as processes (`python -m mesh.notification`), for the tests in which a
-worker must die or block its own event loop; a dead one is replaced, as a supervisor would."""
+"""Drill workers as processes (`python -m chaos.scenarios.receipts.drill_worker`: the receipt
+worker obeying the jobs' drills), for the tests in which a worker must die or block its own
+event loop; a dead one is replaced, as a supervisor would."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 
+from chaos.scenarios.receipts.drills import DRILL_WORKER
 from meshctl.launch.ports import free_port
 from tests.e2e.jobs.jobs_helpers import worker_process_env
 
@@ -34,7 +36,7 @@ class WorkerProcs:
             proc = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
-                "mesh.notification",
+                DRILL_WORKER,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 env=worker_process_env(self.redis, self.smtp, self.queue, **env),

@@ -11,8 +11,8 @@ import pytest
 from chaos.experiment.loading import load_experiment
 from chaos.experiment.model import AppFault, ExperimentError
 from chaos.run.faults import Injector
-from mesh.resilience.fault_admin import FaultAdminServicer
-from mesh.resilience.faults import FaultTable
+from mesh.faults.admin import FaultAdminServicer
+from mesh.faults.injection import FaultTable
 from mesh.v1 import admin_pb2_grpc
 from tests.integration.resilience.servers import serving
 

@@ -91,6 +91,9 @@ def test_a_non_loopback_listen_is_refused_by_default(toxiproxy: RunningServer, l
         message = error_of(400, data)["error"]
         assert message.startswith(f"listen address is not loopback: {listen!r} ")
         assert "--allow-non-loopback" in message
+        # chaostoxi's create_proxy defaults to 0.0.0.0: the message names its argument.
+        fix = "chaostoxi create_proxy listens on 0.0.0.0 unless given listen_host: 127.0.0.1"
+        assert fix in message
         status, _, data = http(toxiproxy, "POST", "/populate", [body])
         assert status == 400 and json.loads(data)["proxies"] is None
     assert json.loads(http(toxiproxy, "GET", "/proxies")[2]) == {}

@@ -12,9 +12,9 @@ import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from mesh.config_error import ConfigError
-from mesh.resilience.clock import FakeClock
-from mesh.runtime.auth import UNAUTHENTICATED_DETAILS, ApiKeys, AuthInterceptor
-from mesh.runtime.ratelimit import RateLimitInterceptor, RateLimitPolicy, TokenBucket
+from mesh.gateway.auth import UNAUTHENTICATED_DETAILS, ApiKeys, AuthInterceptor
+from mesh.gateway.ratelimit import RateLimitInterceptor, RateLimitPolicy, TokenBucket
+from tests.support.fake_clock import FakeClock
 from tests.support.front_door import bearer
 
 SC = grpc.StatusCode

@@ -12,7 +12,7 @@ import grpc
 import grpc.aio
 import yaml
 
-from mesh.resilience.policy import preset_text
+from mesh.policy.loading import preset_text
 from mesh.v1 import admin_pb2, admin_pb2_grpc, gateway_pb2, gateway_pb2_grpc
 from tests.integration.hardening.inproc_services import Served, serving
 from tests.integration.hardening.stalled_h2 import stall

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from mesh.telemetry.jsonl_exporter import JsonLinesSpanExporter, JsonLinesSpanProcessor
 from mesh.telemetry.tracing import MeshTracing
+from mesh.telemetry.tracing.jsonl_exporter import JsonLinesSpanExporter, JsonLinesSpanProcessor
 from meshctl import jaeger_query as jq
 from meshctl import traces as tr
 from meshctl.cli.app import app

@@ -77,9 +77,13 @@ class FakeGateway:
         fault = plan[min(attempt, len(plan) - 1)]
         if fault is not None:
             code, details, pushback = fault
+            fate = ("mesh-fate", f"failed-not-retryable({code.name})")
             if pushback is not None:
-                context.set_trailing_metadata((("grpc-retry-pushback-ms", pushback),))
+                context.set_trailing_metadata((("grpc-retry-pushback-ms", pushback), fate))
+            else:
+                context.set_trailing_metadata((fate,))
             await context.abort(code, details)
+        context.set_trailing_metadata((("mesh-fate", f"ok-degraded(fake:{user})"),))
         if rpc == "home":
             home = gateway_pb2.GetHomeResponse()
             for part, served_by in DEGRADED.get(user, []):
@@ -161,7 +165,17 @@ async def run(
 def timeless(result: LoadResult) -> list[tuple[object, ...]]:
     """Each outcome but its times, by request."""
     return sorted(
-        (o.trace_id, o.rpc, o.code, o.degraded, o.status, o.charge_id, o.pushback_ms, o.detail)
+        (
+            o.trace_id,
+            o.rpc,
+            o.code,
+            o.degraded,
+            o.status,
+            o.charge_id,
+            o.pushback_ms,
+            o.detail,
+            o.fate,
+        )
         for o in result.outcomes
     )
 
@@ -198,6 +212,12 @@ async def test_closed_loop_with_client_retries_reports_alike(
     assert (outcome[5].code, outcome[5].pushback_ms) == ("UNAVAILABLE", 5)
     assert (outcome[8].pushback_ms, outcome[6].detail) == (-1, 'bad "user"\n\\ ü')
     assert outcome[9].detail == "é" * 160
+    # The fate each answer's mesh-fate trailer carried, on success and on failure.
+    assert (outcome[3].fate, outcome[12].fate) == (
+        "ok-degraded(fake:u-0003)",
+        "ok-degraded(fake:u-0012)",
+    )
+    assert outcome[4].fate == "failed-not-retryable(RESOURCE_EXHAUSTED)"
     # Retries waited for the pushback (0 and absent: 0.2 s), timed from the first try.
     assert outcome[7].latency_s >= 0.2 and outcome[12].latency_s >= 0.2
     assert outcome[5].latency_s >= 0.01

@@ -7,14 +7,14 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from mesh.config_error import ConfigError
+from mesh.faults.injection import FaultTable
+from mesh.gateway.auth import AuthInterceptor
+from mesh.gateway.ratelimit import RateLimitInterceptor
 from mesh.gateway.servicer import build as build_gateway
+from mesh.policy.loading import load_policy
 from mesh.profile.servicer import build as build_profile
 from mesh.resilience.events import EventBus
-from mesh.resilience.faults import FaultTable
-from mesh.resilience.policy import load_policy
-from mesh.runtime.auth import AuthInterceptor
 from mesh.runtime.config import ServiceConfig
-from mesh.runtime.ratelimit import RateLimitInterceptor
 from mesh.runtime.server import Runtime
 from mesh.telemetry.metrics import MeshMetrics
 
@@ -31,8 +31,7 @@ def runtime(name: str, env: dict[str, str]) -> Runtime:
 
 
 async def close(rt: Runtime) -> None:
-    for channel in rt.channels:
-        await channel.close()
+    await rt.edges.close()
 
 
 async def test_the_gateway_brings_its_key_check_and_rate_limit() -> None:

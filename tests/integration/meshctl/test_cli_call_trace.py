@@ -64,3 +64,32 @@ def test_text_output_names_the_trace(gateway: tuple[str, _Gateway]) -> None:
     assert result.exit_code == 0, result.output
     (traceparent,) = servicer.traceparents
     assert f"trace {traceparent.split('-')[1]}" in result.output
+
+
+class _FatedGateway(gateway_pb2_grpc.GatewayServicer):
+    """Answers u-0001 with a fate trailer; sheds anyone else, as the gateway would say it."""
+
+    def GetHome(self, request: Any, context: grpc.ServicerContext) -> Any:
+        if request.user_id != "u-0001":
+            context.set_trailing_metadata((("mesh-fate", "shed(profile:limit)"),))
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "profile shed the call")
+        context.set_trailing_metadata((("mesh-fate", "ok-after-retry(1)"),))
+        return gateway_pb2.GetHomeResponse()
+
+
+def test_mesh_call_says_the_fate_of_its_call() -> None:
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    gateway_pb2_grpc.add_GatewayServicer_to_server(_FatedGateway(), server)
+    addr = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+    server.start()
+    try:
+        ok = CliRunner().invoke(
+            app, ["call", "home", "--user", "u-0001", "--addr", addr], env={"COLUMNS": "200"}
+        )
+        shed = CliRunner().invoke(
+            app, ["call", "home", "--user", "u-0002", "--addr", addr], env={"COLUMNS": "200"}
+        )
+    finally:
+        server.stop(grace=None)
+    assert ok.exit_code == 0 and "fate ok-after-retry(1)" in ok.output, ok.output
+    assert shed.exit_code == 1 and "fate: shed(profile:limit)" in shed.output, shed.output

@@ -24,11 +24,12 @@ import grpc
 import grpc.aio
 from prometheus_client import CollectorRegistry
 
+from loadgen.percentile import percentile
+from mesh.faults.injection import FaultTable
 from mesh.recommendation.servicer import DeclaredCapacity, RecommendationServicer
+from mesh.resilience.admission_policy import ServerPolicy
 from mesh.resilience.events import EventBus
-from mesh.resilience.faults import FaultTable
-from mesh.resilience.policy import ServerPolicy
-from mesh.runtime.interceptors import server_interceptors
+from mesh.runtime.server_chain import server_layers
 from mesh.telemetry.metrics import MeshMetrics
 from mesh.v1 import recommendation_pb2, recommendation_pb2_grpc
 
@@ -51,8 +52,8 @@ async def capacity_server(policy: ServerPolicy) -> AsyncIterator[Served]:
     bus.subscribe(metrics.listener)
     capacity = DeclaredCapacity(bus)
     capacity.update(policy.pool)
-    servicer = RecommendationServicer(None, retried=False, capacity=capacity)  # type: ignore[arg-type]
-    interceptors = server_interceptors("recommendation", policy, bus, FaultTable())
+    servicer = RecommendationServicer(None, capacity=capacity)  # type: ignore[arg-type]
+    interceptors = server_layers("recommendation", policy, bus, FaultTable())
     server = grpc.aio.server(interceptors=interceptors)
     recommendation_pb2_grpc.add_RecommendationServiceServicer_to_server(servicer, server)
     port = server.add_insecure_port("127.0.0.1:0")
@@ -114,13 +115,6 @@ async def open_loop(
         return outcomes, time.monotonic() - start, time.process_time() - cpu_start
 
 
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def figures(
     outcomes: list[Outcome],
     rate_per_s: float,
@@ -138,8 +132,8 @@ def figures(
     return Figures(
         offered_per_s=rate_per_s,
         goodput_per_s=len(ok) / (duration_s - warmup_s),
-        p50_s=percentile(ok, 0.50),
-        p99_s=percentile(ok, 0.99),
+        p50_s=percentile(ok, 50) if ok else float("nan"),
+        p99_s=percentile(ok, 99) if ok else float("nan"),
         refused=codes.get("RESOURCE_EXHAUSTED", 0),
         codes=dict(codes),
         cpu_per_call_s=cpu_s / max(len(outcomes), 1),
@@ -195,11 +189,17 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "static-64": {"max_in_flight": 64},
     "vegas": {"limit": {"algorithm": "vegas"}},
     "gradient2": {"limit": {"algorithm": "gradient2", "gradient2": {"min_limit": 1}}},
+    # The reference's defaults (min_limit 20), one sample per 1 s window as Netflix's README
+    # wires Gradient2 into a gRPC server.
+    "gradient2-windowed": {"limit": {"algorithm": "gradient2", "window": {"enabled": True}}},
 }
 
 
-def variant(name: str, workers: int = POOL["workers"]) -> ServerPolicy:
-    return ServerPolicy.model_validate({"pool": {**POOL, "workers": workers}, **VARIANTS[name]})
+def variant(
+    name: str, workers: int = POOL["workers"], service_time_s: float = POOL["service_time_s"]
+) -> ServerPolicy:
+    pool = {**POOL, "workers": workers, "service_time_s": service_time_s}
+    return ServerPolicy.model_validate({"pool": pool, **VARIANTS[name]})
 
 
 async def main(duration_s: float) -> None:

@@ -206,12 +206,11 @@ async def test_the_reserve_goes_by_the_criticality_the_server_settled() -> None:
     assigns its own (the gateway), a client that claims CRITICAL_PLUS is still what the service
     said, so the places kept for critical calls stay theirs; elsewhere the caller's value
     counts, SHEDDABLE included (the lowest level is not "none")."""
-    from mesh.resilience.admission_policy import LimitPolicy
+    from mesh.faults.injection import FaultTable
+    from mesh.resilience.admission_policy import LimitPolicy, ServerPolicy
     from mesh.resilience.criticality import Criticality
-    from mesh.resilience.faults import FaultTable
     from mesh.resilience.inbound import AssignCriticality
-    from mesh.resilience.policy import ServerPolicy
-    from mesh.runtime.interceptors import server_interceptors
+    from mesh.runtime.server_chain import server_layers
 
     async def handler(_: object, __: grpc.aio.ServicerContext) -> None:
         return None
@@ -233,9 +232,7 @@ async def test_the_reserve_goes_by_the_criticality_the_server_settled() -> None:
     ]
     codes: dict[str, str] = {}
     for case, assign, sent in cases:
-        layers = server_interceptors(
-            "a", policy, EventBus(), FaultTable(), assign_criticality=assign
-        )
+        layers = server_layers("a", policy, EventBus(), FaultTable(), assign_criticality=assign)
         async with serving(profile_servicer(ProfileFake(handler)), layers) as target:
             async with grpc.aio.insecure_channel(target) as client:
                 try:

@@ -9,14 +9,15 @@ import grpc
 import grpc.aio
 import pytest
 
+from mesh.faults.injection import FaultTable
+from mesh.resilience.admission_policy import ServerPolicy
 from mesh.resilience.channel import resilient_channel
 from mesh.resilience.clock import SystemClock
+from mesh.resilience.edge_policy import EdgePolicy
 from mesh.resilience.events import EventBus
-from mesh.resilience.faults import FaultTable
 from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import build_pipeline
-from mesh.resilience.policy import EdgePolicy, ServerPolicy
-from mesh.runtime.interceptors import server_interceptors
+from mesh.runtime.server_chain import server_layers
 from mesh.v1 import profile_pb2, profile_pb2_grpc
 from tests.integration.resilience.servers import ProfileFake, profile_servicer, serving
 from tests.support.polling import await_until
@@ -32,7 +33,7 @@ def roomy_edge() -> EdgePolicy:
 
 
 def interceptors(name: str, bus: EventBus) -> list[grpc.aio.ServerInterceptor]:
-    return server_interceptors(name, ServerPolicy(), bus, FaultTable())
+    return server_layers(name, ServerPolicy(), bus, FaultTable())
 
 
 class TwoHops:

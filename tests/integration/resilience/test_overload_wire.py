@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import grpc
 
-from mesh.resilience.policy import ServerPolicy
+from mesh.resilience.admission_policy import ServerPolicy
 from tests.integration.resilience.overload import (
     POOL,
     capacity_server,
@@ -40,20 +40,23 @@ async def test_the_pool_serves_its_declared_capacity_with_the_cpu_mostly_idle() 
 
 
 async def test_at_5x_an_adaptive_limit_keeps_accepted_calls_fast_where_static_64_queues() -> None:
-    # N=2 workers, 20 ms (100/s; 5x = 500 calls/s keeps this process near half a core, so
+    # N=20 workers x 200 ms (100/s; 5x = 500 calls/s keeps this process near half a core, so
     # the figures are the pattern's). Static 64 (today's default) admits 64 at once: by
-    # Little's law an accepted call waits 64 / 2 x 20 ms = 640 ms (measured p50 641-643 ms,
-    # p99 650-917 ms in 3 runs); the bound is a third of that. Gradient2 (the reference's
-    # defaults but min_limit 1, since its default floor of 20 is ten times these 2 workers)
-    # keeps its queue allowance plus what its long average lets drift: measured p50 201-217
-    # ms, p99 383-441 ms. Bounds: its p50 at most half of static's, its p99 below static's,
-    # its goodput at least 60% of capacity (measured 105-108 OK/s). Vegas is not used here:
-    # with the reference's probing it ran away in 1 of 4 runs at 5x (see the report).
-    static = await measure(variant("static-64", workers=2), load=5.0, duration_s=4.0)
-    adaptive = await measure(variant("gradient2", workers=2), load=5.0, duration_s=4.0)
-    print(f"\nstatic-64: {static}\ngradient2: {adaptive}")
-    assert static.p50_s >= 0.200, "static 64 lets the queue grow"
+    # Little's law an accepted call waits 64 / 20 x 200 ms = 640 ms. Gradient2 with the
+    # reference's defaults (min_limit 20: this pool) inside its WindowedLimit (one sample per
+    # 1 s window) starts at 20 places, the workers, and can grow by at most smoothing x
+    # queue_size = 0.8 places a window: about 23 after 4 s, 230 ms by Little's law. Bounds:
+    # its p50 at most half of static's, its p99 below static's, its goodput at least 80% of
+    # capacity (its limit never falls below the 20 workers).
+    #
+    # An earlier version ran Gradient2 per call (min_limit 1) on 2 workers x 20 ms: its long
+    # average (600 samples, 6 s at 100/s) followed the queued RTT within the 4 s, so its limit
+    # drifted up, and under CI's two test workers it missed (p50 355 ms against static's 641).
+    static = await measure(variant("static-64", 20, 0.2), load=5.0, duration_s=4.0)
+    adaptive = await measure(variant("gradient2-windowed", 20, 0.2), load=5.0, duration_s=4.0)
+    print(f"\nstatic-64: {static}\ngradient2-windowed: {adaptive}")
+    assert static.p50_s >= 0.400, "static 64 lets the queue grow"
     assert adaptive.p50_s <= 0.5 * static.p50_s
     assert adaptive.p99_s < static.p99_s
-    assert adaptive.goodput_per_s >= 0.6 * 100
+    assert adaptive.goodput_per_s >= 0.8 * 100
     assert adaptive.refused > 0 and static.refused > 0

@@ -17,12 +17,12 @@ import pytest
 
 from mesh.resilience.channel import replica_router, resilient_channel
 from mesh.resilience.clock import SystemClock
+from mesh.resilience.edge_policy import EdgePolicy
 from mesh.resilience.errors import StreamBrokenError
 from mesh.resilience.events import Event, EventBus, ReplicaEjected, RetryScheduled, StreamEnded
 from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.outlier_policy import OutlierPolicy
 from mesh.resilience.pipeline import build_pipeline
-from mesh.resilience.policy import EdgePolicy
 from mesh.v1 import recommendation_pb2_grpc
 from tests.integration.resilience.servers import serving
 from tests.integration.resilience.test_streams_wire import REQUEST, StreamFake, register

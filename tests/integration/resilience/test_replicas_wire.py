@@ -15,11 +15,11 @@ import pytest
 from mesh.resilience import events as ev
 from mesh.resilience.channel import replica_router, resilient_channel
 from mesh.resilience.clock import SystemClock
+from mesh.resilience.edge_policy import EdgePolicy
 from mesh.resilience.events import EventBus
 from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.outlier_policy import OutlierPolicy
 from mesh.resilience.pipeline import build_pipeline
-from mesh.resilience.policy import EdgePolicy
 from mesh.v1 import profile_pb2, profile_pb2_grpc
 from tests.integration.resilience.servers import ProfileFake, profile_servicer, serving
 

@@ -12,11 +12,11 @@ import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import CollectorRegistry
 
+from mesh.faults.admin import FaultAdminServicer
+from mesh.faults.injection import FaultSpec, FaultTable
+from mesh.resilience.admission_policy import ServerPolicy
 from mesh.resilience.events import EventBus
-from mesh.resilience.fault_admin import FaultAdminServicer
-from mesh.resilience.faults import FaultSpec, FaultTable
-from mesh.resilience.policy import ServerPolicy
-from mesh.runtime.interceptors import server_interceptors
+from mesh.runtime.server_chain import server_layers
 from mesh.telemetry.metrics import MeshMetrics
 from mesh.v1 import admin_pb2, admin_pb2_grpc, profile_pb2, profile_pb2_grpc
 from tests.integration.resilience.servers import ProfileFake, serving
@@ -47,7 +47,7 @@ async def test_burst_beyond_max_in_flight_is_shed_with_pushback() -> None:
     bus.subscribe(metrics.listener)
     faults = FaultTable()
     policy = ServerPolicy(max_in_flight=4, shed_pushback_ms=200)
-    interceptors = server_interceptors("profile", policy, bus, faults)
+    interceptors = server_layers("profile", policy, bus, faults)
     async with serving(mount(ProfileFake(slow), faults), interceptors) as target:  # type: ignore[arg-type]
         async with grpc.aio.insecure_channel(target) as channel:
             stub = profile_pb2_grpc.ProfileServiceStub(channel)
@@ -83,7 +83,7 @@ async def test_burst_beyond_max_in_flight_is_shed_with_pushback() -> None:
 async def test_seeded_fault_rate_is_reproducible_and_exempts_admin() -> None:
     seed = 1234
     faults = FaultTable([FaultSpec("*", error_rate=0.3, code=grpc.StatusCode.INTERNAL)], seed)
-    interceptors = server_interceptors("profile", ServerPolicy(), EventBus(), faults)
+    interceptors = server_layers("profile", ServerPolicy(), EventBus(), faults)
     async with serving(mount(ProfileFake(), faults), interceptors) as target:  # type: ignore[arg-type]
         async with grpc.aio.insecure_channel(target) as channel:
             stub = profile_pb2_grpc.ProfileServiceStub(channel)
@@ -143,7 +143,7 @@ async def test_fault_admin_rejects_bad_input_naming_the_field(
 
 async def test_fault_admin_sets_applies_and_clears_at_runtime() -> None:
     faults = FaultTable(seed=1)
-    interceptors = server_interceptors("profile", ServerPolicy(), EventBus(), faults)
+    interceptors = server_layers("profile", ServerPolicy(), EventBus(), faults)
     async with serving(mount(ProfileFake(), faults), interceptors) as target:  # type: ignore[arg-type]
         async with grpc.aio.insecure_channel(target) as channel:
             admin = admin_pb2_grpc.FaultAdminStub(channel)

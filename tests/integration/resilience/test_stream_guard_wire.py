@@ -11,10 +11,10 @@ from collections.abc import AsyncIterator, Callable
 import grpc
 import grpc.aio
 
+from mesh.faults.injection import FaultTable
+from mesh.resilience.admission_policy import ServerPolicy
 from mesh.resilience.events import Event, EventBus, ServerCallFinished, StreamExpired
-from mesh.resilience.faults import FaultTable
-from mesh.resilience.policy import ServerPolicy
-from mesh.runtime.interceptors import server_interceptors
+from mesh.runtime.server_chain import server_layers
 from mesh.v1 import recommendation_pb2, recommendation_pb2_grpc
 from tests.integration.hardening.stalled_h2 import stall
 from tests.integration.resilience.servers import serving
@@ -46,7 +46,7 @@ class Slow(recommendation_pb2_grpc.RecommendationServiceServicer):
 def server(policy: ServerPolicy, events: list[Event]) -> list[grpc.aio.ServerInterceptor]:
     bus = EventBus()
     bus.subscribe(events.append)
-    return list(server_interceptors("recommendation", policy, bus, FaultTable()))
+    return list(server_layers("recommendation", policy, bus, FaultTable()))
 
 
 def register(fake: Slow) -> Callable[[grpc.aio.Server], None]:

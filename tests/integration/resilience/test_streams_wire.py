@@ -15,10 +15,13 @@ import grpc
 import grpc.aio
 import pytest
 
+from mesh.faults.injection import FaultSpec, FaultTable
 from mesh.gateway.streams import MESSAGES_KEY, PARTIAL_KEY, relay_stream
+from mesh.resilience.admission_policy import ServerPolicy
 from mesh.resilience.bulkhead import Bulkhead
 from mesh.resilience.channel import resilient_channel
 from mesh.resilience.clock import SystemClock
+from mesh.resilience.edge_policy import EdgePolicy
 from mesh.resilience.errors import BreakerOpenError, BulkheadFullError, StreamBrokenError
 from mesh.resilience.events import (
     Event,
@@ -28,12 +31,10 @@ from mesh.resilience.events import (
     StreamCommitted,
     StreamEnded,
 )
-from mesh.resilience.faults import FaultSpec, FaultTable
 from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import build_pipeline
-from mesh.resilience.policy import EdgePolicy, ServerPolicy
-from mesh.runtime.interceptors import server_interceptors
 from mesh.runtime.relay import relay_failure
+from mesh.runtime.server_chain import server_layers
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, recommendation_pb2, recommendation_pb2_grpc
 from tests.integration.resilience.servers import serving
 from tests.support.polling import await_until
@@ -250,7 +251,7 @@ async def test_the_servers_faults_cut_streams_and_the_deadline_travels() -> None
     faults = FaultTable()
     bus = EventBus()
     fake = StreamFake()
-    interceptors = server_interceptors("recommendation", ServerPolicy(), bus, faults)
+    interceptors = server_layers("recommendation", ServerPolicy(), bus, faults)
     async with serving(register(fake), interceptors) as target:
         client = Client(target, edge())
         faults.set(FaultSpec.parse(STREAM, 1.0, "UNAVAILABLE", 0.0, -1, 0, True))
@@ -286,7 +287,7 @@ async def two_hops(fake: StreamFake) -> AsyncIterator[gateway_pb2_grpc.GatewaySt
     """client -> A (Relay, the mesh's server interceptors) -> B (the fake)."""
     async with serving(register(fake)) as b_target:
         relay = Relay(b_target)
-        interceptors = server_interceptors("gateway", ServerPolicy(), EventBus(), FaultTable())
+        interceptors = server_layers("gateway", ServerPolicy(), EventBus(), FaultTable())
         register_a = partial(gateway_pb2_grpc.add_GatewayServicer_to_server, relay)
         async with serving(register_a, interceptors) as a_target:
             async with grpc.aio.insecure_channel(a_target) as channel:
@@ -344,7 +345,7 @@ async def test_a_stream_holds_its_place_among_streams_and_a_server_sheds_past_th
 
     fake = StreamFake(items=2, before=hold_after_first)
     policy = ServerPolicy(max_in_flight=1, max_streams_in_flight=1, shed_pushback_ms=150)
-    interceptors = server_interceptors("recommendation", policy, EventBus(), FaultTable())
+    interceptors = server_layers("recommendation", policy, EventBus(), FaultTable())
     async with serving(register(fake), interceptors) as target:
         async with grpc.aio.insecure_channel(target) as channel:
             stub = recommendation_pb2_grpc.RecommendationServiceStub(channel)

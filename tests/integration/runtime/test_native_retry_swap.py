@@ -155,11 +155,11 @@ async def test_set_policy_turns_grpc_retries_on_and_off_while_calls_are_in_fligh
         assert profile.attempts(DOWN) == [None, None, None]
 
         # In flight on the first channel: four calls whose first attempt is held.
-        first_channel = service.runtime.edge_channels["profile"]
+        first_channel = service.runtime.edges["profile"].channel
         held = [asyncio.create_task(recommend(stub, user)) for user in HELD]
         await await_until(lambda: profile.holding == set(HELD), 10, "the held calls at profile")
         assert await set_policy(service.admin, NATIVE) == "grpc-native"
-        assert service.runtime.edge_channels["profile"] is not first_channel
+        assert service.runtime.edges["profile"].channel is not first_channel
 
         # New calls: gRPC's own retries, each retry numbered on the wire.
         profile.seen.clear()
@@ -171,12 +171,14 @@ async def test_set_policy_turns_grpc_retries_on_and_off_while_calls_are_in_fligh
         profile.release.set()
         assert await asyncio.gather(*held) == [grpc.StatusCode.OK] * 4
         assert all(profile.attempts(u) == [None] for u in HELD)  # their retries: after clear()
-        await await_until(lambda: not len(service.runtime.retiring), 10, "the old channel closed")
+        await await_until(
+            lambda: not len(service.runtime.edges.retiring), 10, "the old channel closed"
+        )
         assert first_channel.get_state() == grpc.ChannelConnectivity.SHUTDOWN
 
         # And off again, with calls in flight that now need gRPC's own retry on the old channel.
         profile.next_round()
-        native_channel = service.runtime.edge_channels["profile"]
+        native_channel = service.runtime.edges["profile"].channel
         held = [asyncio.create_task(recommend(stub, user)) for user in HELD]
         await await_until(lambda: profile.holding == set(HELD), 10, "the held calls at profile")
         assert await set_policy(service.admin, SINGLE) == "one-attempt"
@@ -186,5 +188,7 @@ async def test_set_policy_turns_grpc_retries_on_and_off_while_calls_are_in_fligh
         profile.seen.clear()
         assert await recommend(stub, DOWN) != grpc.StatusCode.OK
         assert profile.attempts(DOWN) == [None]
-        await await_until(lambda: not len(service.runtime.retiring), 10, "the old channel closed")
+        await await_until(
+            lambda: not len(service.runtime.edges.retiring), 10, "the old channel closed"
+        )
         assert native_channel.get_state() == grpc.ChannelConnectivity.SHUTDOWN

@@ -18,18 +18,18 @@ import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import CollectorRegistry
 
-from mesh.resilience.clock import FakeClock
+from mesh.faults.injection import FaultTable
+from mesh.gateway.auth import ApiKeys, AuthInterceptor
+from mesh.gateway.ratelimit import RateLimitInterceptor, RateLimitPolicy
+from mesh.resilience.admission_policy import ServerPolicy
 from mesh.resilience.events import EventBus
-from mesh.resilience.faults import FaultTable
-from mesh.resilience.handlers import ServerChain, ServerLayer
-from mesh.resilience.policy import ServerPolicy
-from mesh.runtime.auth import ApiKeys, AuthInterceptor
-from mesh.runtime.interceptors import server_interceptors
-from mesh.runtime.ratelimit import RateLimitInterceptor, RateLimitPolicy
+from mesh.resilience.server_layer import ServerLayer
+from mesh.runtime.server_chain import ServerChain, server_layers
 from mesh.telemetry.metrics import MeshMetrics
 from mesh.telemetry.tracing import MeshTracing, server_tracing, setup_tracing
 from mesh.v1 import profile_pb2, profile_pb2_grpc
 from tests.integration.resilience.servers import ProfileFake, serving
+from tests.support.fake_clock import FakeClock
 from tests.support.front_door import bearer
 
 GET = "/mesh.v1.ProfileService/GetProfile"
@@ -55,7 +55,7 @@ def _layers(tmp_path: Path, registry: CollectorRegistry) -> list[ServerLayer]:
     assert provider is not None
     tracing = MeshTracing(provider)
     bus.subscribe(tracing.listener)
-    return server_interceptors(
+    return server_layers(
         "gateway",
         ServerPolicy(),
         bus,

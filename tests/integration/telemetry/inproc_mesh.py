@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,12 +19,16 @@ from mesh.gateway import servicer as gateway
 from mesh.profile import servicer as profile
 from mesh.recommendation.servicer import RecommendationServicer
 from mesh.runtime.server import Runtime, Service, serve
-from mesh.topology import EDGES
+from mesh.topology import EDGES, Edge
 from mesh.v1 import recommendation_pb2, recommendation_pb2_grpc
 from meshctl.launch.ports import free_port
 from tests.support.polling import await_until
 
 log = logging.getLogger("tests.flaky_recommendation")
+
+Build = Callable[[Runtime], Awaitable[Service]]
+SERVICES = ("profile", "recommendation", "gateway")
+"""Started in this order, each after its dependencies; stopped in the reverse."""
 
 
 class FlakyRecommendations(RecommendationServicer):
@@ -34,8 +38,7 @@ class FlakyRecommendations(RecommendationServicer):
         from mesh.v1 import profile_pb2_grpc
 
         super().__init__(
-            profile_pb2_grpc.ProfileServiceStub(runtime.channel_to("profile")),
-            retried=runtime.retries_on("profile"),
+            runtime.edge("profile", profile_pb2_grpc.ProfileServiceStub),
         )
         self.fail_first = fail_first
         self.calls = 0
@@ -61,6 +64,15 @@ class InProcessMesh:
             stop.set()
         await asyncio.wait_for(asyncio.gather(*self.tasks), timeout=20)
 
+    async def start(self, name: str, build: Build, env: dict[str, str]) -> None:
+        """serve() `name` in this process; returns once it answers health checks (stopped
+        before the services started earlier)."""
+        stop = asyncio.Event()
+        task = asyncio.create_task(serve(name, build, env, stop_event=stop))
+        self.stops.insert(0, stop)
+        self.tasks.insert(0, task)
+        await _wait_serving(env["LISTEN_ADDR"], task)
+
 
 async def _wait_serving(addr: str, task: asyncio.Task[None]) -> None:
     async with grpc.aio.insecure_channel(addr) as channel:
@@ -78,14 +90,10 @@ async def _wait_serving(addr: str, task: asyncio.Task[None]) -> None:
         await await_until(serving, timeout_s=10.0, what=f"{addr} serving", interval_s=0.02)
 
 
-@asynccontextmanager
-async def in_process_mesh(
-    otlp_endpoint: str, fail_first: int, extra_env: dict[str, str] | None = None
-) -> AsyncIterator[InProcessMesh]:
-    listen = {name: free_port() for name in ("gateway", "recommendation", "profile", "payment")}
-    # Only the gRPC edges among these services (the receipt queue's edges are not needed here).
-    edges = [e for e in EDGES if e.caller in listen and e.dependency in listen]
-    proxies = {e.name: free_port() for e in edges}
+async def _proxy_every_edge(
+    edges: list[Edge], listen: dict[str, int], proxies: dict[str, int]
+) -> ToxiproxyServer:
+    """The embedded Toxiproxy, started, with a proxy per edge to its dependency."""
     toxiproxy = ToxiproxyServer(port=0)
     await toxiproxy.start()
     await toxiproxy.populate(
@@ -99,9 +107,13 @@ async def in_process_mesh(
             for e in edges
         ]
     )
-    mesh = InProcessMesh(gateway=f"127.0.0.1:{listen['gateway']}")
+    return toxiproxy
 
-    async def build_recommendation(runtime: Runtime) -> Service:
+
+def _flaky_recommendation(mesh: InProcessMesh, fail_first: int) -> Build:
+    """Recommendation's build, with FlakyRecommendations as its servicer (kept on `mesh`)."""
+
+    async def build(runtime: Runtime) -> Service:
         mesh.recommendations = FlakyRecommendations(runtime, fail_first)
         servicer = mesh.recommendations
         return Service(
@@ -113,32 +125,44 @@ async def in_process_mesh(
             ),
         )
 
-    builds = {
+    return build
+
+
+def _service_env(port: int, otlp_endpoint: str, extra_env: dict[str, str] | None) -> dict[str, str]:
+    """A service's environment on `port`, exporting spans to `otlp_endpoint` quickly."""
+    return {
+        "LISTEN_ADDR": f"127.0.0.1:{port}",
+        "ADMIN_ADDR": "127.0.0.1:0",
+        "METRICS_ADDR": "127.0.0.1:0",
+        "MESH_POLICY": "full",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": otlp_endpoint,
+        "OTEL_BSP_SCHEDULE_DELAY": "50",
+        "SHUTDOWN_GRACE_S": "0.5",
+        "MESH_AUTH": "off",  # the gateway's front door is tested elsewhere
+        **(extra_env or {}),
+    }
+
+
+@asynccontextmanager
+async def in_process_mesh(
+    otlp_endpoint: str, fail_first: int, extra_env: dict[str, str] | None = None
+) -> AsyncIterator[InProcessMesh]:
+    listen = {name: free_port() for name in ("gateway", "recommendation", "profile", "payment")}
+    # Only the gRPC edges among these services (the receipt queue's edges are not needed here).
+    edges = [e for e in EDGES if e.caller in listen and e.dependency in listen]
+    proxies = {e.name: free_port() for e in edges}
+    toxiproxy = await _proxy_every_edge(edges, listen, proxies)
+    mesh = InProcessMesh(gateway=f"127.0.0.1:{listen['gateway']}")
+    builds: dict[str, Build] = {
         "profile": profile.build,
-        "recommendation": build_recommendation,
+        "recommendation": _flaky_recommendation(mesh, fail_first),
         "gateway": gateway.build,
     }
     try:
-        for name in ("profile", "recommendation", "gateway"):
-            env = {
-                "LISTEN_ADDR": f"127.0.0.1:{listen[name]}",
-                "ADMIN_ADDR": "127.0.0.1:0",
-                "METRICS_ADDR": "127.0.0.1:0",
-                "MESH_POLICY": "full",
-                "OTEL_EXPORTER_OTLP_ENDPOINT": otlp_endpoint,
-                "OTEL_BSP_SCHEDULE_DELAY": "50",
-                "SHUTDOWN_GRACE_S": "0.5",
-                "MESH_AUTH": "off",  # the gateway's front door is tested elsewhere
-                **(extra_env or {}),
-            }
-            for e in edges:
-                if e.caller == name:
-                    env[e.addr_env] = f"127.0.0.1:{proxies[e.name]}"
-            stop = asyncio.Event()
-            task = asyncio.create_task(serve(name, builds[name], env, stop_event=stop))
-            mesh.stops.insert(0, stop)
-            mesh.tasks.insert(0, task)
-            await _wait_serving(env["LISTEN_ADDR"], task)
+        for name in SERVICES:
+            env = _service_env(listen[name], otlp_endpoint, extra_env)
+            env |= {e.addr_env: f"127.0.0.1:{proxies[e.name]}" for e in edges if e.caller == name}
+            await mesh.start(name, builds[name], env)
         yield mesh
     finally:
         await mesh.stop()

@@ -21,14 +21,14 @@ from typing import Any
 
 import pytest
 
+from mesh.faults.injection import FaultTable
+from mesh.policy.loading import load_policy
 from mesh.resilience.channel import resilient_channel
 from mesh.resilience.clock import SystemClock
 from mesh.resilience.events import EventBus
-from mesh.resilience.faults import FaultTable
 from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import build_pipeline
-from mesh.resilience.policy import load_policy
-from mesh.runtime.interceptors import server_interceptors
+from mesh.runtime.server_chain import server_layers
 from mesh.telemetry.tracing import MeshTracing, server_tracing, setup_tracing
 from mesh.v1 import profile_pb2, profile_pb2_grpc
 from tests.integration.resilience.servers import serving
@@ -55,7 +55,7 @@ async def traced_stub(
     bus = EventBus()
     bus.subscribe(tracing.listener)
     policy = load_policy("full", {})
-    interceptors = server_interceptors(
+    interceptors = server_layers(
         "profile", policy.server("profile"), bus, FaultTable(), tracing=server_tracing(tracing)
     )
     register = partial(profile_pb2_grpc.add_ProfileServiceServicer_to_server, _Profile())

@@ -16,16 +16,17 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from mesh.faults.injection import FaultTable
 from mesh.gateway.streams import relay_stream
+from mesh.resilience.admission_policy import ServerPolicy
 from mesh.resilience.channel import resilient_channel
 from mesh.resilience.clock import SystemClock
+from mesh.resilience.edge_policy import EdgePolicy
 from mesh.resilience.events import EventBus
-from mesh.resilience.faults import FaultTable
 from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import build_pipeline
-from mesh.resilience.policy import EdgePolicy, ServerPolicy
-from mesh.runtime.interceptors import server_interceptors
 from mesh.runtime.relay import relay_failure
+from mesh.runtime.server_chain import server_layers
 from mesh.telemetry.tracing import MeshTracing, server_tracing
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, recommendation_pb2, recommendation_pb2_grpc
 from tests.integration.resilience.servers import serving
@@ -97,7 +98,7 @@ async def traced_run(b: Ranked) -> list[ReadableSpan]:
     register_b = partial(recommendation_pb2_grpc.add_RecommendationServiceServicer_to_server, b)
     async with serving(register_b) as b_target:
         relay = Relay(b_target, tracing, bus)
-        interceptors = server_interceptors(
+        interceptors = server_layers(
             "gateway", ServerPolicy(), bus, FaultTable(), tracing=server_tracing(tracing)
         )
         register_a = partial(gateway_pb2_grpc.add_GatewayServicer_to_server, relay)

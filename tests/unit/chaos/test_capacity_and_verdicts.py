@@ -15,7 +15,8 @@ from rich.console import Console
 from chaos.experiment.loading import load_experiment
 from chaos.experiment.model import AppFault, Expectation, LoadSpec
 from chaos.report.repeat import spread_text, spreads
-from chaos.report.tables import print_result, run_line, to_json
+from chaos.report.result_json import to_json
+from chaos.report.tables import print_result, run_line
 from chaos.results import ExperimentResult, PhaseResult, VariantResult, Verdict
 from chaos.run.measure import evaluate, exposure, vs_steady
 from chaos.run.runner import CALIBRATION_S, Runner
@@ -187,7 +188,8 @@ def test_every_result_shows_the_runs_capacity_and_generator_share() -> None:
     console = Console(width=200, record=True, file=io.StringIO())
     print_result(console, result)
     text = console.export_text()
-    assert text.startswith("capacity 433 req/s (measured once per run")
+    mix = "+".join(result.experiment.load.rpc)
+    assert text.startswith(f"capacity 433 req/s for {mix} (measured once per run for that")
     assert "load generator CPU: 9.8% of the mesh's" in text and "budget" not in text
     result.generator_share = 0.15
     assert "over the 10% budget" in run_line(result)

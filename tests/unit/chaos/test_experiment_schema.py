@@ -11,7 +11,7 @@ from chaos.experiment.loading import catalogue, load_experiment
 from chaos.experiment.model import ExperimentError
 from chaos.experiment.variant_policy import materialise_policy
 from embedded_toxiproxy.toxics import TOXIC_TYPES
-from mesh.resilience.policy import load_policy
+from mesh.policy.loading import load_policy
 
 GOOD = """
 title: t

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from chaos.run.measure import CpuTally
 from loadgen import in_process as load
 from loadgen.in_process import LoadGeneratorError, generator_command
+from mesh.config_error import ConfigError
 from meshctl.cli import chaos_cmd
 from meshctl.cli.app import app
 
@@ -46,7 +47,7 @@ def test_python_when_go_is_not_built(missing: Path) -> None:
     assert generator_command({}) == PYTHON
     with pytest.raises(LoadGeneratorError, match="make peers"):
         generator_command({"MESH_LOADGEN": "go"})
-    with pytest.raises(LoadGeneratorError, match="expected python or go"):
+    with pytest.raises(ConfigError, match="MESH_LOADGEN='rust' is not one of python, go"):
         generator_command({"MESH_LOADGEN": "rust"})
 
 

@@ -1,6 +1,6 @@
 """The runner's metric functions: what a phase's outcomes and counters give, and the verdict.
 
-One percentile definition for the whole chaos package: nearest-rank (loadgen.in_process.percentile).
+One percentile definition for the whole project: nearest-rank (loadgen.percentile).
 A p99 is a latency some request really had (never interpolated between two, never beyond the
 slowest), and it is the same on every report, table and plot.
 """
@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from chaos.experiment.loading import load_experiment
+from chaos.experiment.metric_names import FATE_METRICS
 from chaos.experiment.model import Expectation
 from chaos.results import ExperimentResult, PhaseResult, VariantResult
 from chaos.run.measure import counter_metrics, evaluate, load_metrics
@@ -108,3 +109,39 @@ def test_evaluate_checks_each_expectation_and_counts_missing_statuses_as_none() 
         ("ok_rate", None, False),
     ]
     assert [v.bound for v in verdicts[:2]] == [">= 0.9", "<= 100"]
+
+
+def test_fates_are_counted_by_kind_and_add_up_to_the_requests() -> None:
+    outcomes = [
+        Outcome("home", "OK", 0.01, fate="ok"),
+        Outcome("home", "OK", 0.01, fate="ok-after-retry(2)"),
+        Outcome("home", "OK", 0.01, ("recommendations:popular",)),  # no trailer: as seen
+        Outcome("home", "RESOURCE_EXHAUSTED", 0.01, fate="shed(profile:limit)"),
+        Outcome("home", "RESOURCE_EXHAUSTED", 0.01, fate="shed(gateway:rate-limit)"),
+        Outcome("home", "DEADLINE_EXCEEDED", 2.0),
+    ]
+    metrics = load_metrics(LoadResult(outcomes, elapsed_s=1.0))
+    fates = {k: v for k, v in metrics.items() if k.startswith("fate.") and v}
+    assert fates == {
+        "fate.ok": 1,
+        "fate.ok-after-retry": 1,
+        "fate.ok-degraded": 1,
+        "fate.shed": 2,
+        "fate.failed-deadline": 1,
+    }
+    assert sum(metrics[k] for k in FATE_METRICS) == metrics["requests"] == 6
+
+
+def test_a_phase_whose_fates_do_not_add_up_fails_the_run() -> None:
+    path, exp = load_experiment("provider-outage")
+    outcomes = [Outcome("home", "OK", 0.01, fate="ok"), Outcome("home", "OK", 0.01, fate="??")]
+    fine = [Outcome("home", "OK", 0.01, fate="ok")] * 2
+    variants = []
+    for variant, load in zip(exp.variants[:2], (outcomes, fine), strict=True):
+        phase = PhaseResult(LoadResult(load), Snapshot({}), load_metrics(LoadResult(load)))
+        variants.append(VariantResult(variant, "policy.yaml", phases={"fault": phase}))
+    result = ExperimentResult("provider-outage", path, exp, variants)
+    missed = [v for v in evaluate(result) if v.metric == "fates_unaccounted"]
+    assert [(v.variant, v.phase, v.measured, v.passed) for v in missed] == [
+        (exp.variants[0].name, "fault", 1.0, False)
+    ]

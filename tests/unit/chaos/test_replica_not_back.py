@@ -20,9 +20,11 @@ PATH = EXPERIMENTS_DIR / "replica-loss.yaml"
 
 def _phase(served_at: dict[str, float]) -> PhaseResult:
     t0 = time.monotonic() - 60.0
-    # 7 s of load from t0; the kill at 1.0 s, the restart at 2.5 s.
+    # 7 s of load from t0; the kill at 1.0 s, the restart begun at 2.5 s (the fault's stop_s):
+    # the timeline's off is when restart_service returned, once the process reported SERVING.
     outcomes = [Outcome("home", "OK", 0.01, started_s=t0 + i * 0.025) for i in range(280)]
-    timeline = [FaultEvent(1.0, "profile-2: kill -9", True), FaultEvent(2.5, "profile-2", False)]
+    off = served_at.get("profile-2", 2.5)
+    timeline = [FaultEvent(1.0, "profile-2: kill -9", True), FaultEvent(off, "profile-2", False)]
     phase = PhaseResult(LoadResult(outcomes), Snapshot(), {}, timeline)
     phase.served_at = served_at
     return phase
@@ -46,12 +48,23 @@ async def test_a_replica_that_served_after_the_load_says_when(tmp_path: Path) ->
     verdict = next(v for v in evaluate(result) if v.metric == "back_after_s")
     assert not verdict.passed
     assert verdict.shown == (
-        "n/a: profile-2 served no call in the 4.5 s after its restart (the load ended first);"
-        " it reported SERVING after 6.8 s"
+        "n/a: profile-2 was not back before the load ended at 7.0 s: its restart at 2.5 s took"
+        " 6.8 s to report SERVING"
+    )
+
+
+async def test_a_replica_serving_in_time_but_not_called_says_how_long_it_had(
+    tmp_path: Path,
+) -> None:
+    _, result = await _check(_phase({"profile-2": 4.0}), tmp_path)
+    verdict = next(v for v in evaluate(result) if v.metric == "back_after_s")
+    assert verdict.shown == (
+        "n/a: profile-2 served no call in the 3.0 s of load left after its restart at 2.5 s"
+        " took 1.5 s to report SERVING"
     )
 
 
 async def test_a_replica_that_never_served_says_so(tmp_path: Path) -> None:
     _, result = await _check(_phase({}), tmp_path)
     verdict = next(v for v in evaluate(result) if v.metric == "back_after_s")
-    assert verdict.shown.endswith("(the load ended first); it never reported SERVING")
+    assert verdict.shown == "n/a: profile-2 never reported SERVING after its restart at 2.5 s"

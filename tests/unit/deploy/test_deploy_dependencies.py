@@ -1,5 +1,6 @@
-"""The service image installs only [project.dependencies]; every import in services/mesh must be
-one of them, and the tooling's libraries (the `tools` extra) must stay out of it."""
+"""The service image installs only pyproject's [dependency-groups] services; every import in
+services/mesh must be one of them, and the tooling's libraries (in the base install, so that
+`pip install .` gives a `mesh` that runs) must stay out of it."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from tests.unit.deploy.deploy_sources import ROOT
 MESH = ROOT / "services" / "mesh"
 GENERATED = MESH / "v1"
 # Imports that never run in a service, each with the reason.
-NOT_IN_SERVICES = {"grpc_tools": "mesh.codegen regenerates the stubs (`make protos`): dev only"}
+NOT_IN_SERVICES = {"grpc_tools": "tools.codegen regenerates the stubs (`make protos`): dev only"}
 
 
 def _project() -> dict[str, object]:
@@ -76,8 +77,8 @@ def distributions_of(module: str) -> set[str]:
     }
 
 
-def test_every_import_in_services_is_a_base_dependency() -> None:
-    base = base_dependencies()
+def test_every_import_in_services_is_in_the_image_group() -> None:
+    base = {_name(r) for r in services_group()}
     unresolved = []
     for module, where in imported_modules(MESH):
         top = module.split(".")[0]
@@ -90,20 +91,30 @@ def test_every_import_in_services_is_a_base_dependency() -> None:
     )
 
 
-def test_the_tooling_is_an_extra_the_image_does_not_install() -> None:
-    extras = _project()["optional-dependencies"]
-    assert isinstance(extras, dict)
-    tools = {_name(r) for r in extras["tools"]}
-    assert {"matplotlib", "aiohttp", "typer", "rich"} <= tools
-    assert not tools & base_dependencies()
-    assert "bullmq" in base_dependencies()  # payment's outbox and the notification worker
+def services_group() -> list[str]:
+    groups = tomllib.loads((ROOT / "pyproject.toml").read_text())["dependency-groups"]
+    services: list[str] = groups["services"]
+    return services
+
+
+def test_the_base_install_has_the_tooling_and_the_image_group_does_not() -> None:
+    """`pip install .` gives a `mesh` that runs (its libraries are in the base install); the
+    image installs the services group alone, each line as the base install pins it."""
+    base = _project()["dependencies"]
+    assert isinstance(base, list)
+    services = services_group()
+    assert set(services) <= set(base), set(services) - set(base)
+    tooling = {_name(r) for r in base} - {_name(r) for r in services}
+    assert {"matplotlib", "aiohttp", "typer", "rich"} <= tooling
+    assert "bullmq" in {_name(r) for r in services}  # payment's outbox, the notification worker
 
 
 def test_the_check_sees_a_tooling_import(tmp_path: Path) -> None:
     (tmp_path / "plot.py").write_text("import matplotlib.pyplot as plt\nfrom typer import Typer\n")
     found = {module for module, _ in imported_modules(tmp_path)}
     assert found == {"matplotlib.pyplot", "typer"}
-    assert not any(distributions_of(module) & base_dependencies() for module in found)
+    image = {_name(r) for r in services_group()}
+    assert not any(distributions_of(module) & image for module in found)
 
 
 def test_a_namespace_package_resolves_to_the_distribution_of_the_module() -> None:

@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -111,7 +112,8 @@ def test_only_runtime_dependencies_are_installed() -> None:
     text = " ".join(arg for _, arg in instructions())
     assert "[dev]" not in text and "[tools" not in text and "grpcio-tools" not in text
     runs = [arg for kw, arg in stages()[0] if kw == "RUN"]
-    assert any(re.search(r"pip .*install \.$", run) for run in runs), runs
+    assert any(re.search(r"pip .*install --no-deps \.$", run) for run in runs), runs
+    assert any("install -r /tmp/services.txt" in run for run in runs), runs
     copied_from_build = [arg for kw, arg in stages()[-1] if kw == "COPY"]
     assert copied_from_build == ["--from=build /opt/venv /opt/venv"]
 
@@ -183,3 +185,17 @@ def test_build_context_alone_builds_a_wheel_with_every_service(tmp_path: Path) -
         assert f"mesh/{name}/__main__.py" in names
     assert "mesh/runtime/healthcheck.py" in names
     assert any(n.startswith("mesh/policies/") and n.endswith(".yaml") for n in names)
+
+
+def test_the_image_installs_the_services_group_and_no_tooling(tmp_path: Path) -> None:
+    """The build stage's own command, run here: it lists pyproject's services group, which
+    has no CLI library (typer, rich, matplotlib) though the base install has them."""
+    (run,) = [arg for kw, arg in stages()[0] if kw == "RUN" and "/tmp/services.txt" in arg]
+    listing = run.split(" && ")[0].replace("/tmp/services.txt", str(tmp_path / "s.txt"))
+    listing = listing.replace("python ", f"{sys.executable} ", 1)
+    subprocess.run(["/bin/sh", "-c", listing], cwd=ROOT, check=True, timeout=30)
+    listed = (tmp_path / "s.txt").read_text().splitlines()
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert listed == project["dependency-groups"]["services"]
+    assert "grpcio~=1.85.0" in listed
+    assert not [r for r in listed if r.startswith(("typer", "rich", "matplotlib", "aiohttp"))]

@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -99,13 +100,15 @@ def test_ci_runs_lint_typecheck_and_the_suite() -> None:
     lines = [line for line in text if line.strip() and not line.startswith("#")]
     assert "set -euo pipefail" in lines
     # The peers' build and the browser's install come before the suite, and the compose
-    # rehearsal last, both outside make test's budget (the rehearsal passes, saying why,
-    # where podman can be neither run nor installed).
-    assert lines[-4:] == [
+    # rehearsal then the k8s one last, all outside make test's budget (each passes, saying
+    # why, where podman can be neither run nor installed, or no Go toolchain builds the
+    # control plane).
+    assert lines[-5:] == [
         "make lint typecheck",
         "make peers browser",
         "make test",
         "make compose-rehearsal",
+        "make k8s-rehearsal",
     ]
 
 
@@ -119,8 +122,47 @@ def test_lint_enforces_the_import_contracts_and_the_absence_of_cycles() -> None:
     ) in result.stdout
 
 
-def test_install_brings_the_tools_and_dev_extras() -> None:
-    assert "pip install --quiet -e '.[tools,dev]'" in MAKEFILE.read_text()
+def test_install_brings_the_dev_extra() -> None:
+    result = subprocess.run(  # -n: the recipe printed, never run
+        ["make", "--no-print-directory", "-n", "-W", "pyproject.toml", STAMP],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "pip install --quiet -e '.[dev]'" in result.stdout, result.stdout
+
+
+def test_the_demo_says_each_stage_and_how_long_it_took() -> None:
+    """`make demo` used to sit silent through ~70 s of pip and up to 212 s of a Go build, the
+    setuptools warning box its only output."""
+    install = run_make("-n", "-W", "pyproject.toml", ".venv/.installed-tools").stdout
+    assert 'echo "demo: [install] the package into .venv' in install
+    assert "demo: [install] done in $((SECONDS - start)) s" in install
+    assert "PYTHONWARNINGS='ignore:Editable installation:UserWarning'" in install
+    demo = run_make("-n", "-o", ".venv/.installed-tools", "demo").stdout
+    for stage in ("[go build] the Go load generator", "[go build] done in", "[start]"):
+        assert f"demo: {stage}" in demo, demo
+    assert demo.index("[start]") < demo.index(".venv/bin/mesh demo")
+
+
+def test_the_editable_warning_filter_silences_it_and_only_it() -> None:
+    filters = {"PYTHONWARNINGS": "ignore:Editable installation:UserWarning"}
+    code = (
+        "import warnings\n"
+        "class BuildBackendWarning(UserWarning): pass\n"
+        "warnings.warn(BuildBackendWarning('Editable installation.\\n!!\\n****'))\n"
+        "warnings.warn(UserWarning('something else'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, **filters},
+    )
+    assert "Editable installation" not in done.stderr
+    assert "something else" in done.stderr
 
 
 def test_make_test_fails_when_no_test_ran(tmp_path: Path) -> None:
@@ -153,11 +195,12 @@ def test_check_is_lint_types_and_the_unit_and_integration_tests_only() -> None:
     commands = result.stdout.splitlines()
     assert ".venv/bin/mypy" in commands
     assert (
-        ".venv/bin/ruff check services chaos meshctl embedded_toxiproxy loadgen bench tests tools"
+        ".venv/bin/ruff check services chaos meshctl embedded_toxiproxy loadgen bench tests tools "
+        "integrations"
     ) in commands
     (at,) = [i for i, line in enumerate(commands) if "-m pytest" in line]
     pytest_line = " ".join(part.strip(" \\\t") for part in commands[at : at + 2])
-    assert pytest_line.endswith("-m pytest -n 2 tests/unit tests/integration")
+    assert pytest_line.endswith("-m pytest -n 4 tests/unit tests/integration")
     assert "MESH_PEERS_BIN=" in pytest_line  # the tests of a real peer skip
     assert not [line for line in commands if "tools.peers" in line or "chromium" in line]
 

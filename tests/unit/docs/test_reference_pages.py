@@ -58,10 +58,21 @@ def test_environment_rows_carry_the_default_and_the_rule() -> None:
     assert rows["SHUTDOWN_GRACE_S"][1:3] == ("`5.0`", "a number within 0..3600")
     assert rows["LISTEN_ADDR"][2].startswith("HOST:PORT")
     assert rows["NOTIFY_DRILLS"][2] == "one of 0, 1"
-    direct = dict(environment.read_directly())
-    for var in ("MESH_API_KEYS", "MESH_TLS", "MESH_FAULTS", "OTEL_EXPORTER_OTLP_ENDPOINT"):
-        assert var in direct, var
-    assert "SHUTDOWN_GRACE_S" not in direct
+    assert rows["MESH_TLS"][1:] == (
+        "`off`",
+        "a flag (1, true, yes, on or 0, false, no, off)",
+        "on: the services behind the gateway speak only TLS",
+        "mesh.runtime.tls",
+    )
+    assert rows["RECEIPT_KEEP_FAILED"][1:3] == ("`10000`", "an integer >= 1")
+    assert rows["MESH_STATE_DIR"][4] == "meshctl.launch.state"
+
+
+def test_every_variable_is_declared_once_and_none_is_read_without_one() -> None:
+    names = [row[0] for row in environment.modelled()]
+    assert sorted(set(names)) == names
+    assert all(row[3] for row in environment.modelled()), "a declaration without its help"
+    assert environment.read_directly() == []
 
 
 def test_span_events_list_their_attributes() -> None:

@@ -3,15 +3,16 @@ each step reported in `degraded` and as a FallbackServed event. A fake stub, a f
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import grpc
 import grpc.aio
 
 from mesh.gateway.fallback import POPULAR_LIMIT, RecommendationsWithFallback
-from mesh.resilience.clock import FakeClock
 from mesh.resilience.events import Event, EventBus, FallbackServed
 from mesh.v1 import recommendation_pb2
+from tests.support.fake_clock import FakeClock
 
 TTL_S = 30.0
 
@@ -52,7 +53,8 @@ def make() -> tuple[RecommendationsWithFallback, FakeStub, FakeClock, list[Event
     stub, clock, bus = FakeStub(), FakeClock(), EventBus()
     seen: list[Event] = []
     bus.subscribe(seen.append)
-    recs = RecommendationsWithFallback(stub, bus, popular_ttl_s=TTL_S, clock=clock)  # type: ignore[arg-type]
+    edge = SimpleNamespace(stub=stub)  # what the fallback reads of its Edge
+    recs = RecommendationsWithFallback(edge, bus, popular_ttl_s=TTL_S, clock=clock)  # type: ignore[arg-type]
     return recs, stub, clock, seen
 
 

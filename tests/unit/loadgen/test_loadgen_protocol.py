@@ -22,8 +22,8 @@ def test_the_plan_survives_the_pipe_with_every_request_chosen_by_the_runner() ->
 def test_records_round_trip_and_become_outcomes() -> None:
     plan = plan_for("127.0.0.1:1", 2, ("checkout", "home"))
     records = [
-        (0, 10.0, 0.25, "OK", "", "CAPTURED", "ch-1", None, ""),
-        (1, 10.5, 0.01, "UNAVAILABLE", "", "", "", 300, "down"),
+        (0, 10.0, 0.25, "OK", "", "CAPTURED", "ch-1", None, "", "ok-after-retry(1)"),
+        (1, 10.5, 0.01, "UNAVAILABLE", "", "", "", 300, "down", ""),
     ]
     assert len(records[0]) == len(RECORD_FIELDS)
     kind, body = decode(encode_records(records))
@@ -43,6 +43,22 @@ def test_records_round_trip_and_become_outcomes() -> None:
         "down",
     )
     assert second.started_s == 10.5 and second.latency_s == 0.01
+    # The fate the answer carried; with none, what the caller alone could tell.
+    assert (first.fate, second.fate) == ("ok-after-retry(1)", "failed-not-retryable(UNAVAILABLE)")
+
+
+def test_a_record_of_a_generator_built_before_fates_gets_the_fate_its_caller_saw() -> None:
+    plan = plan_for("127.0.0.1:1", 3)
+    records = [
+        (0, 1.0, 0.1, "OK", "recommendations:popular", "", "", None, ""),
+        (1, 1.0, 2.0, "DEADLINE_EXCEEDED", "", "", "", None, "Deadline Exceeded"),
+        (2, 1.0, 0.0, "CLIENT_DROPPED", "", "", "", None, ""),
+    ]
+    assert [outcome_of(plan, r).fate for r in records] == [
+        "ok-degraded(recommendations:popular)",
+        "failed-deadline",
+        "client-throttled(loadgen)",
+    ]
 
 
 def test_degraded_parts_come_back_as_the_reports_read_them() -> None:

@@ -9,10 +9,10 @@ import grpc
 import pytest
 
 from mesh.contracts.receipt_job import QUEUE
+from mesh.faults.injection import FaultSpec, FaultTable, FaultValidationError
+from mesh.gateway.ratelimit import RateLimitPolicy
 from mesh.notification.config import NotificationConfig
-from mesh.resilience.faults import FaultSpec, FaultTable, FaultValidationError
 from mesh.runtime.config import ConfigError, ServiceConfig
-from mesh.runtime.ratelimit import RateLimitPolicy
 from mesh.telemetry.tracing import setup_tracing
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from chaos.experiment.loading import load_experiment
 from chaos.experiment.model import ExperimentError
-from mesh.resilience.policy import PolicyError, load_policy
+from mesh.policy.loading import PolicyError, load_policy
 
 SHADOW = "".join(
     f"{user}:$6$salt{n}$hashhashhash{n}:19000:0:99999:7:::\n"

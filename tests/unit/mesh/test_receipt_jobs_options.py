@@ -7,11 +7,11 @@ import asyncio
 
 import pytest
 
+from chaos.scenarios.receipts import drills
+from chaos.scenarios.receipts.drills import Drill
 from mesh.config_error import ConfigError
 from mesh.contracts.receipt_job import DRILL_KEY, ReceiptRetention, ReceiptRetry
-from mesh.notification import drills
 from mesh.notification.config import NotificationConfig
-from mesh.notification.drills import Drill
 from mesh.runtime.config import ServiceConfig
 
 
@@ -58,7 +58,7 @@ def test_the_poison_drill_exits_hard(monkeypatch: pytest.MonkeyPatch) -> None:
     def fake_exit(code: int) -> None:
         codes.append(code)
 
-    monkeypatch.setattr("mesh.notification.drills.os._exit", fake_exit)
+    monkeypatch.setattr("chaos.scenarios.receipts.drills.os._exit", fake_exit)
     asyncio.run(Drill(exit=True).run())
     assert codes == [drills.POISON_EXIT_CODE]
 
@@ -75,7 +75,7 @@ def test_a_blocking_drill_blocks_the_loop_unless_offloaded(
         except RuntimeError:
             slept.append((s, False))
 
-    monkeypatch.setattr("mesh.notification.drills.time.sleep", fake_sleep)
+    monkeypatch.setattr("chaos.scenarios.receipts.drills.time.sleep", fake_sleep)
     asyncio.run(Drill(block_s=2.0).run())
     asyncio.run(Drill(block_s=2.0, offload=True).run())
     assert slept == [(2.0, True), (2.0, False)]

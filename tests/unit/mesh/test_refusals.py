@@ -7,7 +7,8 @@ from typing import Any
 import grpc
 import pytest
 
-from mesh.runtime.validation import abort, check_limit, check_user_id, checked_fields
+from mesh.contracts.fields import check_limit, check_user_id, checked_fields
+from mesh.runtime.refusal import abort
 
 
 class Aborted(Exception):
@@ -17,6 +18,12 @@ class Aborted(Exception):
 class FakeContext:
     def __init__(self) -> None:
         self.aborted: tuple[Any, ...] | None = None
+
+    def time_remaining(self) -> float | None:
+        return None  # no deadline
+
+    def trailing_metadata(self) -> tuple[tuple[str, str], ...]:
+        return ()
 
     async def abort(self, code: grpc.StatusCode, details: str, trailers: Any = ()) -> None:
         self.aborted = (code, details, trailers)

@@ -49,6 +49,16 @@ def test_aliases_within_the_limits_still_share_a_block() -> None:
     }
 
 
+def test_a_remembered_document_is_a_fresh_copy_each_time() -> None:
+    doc = "base: &b {retry: {max_attempts: 2}}\none: *b\n"
+    first = safe_yaml.load(doc)
+    first["base"]["retry"]["max_attempts"] = 9  # a caller changing what it got
+    second = safe_yaml.load(doc)
+    assert second == {"base": {"retry": {"max_attempts": 2}}, "one": {"retry": {"max_attempts": 2}}}
+    assert second["one"] is second["base"]  # the alias still shares one block in the copy
+    assert "duplicate key" in refusal("a: 1\na: 2\n") == refusal("a: 1\na: 2\n")  # not kept
+
+
 @pytest.mark.parametrize(
     "doc",
     [

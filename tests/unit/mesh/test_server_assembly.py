@@ -6,16 +6,18 @@ from __future__ import annotations
 import grpc.aio
 from prometheus_client import CollectorRegistry
 
+from mesh.faults.injection import FaultInterceptor, FaultTable
+from mesh.policy.loading import load_policy
+from mesh.resilience.admission_policy import ServerPolicy
 from mesh.resilience.events import EventBus
-from mesh.resilience.faults import FaultInterceptor, FaultTable
 from mesh.resilience.inbound import InboundInterceptor
-from mesh.resilience.policy import ServerPolicy, load_policy
 from mesh.resilience.shedding import SheddingInterceptor
 from mesh.resilience.stream_guard import StreamGuard
 from mesh.runtime.config import ServiceConfig
 from mesh.runtime.decoding import RequestDecodingInterceptor
-from mesh.runtime.interceptors import SERVER_ORDER, server_interceptors
 from mesh.runtime.server import Runtime
+from mesh.runtime.server_chain import SERVER_ORDER, server_layers
+from mesh.telemetry.fate_layer import FateLayer
 from mesh.telemetry.metrics import MeshMetrics
 
 
@@ -36,6 +38,7 @@ def slot_of(interceptor: grpc.aio.ServerInterceptor) -> str:
         SheddingInterceptor: "shedding",
         FaultInterceptor: "faults",
         StreamGuard: "streams",
+        FateLayer: "fates",
     }
     return interceptor.slot if isinstance(interceptor, Marker) else kinds[type(interceptor)]
 
@@ -45,6 +48,7 @@ def test_declared_server_order() -> None:
         "streams",
         "decoding",
         "tracing",
+        "fates",
         "front",
         "inbound",
         "admission",
@@ -54,7 +58,7 @@ def test_declared_server_order() -> None:
 
 
 def test_every_slot_filled_keeps_the_declared_order() -> None:
-    interceptors = server_interceptors(
+    interceptors = server_layers(
         "gateway",
         ServerPolicy(),
         EventBus(),
@@ -67,7 +71,7 @@ def test_every_slot_filled_keeps_the_declared_order() -> None:
 
 
 def test_a_service_without_its_own_interceptors_leaves_those_slots_out() -> None:
-    interceptors = server_interceptors("profile", ServerPolicy(), EventBus(), FaultTable())
+    interceptors = server_layers("profile", ServerPolicy(), EventBus(), FaultTable())
     assert [slot_of(i) for i in interceptors] == [
         s for s in SERVER_ORDER if s not in ("tracing", "front", "admission")
     ]
@@ -87,14 +91,14 @@ def gateway_runtime(policy: str) -> Runtime:
 
 async def test_a_channel_has_the_one_interceptor_whose_pipeline_a_policy_swap_replaces() -> None:
     runtime = gateway_runtime("full")
-    channel = runtime.channel_to("profile")
+    edge = runtime.edge("profile", lambda channel: channel)
     try:
-        interceptor = runtime.interceptors["profile"]
-        assert channel._unary_unary_interceptors == [interceptor]
+        interceptor = edge.interceptor
+        assert edge.channel._unary_unary_interceptors == [interceptor]
         before = interceptor.pipeline
         assert before.names[0] == "bulkhead"
         runtime.apply_policy(load_policy("retry-only", {}))
-        assert runtime.interceptors["profile"] is interceptor
+        assert runtime.edges["profile"].interceptor is interceptor
         assert interceptor.pipeline is not before
         assert interceptor.pipeline.names == (
             "total_deadline",
@@ -103,4 +107,4 @@ async def test_a_channel_has_the_one_interceptor_whose_pipeline_a_policy_swap_re
             "attempt_hook",
         )
     finally:
-        await channel.close()
+        await runtime.edges.close()

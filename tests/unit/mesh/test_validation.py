@@ -7,10 +7,7 @@ from chaos.experiment.model import Variant
 from embedded_toxiproxy.addresses import split_host_port
 from embedded_toxiproxy.errors import ApiError
 from mesh.contracts.charge_ids import charge_id_for, check_charge_lookup
-from mesh.contracts.receipt_job import BadPayload, Receipt
-from mesh.customers import CATEGORIES, customers, user_id
-from mesh.runtime.config import ConfigError, ServiceConfig
-from mesh.runtime.validation import (
+from mesh.contracts.fields import (
     FieldError,
     check_amount,
     check_currency,
@@ -18,6 +15,9 @@ from mesh.runtime.validation import (
     check_limit,
     check_user_id,
 )
+from mesh.contracts.receipt_job import BadPayload, Receipt
+from mesh.customers import CATEGORIES, customers, user_id
+from mesh.runtime.config import ConfigError, ServiceConfig
 
 
 @pytest.mark.parametrize(

@@ -108,3 +108,23 @@ def test_each_service_shows_its_in_flight_against_its_limit_and_its_refusals() -
     cells = [next(iter(column.cells)) for column in table.columns]
     assert cells[:4] == ["recommendation", "7", "14", "10.0"]
     assert cells[5] == "limit 10.0"
+
+
+def test_rates_are_over_the_last_window_whatever_came_before() -> None:
+    window = MetricsWindow({}, window_s=5.0)
+    t = 0.0
+    ok = failed = 0.0
+    for _ in range(60):  # a minute with no calls, sampled every second
+        window.add(t, _snap(ok, failed, 0, 0))
+        t += 1.0
+    for _ in range(12):  # then every call fails, 20 a second
+        failed += 20
+        window.add(t, _snap(ok, failed, 0, 0))
+        t += 1.0
+    faulted = window.edge("gateway", "recommendation")
+    assert (faulted.error_rate, faulted.calls_per_s) == (1.0, 20.0)
+    for _ in range(25):  # the fault is gone: every call succeeds
+        ok += 20
+        window.add(t, _snap(ok, failed, 0, 0))
+        t += 1.0
+    assert window.edge("gateway", "recommendation").error_rate == 0.0

@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from mesh.resilience.breaker import BreakerStateMachine
-from mesh.resilience.clock import FakeClock
+from mesh.resilience.edge_policy import BreakerPolicy
 from mesh.resilience.errors import BreakerOpenError
 from mesh.resilience.events import BreakerState, BreakerStateChanged, Event
-from mesh.resilience.policy import BreakerPolicy
+from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import recording_bus
 
 CLOSED, HALF_OPEN, OPEN = BreakerState.CLOSED, BreakerState.HALF_OPEN, BreakerState.OPEN

@@ -9,11 +9,11 @@ import grpc
 import pytest
 
 from mesh.resilience.bulkhead import Bulkhead
-from mesh.resilience.clock import FakeClock
 from mesh.resilience.context import CallContext
+from mesh.resilience.edge_policy import BulkheadPolicy
 from mesh.resilience.errors import BulkheadFullError
 from mesh.resilience.events import BulkheadRejected
-from mesh.resilience.policy import BulkheadPolicy
+from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import GET_PROFILE, recording_bus
 
 

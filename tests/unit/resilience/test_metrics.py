@@ -80,8 +80,8 @@ async def test_two_registries_do_not_collide_and_http_serves_one() -> None:
 
 def test_an_open_breaker_nobody_calls_reads_half_open_once_its_open_time_passes() -> None:
     from mesh.resilience.breaker import BreakerStateMachine
-    from mesh.resilience.clock import FakeClock
-    from mesh.resilience.policy import BreakerPolicy
+    from mesh.resilience.edge_policy import BreakerPolicy
+    from tests.support.fake_clock import FakeClock
 
     clock = FakeClock()
     registry = CollectorRegistry()

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from mesh.resilience.clock import FakeClock
 from mesh.resilience.events import ReplicaEjected, ReplicaReturned
 from mesh.resilience.outlier import OutlierDetector
 from mesh.resilience.outlier_policy import OutlierPolicy
+from tests.support.fake_clock import FakeClock
 
 
 def detector(

@@ -1,4 +1,5 @@
-"""Bulkhead occupancy, retry budget tokens and breaker probe times are read at scrape time."""
+"""Bulkhead occupancy, retry budget tokens, breaker probe times and ejected replicas are read
+at scrape time."""
 
 from __future__ import annotations
 
@@ -6,14 +7,16 @@ import random
 
 from prometheus_client import CollectorRegistry
 
+from mesh.policy.loading import load_policy
 from mesh.resilience import events as ev
 from mesh.resilience.breaker import BreakerStrategy
 from mesh.resilience.bulkhead import Bulkhead
-from mesh.resilience.clock import FakeClock
+from mesh.resilience.outlier_policy import OutlierPolicy
+from mesh.resilience.outlier_router import ReplicaRouter
 from mesh.resilience.pipeline import build_pipeline
-from mesh.resilience.policy import load_policy
 from mesh.resilience.retry import Retry
 from mesh.telemetry.metrics import MeshMetrics
+from tests.support.fake_clock import FakeClock
 
 M = "/mesh.v1.RecommendationService/Recommend"
 
@@ -70,3 +73,31 @@ def test_a_call_duration_lands_in_the_histogram() -> None:
     assert (
         registry.get_sample_value("mesh_client_call_seconds_bucket", {**labels, "le": "0.5"}) == 1
     )
+
+
+def test_which_replicas_ejection_keeps_out_is_read_at_scrape_time() -> None:
+    clock = FakeClock()
+    one, two = "127.0.0.1:26052", "127.0.0.1:26062"
+    router = ReplicaRouter(
+        "profile",
+        [one, two],
+        lambda address: None,  # never dialled: no call is sent here
+        OutlierPolicy(enabled=True, consecutive_failures=3, base_ejection_s=5.0),
+        ev.EventBus(),
+        clock,
+    )
+    registry = CollectorRegistry()
+    MeshMetrics(registry, "gateway", clock=clock).watch_replicas(lambda: {"profile": router})
+
+    def ejected(replica: str) -> float | None:
+        labels = {"dependency": "profile", "replica": replica}
+        return registry.get_sample_value("mesh_replica_ejected", labels)
+
+    assert (ejected(one), ejected(two)) == (0.0, 0.0)
+    for _ in range(3):
+        router.detector.record(two, failed=True)
+    assert (ejected(one), ejected(two)) == (0.0, 1.0)
+    clock.advance(5.1)  # the ejection ran out, though no call has come to return it yet
+    assert ejected(two) == 0.0
+    router.use(OutlierPolicy(enabled=False))  # ejection off: nothing to report
+    assert ejected(one) is None and ejected(two) is None

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from mesh.policy.loading import PRESETS, load_policy, load_policy_text
 from mesh.resilience.channel import resilient_channel
-from mesh.resilience.clock import FakeClock
 from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import (
     BREAKER_OUTSIDE_RETRY_ORDER,
@@ -13,8 +13,8 @@ from mesh.resilience.pipeline import (
     PIPELINE_ORDER,
     build_pipeline,
 )
-from mesh.resilience.policy import PRESETS, load_policy, load_policy_text
 from mesh.topology import EDGES
+from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import recording_bus
 
 FULL = (

@@ -14,22 +14,17 @@ import yaml
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from mesh.policy.loading import PolicyError, load_policy, load_policy_text
+from mesh.policy.model import FallbackPolicy
 from mesh.resilience.admission_policy import (
     Gradient2Policy,
     LimitPolicy,
     PoolPolicy,
     QueuePolicy,
+    ServerPolicy,
     VegasPolicy,
 )
-from mesh.resilience.policy import (
-    EdgePolicy,
-    FallbackPolicy,
-    PolicyError,
-    RetryBudgetPolicy,
-    ServerPolicy,
-    load_policy,
-    load_policy_text,
-)
+from mesh.resilience.edge_policy import EdgePolicy, RetryBudgetPolicy
 
 
 def test_full_is_the_default_and_documents_its_values() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from mesh import safe_yaml
-from mesh.resilience.policy import (
+from mesh.policy.loading import (
     PRESETS,
     PolicyError,
     deep_merge,

@@ -15,12 +15,13 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mesh.policy.loading import PRESETS, PolicyError, load_policy, load_policy_text
 from mesh.resilience.breaker import BreakerStrategy
-from mesh.resilience.clock import FakeClock
+from mesh.resilience.edge_policy import EdgePolicy
 from mesh.resilience.events import BreakerState, CallFinished
 from mesh.resilience.pipeline import build_pipeline
-from mesh.resilience.policy import PRESETS, EdgePolicy, PolicyError, load_policy, load_policy_text
 from mesh.topology import EDGES
+from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import GET_PROFILE, FakeWire, Reply, call, recording_bus
 
 UNAVAILABLE = grpc.StatusCode.UNAVAILABLE

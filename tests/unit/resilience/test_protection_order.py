@@ -11,12 +11,13 @@ import grpc
 import grpc.aio
 import pytest
 
+from mesh.policy.loading import PolicyError, load_policy_text
 from mesh.resilience.breaker import BreakerStrategy
-from mesh.resilience.clock import FakeClock
+from mesh.resilience.edge_policy import EdgePolicy
 from mesh.resilience.errors import BreakerOpenError
 from mesh.resilience.events import BreakerState
 from mesh.resilience.pipeline import Pipeline, build_pipeline
-from mesh.resilience.policy import EdgePolicy, PolicyError, load_policy_text
+from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import GET_PROFILE, FakeWire, Reply, call, recording_bus
 
 UNAVAILABLE = grpc.StatusCode.UNAVAILABLE

@@ -13,14 +13,14 @@ import grpc
 import grpc.aio
 
 from mesh.resilience.channel import replica_router, resilient_channel, router_of
-from mesh.resilience.clock import FakeClock
+from mesh.resilience.edge_policy import EdgePolicy
 from mesh.resilience.events import ReplicaEjected, ReplicaReturned
 from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.outlier_policy import OutlierPolicy
 from mesh.resilience.outlier_router import ReplicaRouter
 from mesh.resilience.pipeline import build_pipeline
-from mesh.resilience.policy import EdgePolicy
 from mesh.v1 import profile_pb2
+from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import GET_PROFILE, FakeCall, recording_bus, rpc_error
 
 DETAILS = grpc.aio.ClientCallDetails(GET_PROFILE.encode(), None, None, None, None)

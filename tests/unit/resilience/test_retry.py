@@ -8,12 +8,12 @@ import grpc
 import grpc.aio
 import pytest
 
-from mesh.resilience.clock import FakeClock
+from mesh.resilience.edge_policy import EdgePolicy
 from mesh.resilience.errors import BreakerOpenError, DeadlineBudgetExhaustedError
 from mesh.resilience.events import RetryScheduled, RetrySkipped
 from mesh.resilience.pipeline import Pipeline, build_pipeline
-from mesh.resilience.policy import EdgePolicy
 from mesh.v1 import payment_pb2
+from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import (
     CHARGE,
     GET_PROFILE,

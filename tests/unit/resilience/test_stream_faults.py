@@ -10,8 +10,8 @@ import grpc
 import pytest
 
 from mesh.config_error import ConfigError
+from mesh.faults.injection import FaultInterceptor, FaultSpec, FaultTable, FaultValidationError
 from mesh.resilience.events import EventBus
-from mesh.resilience.faults import FaultInterceptor, FaultSpec, FaultTable, FaultValidationError
 
 STREAM = "/mesh.v1.RecommendationService/StreamRecommend"
 Details = namedtuple("Details", "method invocation_metadata")

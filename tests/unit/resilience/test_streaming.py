@@ -11,12 +11,12 @@ import grpc
 import grpc.aio
 import pytest
 
-from mesh.resilience.clock import FakeClock
+from mesh.resilience.edge_policy import EdgePolicy
 from mesh.resilience.errors import StreamBrokenError
 from mesh.resilience.events import RetryScheduled, RetrySkipped, StreamCommitted, StreamEnded
 from mesh.resilience.pipeline import build_pipeline
-from mesh.resilience.policy import EdgePolicy
 from mesh.resilience.streaming import ResilientStreamCall, StreamContext, StreamWire
+from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import recording_bus, rpc_error
 
 METHOD = "/mesh.v1.RecommendationService/StreamRecommend"

@@ -10,13 +10,13 @@ import grpc.aio
 import pytest
 from prometheus_client import CollectorRegistry
 
-from mesh.resilience.clock import FakeClock
+from mesh.policy.loading import load_policy_text
 from mesh.resilience.errors import ClientThrottledError
 from mesh.resilience.events import ClientThrottled
 from mesh.resilience.pipeline import build_pipeline
-from mesh.resilience.policy import load_policy_text
 from mesh.resilience.throttle import AdaptiveThrottle, is_overload_refusal
 from mesh.telemetry.metrics import MeshMetrics
+from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.throttle_sim import (
     CapacityBackend,
     context,

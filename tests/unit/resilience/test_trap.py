@@ -12,10 +12,10 @@ from collections import Counter
 import grpc
 import grpc.aio
 
-from mesh.resilience.clock import FakeClock
+from mesh.resilience.edge_policy import EdgePolicy
 from mesh.resilience.events import BreakerRejected, RetryScheduled
 from mesh.resilience.pipeline import Pipeline, build_pipeline
-from mesh.resilience.policy import EdgePolicy
+from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import POPULAR, RECOMMEND, FakeWire, call, recording_bus
 
 

@@ -61,8 +61,8 @@ def test_service_times_have_the_declared_mean(distribution: str) -> None:
 
 
 async def test_recommendation_gets_a_pool_only_when_its_policy_declares_workers() -> None:
+    from mesh.policy.loading import load_policy
     from mesh.recommendation.servicer import DeclaredCapacity
-    from mesh.resilience.policy import load_policy
 
     capacity = DeclaredCapacity(EventBus(), ManualClock())
     capacity.update(load_policy("full", {}).server("recommendation").pool)

@@ -9,11 +9,11 @@ from typing import Any, TypeAlias
 import grpc
 import grpc.aio
 
-from mesh.resilience.clock import FakeClock
 from mesh.resilience.context import CallContext
 from mesh.resilience.events import Event, EventBus
 from mesh.resilience.pipeline import Pipeline
 from mesh.v1 import payment_pb2, profile_pb2, recommendation_pb2
+from tests.support.fake_clock import FakeClock
 
 GET_PROFILE = "/mesh.v1.ProfileService/GetProfile"
 CHARGE = "/mesh.v1.PaymentService/Charge"

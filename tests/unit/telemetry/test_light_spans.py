@@ -20,6 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry import context as otel_context
+from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -27,11 +28,14 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from mesh.resilience import events as ev
 from mesh.resilience.context import CallContext
-from mesh.telemetry import spans as sp
-from mesh.telemetry.jsonl_exporter import JsonLinesSpanExporter, JsonLinesSpanProcessor
-from mesh.telemetry.light_spans import LightSpan, LightTracer, light_tracer
-from mesh.telemetry.span_events import tracing_listener
-from mesh.telemetry.span_json import light_span_line, service_json, span_line
+from mesh.telemetry.tracing import spans as sp
+from mesh.telemetry.tracing.choice import recorder_for
+from mesh.telemetry.tracing.jsonl_exporter import JsonLinesSpanExporter, JsonLinesSpanProcessor
+from mesh.telemetry.tracing.light import LightTracer
+from mesh.telemetry.tracing.light_span import LightSpan
+from mesh.telemetry.tracing.sdk import SdkRecorder
+from mesh.telemetry.tracing.span_events import tracing_listener
+from mesh.telemetry.tracing.span_json import light_span_line, service_json, span_line
 
 METHOD = "/mesh.v1.RecommendationService/Recommend"
 PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -44,7 +48,7 @@ def _provider(processor: SpanProcessor) -> TracerProvider:
 
 
 def _light(provider: TracerProvider) -> LightTracer:
-    tracer = light_tracer(provider.get_tracer("mesh"))
+    tracer = recorder_for(provider.get_tracer("mesh"))
     assert isinstance(tracer, LightTracer)
     return tracer
 
@@ -124,7 +128,7 @@ def test_light_and_sdk_spans_write_the_same_lines(tmp_path: Path) -> None:
         )
         provider = _provider(processor)
         factory = sp.SpanFactory(provider.get_tracer("mesh"))
-        assert isinstance(factory.tracer, LightTracer)
+        assert isinstance(factory.recorder, LightTracer)
         headers[kind] = _one_request(factory)
         provider.shutdown()
         runs[kind] = _normalised(path)
@@ -147,6 +151,41 @@ def test_light_and_sdk_spans_write_the_same_lines(tmp_path: Path) -> None:
         assert [h[-3:] for h in sent] == ["-01"] * 2
 
 
+def test_the_recorder_is_chosen_at_start_up_and_both_write_the_same_lines(
+    tmp_path: Path,
+) -> None:
+    """Behind the seam, spans.py cannot tell the recorders apart: the SDK recorder (chosen for
+    any tracer but the SDK's own) and the light one write the same lines for the same calls."""
+    runs = {}
+    for kind in ("sdk", "light"):
+        path = tmp_path / f"{kind}.jsonl"
+        exporter = JsonLinesSpanExporter(path)
+        provider = _provider(
+            SimpleSpanProcessor(exporter) if kind == "sdk" else JsonLinesSpanProcessor(exporter)
+        )
+        tracer = provider.get_tracer("mesh")
+        factory = sp.SpanFactory(_Wrapped(tracer) if kind == "sdk" else tracer)
+        expected = SdkRecorder if kind == "sdk" else LightTracer
+        assert type(factory.recorder) is expected
+        _one_request(factory)
+        provider.shutdown()
+        runs[kind] = _normalised(path)
+    assert runs["light"] == runs["sdk"] and len(runs["sdk"]) == 4
+
+
+class _Wrapped(trace.Tracer):
+    """A tracer that is not the SDK's own (as a vendor's wrapper would be)."""
+
+    def __init__(self, inner: trace.Tracer) -> None:
+        self._inner = inner
+
+    def start_span(self, *args: Any, **kwargs: Any) -> trace.Span:
+        return self._inner.start_span(*args, **kwargs)
+
+    def start_as_current_span(self, *args: Any, **kwargs: Any) -> Any:
+        return self._inner.start_as_current_span(*args, **kwargs)
+
+
 def test_a_root_span_is_sampled_with_a_random_trace_id_as_the_sdks() -> None:
     provider = _provider(JsonLinesSpanProcessor(JsonLinesSpanExporter(Path("/nonexistent/x"))))
     light = _light(provider)
@@ -167,7 +206,7 @@ def test_a_caller_that_did_not_sample_gets_no_recorded_span(tmp_path: Path) -> N
     names = factory.names("/mesh.v1.Gateway/GetHome")
     unsampled = {"traceparent": PARENT[:-2] + "00"}
     span, token, server_token = sp.start_server_span(factory, names, unsampled)
-    child = factory.tracer.start_span("child")
+    child = factory.recorder.start("child", SpanKind.INTERNAL, {})
     sp.current_server_span.reset(server_token)
     otel_context.detach(token)
     child.end()

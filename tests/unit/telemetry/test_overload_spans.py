@@ -13,18 +13,18 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from mesh.policy.loading import load_policy_text
 from mesh.resilience import criticality
-from mesh.resilience.clock import FakeClock
 from mesh.resilience.context import CallContext
 from mesh.resilience.criticality import Criticality
 from mesh.resilience.errors import ClientThrottledError
 from mesh.resilience.events import EventBus
 from mesh.resilience.pipeline import Pipeline, build_pipeline
-from mesh.resilience.policy import load_policy_text
 from mesh.resilience.throttle import AdaptiveThrottle
 from mesh.telemetry import names as n
-from mesh.telemetry import spans as sp
-from mesh.telemetry.span_events import tracing_listener
+from mesh.telemetry.tracing import spans as sp
+from mesh.telemetry.tracing.span_events import tracing_listener
+from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import GET_PROFILE, REQUESTS, FakeCall
 
 POLICY = "edge_defaults: {throttle: {enabled: true, min_requests: 0}}"

@@ -15,15 +15,16 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import SpanKind
 
-from mesh.telemetry import jsonl_exporter
-from mesh.telemetry.jsonl_exporter import JsonLinesSpanExporter, JsonLinesSpanProcessor
-from mesh.telemetry.light_spans import LightTracer, light_tracer
+from mesh.telemetry.tracing import jsonl_exporter
+from mesh.telemetry.tracing.choice import recorder_for
+from mesh.telemetry.tracing.jsonl_exporter import JsonLinesSpanExporter, JsonLinesSpanProcessor
+from mesh.telemetry.tracing.light import LightTracer
 
 
 def _tracer(processor: JsonLinesSpanProcessor) -> tuple[TracerProvider, LightTracer]:
     provider = TracerProvider(resource=Resource.create({"service.name": "profile"}))
     provider.add_span_processor(processor)
-    tracer = light_tracer(provider.get_tracer("mesh"))
+    tracer = recorder_for(provider.get_tracer("mesh"))
     assert isinstance(tracer, LightTracer)
     return provider, tracer
 

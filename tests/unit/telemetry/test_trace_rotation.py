@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mesh.config_error import ConfigError
-from mesh.telemetry.jsonl_exporter import JsonLinesSpanExporter
 from mesh.telemetry.tracing import choose_exporter
+from mesh.telemetry.tracing.jsonl_exporter import JsonLinesSpanExporter
 from meshctl import traces as tr
 from meshctl.cli.app import app
 from meshctl.console.trace_view import load_recent

@@ -18,8 +18,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import SpanKind, Status, StatusCode, set_span_in_context
 from typer.testing import CliRunner
 
-from mesh.telemetry.jsonl_exporter import JsonLinesSpanExporter
 from mesh.telemetry.tracing import choose_exporter, setup_tracing
+from mesh.telemetry.tracing.jsonl_exporter import JsonLinesSpanExporter
 from meshctl import jaeger_query as jq
 from meshctl import traces as tr
 from meshctl.cli.app import app

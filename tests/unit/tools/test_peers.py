@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -191,3 +192,47 @@ def test_without_mvn_the_driver_is_skipped_with_a_message_and_the_go_peers_still
     assert (bin_dir / "toxiproxy-server").is_file()
     assert not (bin_dir / "limits-differential.jar").exists()
     assert "no `mvn` on PATH: limits-differential.jar not built" in capsys.readouterr().err
+
+
+def test_a_long_build_says_it_is_still_building(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A build that outlasts the heartbeat prints a line each beat (make demo sat silent 212 s
+    after "building mesh-loadgen ...")."""
+    beats = 0
+
+    def slow_build(*args: object) -> tuple[bool, str]:
+        nonlocal beats
+        for _ in range(400):  # until a beat was printed, at most ~4 s
+            beats = capsys.readouterr().out.count("still building")  # drains: count the rest
+            if beats:
+                break
+            threading.Event().wait(0.01)
+        return True, ""
+
+    monkeypatch.setattr(peers, "HEARTBEAT_S", 0.02)
+    monkeypatch.setattr(peers, "_build", slow_build)
+    assert peers.ensure(PEER, tmp_path, {})
+    assert beats >= 1
+    assert "peers: built toxiproxy-server" in capsys.readouterr().out
+
+
+def test_ghz_is_pinned_at_the_version_the_proxy_serves_not_latest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `ghz@latest` resolves to v0.93.0 (2021): the peer must name v0.120.0, and build its
+    # command package with `go install ...@v0.120.0`, stamping main.version.
+    (ghz,) = [p for p in peers.PEERS if p.name == "ghz"]
+    calls: list[list[str]] = []
+
+    def go(args: Sequence[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        calls.append(list(args))
+        (Path(env["GOBIN"]) / "ghz").write_text("binary")
+        return subprocess.CompletedProcess(list(args), 0, "", "")
+
+    monkeypatch.setattr(peers, "_go", go)
+    assert peers.ensure(ghz, tmp_path, {})
+    assert calls == [
+        ["install", "-ldflags=-X main.version=v0.120.0", "github.com/bojand/ghz/cmd/ghz@v0.120.0"]
+    ]
+    assert (tmp_path / "ghz.version").read_text() == "v0.120.0\n"

@@ -1,0 +1,160 @@
+"""A sweep: every variant (a line of the curve) run at several multiples of a declared capacity.
+
+An experiment with `sweep:` names the backend's declared capacity (`workers` per replica, each
+busy `service_time_s` per call: replicas x workers / service_time_s calls per second, whatever
+the CPU does) and the load points, as multiples of it. Before validation each variant of the
+file becomes one variant per point, `<line>.<x>x`, whose policy also declares the pool and
+whose load is open loop at x times the capacity for `duration_s`. Expectations name the
+expanded variants (e.g. `gradient2.5x`). `short` is the demo's: fewer points and lines, a
+shorter load.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from mesh import topology
+from mesh.policy.loading import deep_merge
+
+MAX_IN_FLIGHT = 512
+"""The load generator's bound on calls in flight (LoadSpec.concurrency's maximum)."""
+
+SWEEP_METRICS = (
+    "offered_x_capacity",
+    "declared_capacity_per_s",
+    "window_goodput_per_s",
+    "goodput_vs_declared",
+    "accepted_p50_ms",
+    "accepted_p99_ms",
+    "accepted_p99_vs_low",
+    "backend_refusals",
+    "backend_accepted",
+    "backend_refusals_per_accepted",
+    "gateway_cpu_ms_per_req",
+    "gateway_cpu_vs_capacity",
+    "busiest_process_busy",
+)
+"""What chaos/run/sweep_metrics.py adds to each point's fault phase."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ShortSweep(_Model):
+    """The demo's sweep: a subset of the points and lines, a shorter load per point."""
+
+    points: list[float] = Field(min_length=1)
+    lines: list[str] = Field(min_length=1)
+    duration_s: float = Field(gt=0, le=60)
+
+
+class Sweep(_Model):
+    """The capacity-declared backend and the load points of the curve."""
+
+    service: str = Field(default="recommendation", description="the backend with the pool")
+    workers: int = Field(ge=1, le=10_000, description="the pool's workers per replica")
+    service_time_s: float = Field(gt=0, le=60, description="a worker's time per call (mean)")
+    points: list[float] = Field(min_length=1, description="offered load, x the capacity")
+    duration_s: float = Field(default=4.0, gt=0, le=60, description="load per point")
+    warmup_s: float = Field(
+        default=1.0, ge=0, le=30, description="dropped from the windowed figures"
+    )
+    short: ShortSweep | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Sweep:
+        if self.service not in topology.REPLICAS and self.service != "recommendation":
+            raise ValueError(f"service {self.service!r}: only recommendation declares a pool")
+        for x in self.points:
+            if not 0 < x <= 20:
+                raise ValueError(f"points: {x:g} is not in (0, 20] x the capacity")
+        for duration_s in (self.duration_s, *([self.short.duration_s] if self.short else [])):
+            if self.warmup_s >= duration_s:
+                raise ValueError("warmup_s must be below duration_s (nothing would be measured)")
+        if self.short is not None and not set(self.short.points) <= set(self.points):
+            raise ValueError("short.points must be some of points")
+        return self
+
+    @property
+    def replicas(self) -> int:
+        return topology.REPLICAS.get(self.service, 1)
+
+    @property
+    def capacity_per_s(self) -> float:
+        """replicas x workers / service_time_s: the calls per second the backend can serve."""
+        return self.replicas * self.workers / self.service_time_s
+
+
+def point_name(line: str, x: float) -> str:
+    return f"{line}.{x:g}x"
+
+
+def _point(line: dict[str, Any], sweep: Sweep, x: float, duration_s: float) -> dict[str, Any]:
+    rate = x * sweep.capacity_per_s
+    pool = {
+        "servers": {
+            sweep.service: {
+                "pool": {"workers": sweep.workers, "service_time_s": sweep.service_time_s}
+            }
+        }
+    }
+    load = {
+        **line.get("load", {}),
+        "rate_per_s": rate,
+        "requests": max(1, math.ceil(rate * duration_s)),
+        "concurrency": MAX_IN_FLIGHT,
+        "max_duration_s": duration_s + 5,
+        "rate_x_capacity": None,
+    }
+    return {
+        **line,
+        "name": point_name(str(line["name"]), x),
+        "overrides": deep_merge(line.get("overrides", {}), pool),
+        "load": load,
+        "description": f"{line.get('description', line['name'])} at {x:g}x",
+    }
+
+
+def demo_subset(data: Any) -> Any:
+    """The raw experiment with only its `demo_variants` and their expectations (all without)."""
+    keep = data.get("demo_variants") if isinstance(data, dict) else None
+    variants = data.get("variants") if isinstance(data, dict) else None
+    if not keep or not isinstance(keep, list) or not isinstance(variants, list):
+        return data
+    expectations = data.get("expectations") or []
+    return {
+        **data,
+        "variants": [v for v in variants if not isinstance(v, dict) or v.get("name") in keep],
+        "expectations": [
+            e for e in expectations if not isinstance(e, dict) or e.get("variant") in keep
+        ],
+    }
+
+
+def expand(data: Any, short: bool = False) -> Any:
+    """The raw experiment with its variants expanded per point (unchanged without `sweep`);
+    `short` (the demo's form): the sweep's `short` points and lines, or `demo_variants`."""
+    if short:
+        data = demo_subset(data)
+    if not isinstance(data, dict) or data.get("sweep") is None:
+        return data
+    sweep = Sweep.model_validate(data["sweep"])
+    lines = data.get("variants") or []
+    if not isinstance(lines, list) or not all(isinstance(v, dict) and "name" in v for v in lines):
+        return data  # the schema names the problem
+    points, duration_s = sweep.points, sweep.duration_s
+    if short and sweep.short is not None:
+        points, duration_s = sweep.short.points, sweep.short.duration_s
+        lines = [v for v in lines if v["name"] in sweep.short.lines]
+    expanded = [_point(line, sweep, x, duration_s) for line in lines for x in points]
+    names = {v["name"] for v in expanded}
+    expectations = data.get("expectations") or []
+    if short and isinstance(expectations, list):  # the demo's points only
+        expectations = [
+            e for e in expectations if not isinstance(e, dict) or e.get("variant") in names
+        ]
+    return {**data, "variants": expanded, "expectations": expectations}

@@ -1,0 +1,1 @@
+"""Our experiments and runs in other tools' formats: Chaos Toolkit experiments and journals."""

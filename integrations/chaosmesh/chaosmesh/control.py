@@ -1,0 +1,23 @@
+"""A Chaos Toolkit control: the variant's policy on every service before the steady state
+(as `mesh chaos run` swaps it in before its steady state), the old one back at the end."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chaosmesh.actions import restore_policy, swap_policy
+
+
+def before_experiment_control(
+    context: Any, policy_yaml: str = "", configuration: dict[str, Any] | None = None, **_: Any
+) -> None:
+    """Swap `policy_yaml` onto every service (chaosmesh.actions.swap_policy) before anything."""
+    if policy_yaml:
+        swap_policy(policy_yaml, configuration)
+
+
+def after_experiment_control(
+    context: Any, state: Any = None, configuration: dict[str, Any] | None = None, **_: Any
+) -> None:
+    """Every service back on the policy it ran before (a no-op when a rollback already did)."""
+    restore_policy(configuration)

@@ -1,0 +1,93 @@
+"""The server layer that gives each unary call received its fate (mesh.resilience.fates): it
+gathers the call's facts while the layers inside run, then writes the fate on the call's
+SERVER span (`mesh.fate`), in its trailers (`mesh-fate`, for the caller to count) and in
+`mesh_request_fates_total`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+import grpc.aio
+
+from mesh.resilience import fates
+from mesh.resilience.events import EventBus
+from mesh.resilience.server_layer import Behaviour, ServerLayer, WrappedHandlers, is_exempt
+from mesh.telemetry import names as n
+from mesh.telemetry.tracing.spans import current_server_span
+
+CountFate = Callable[[str, str], None]
+"""Counts one call of `method` with `fate` (MeshMetrics.count_fate)."""
+
+
+def _code(context: grpc.aio.ServicerContext, default: grpc.StatusCode) -> grpc.StatusCode:
+    code = context.code()
+    return code if isinstance(code, grpc.StatusCode) else default
+
+
+class FateLayer(ServerLayer):
+    """Inside the tracing layer (its span is current here), outside every layer that may refuse
+    the call, so a refusal has its fate too. Streams pass through: their fate is their own
+    (mesh.resilience.streaming's StreamEnded)."""
+
+    def __init__(self, service: str, bus: EventBus, count: CountFate | None = None) -> None:
+        self._service = service
+        self._count = count
+        self._wrapped = WrappedHandlers()
+        if not bus.has(fates.listen):  # several servers of one process may share a bus
+            bus.subscribe(fates.listen)
+
+    def wrap(
+        self, handler: grpc.RpcMethodHandler | None, handler_call_details: grpc.HandlerCallDetails
+    ) -> grpc.RpcMethodHandler | None:
+        method = handler_call_details.method
+        if handler is None or handler.unary_unary is None or is_exempt(method):
+            return handler
+        unary = handler.unary_unary
+        return self._wrapped.wrap(
+            method, handler, lambda: handler._replace(unary_unary=self._wrap(unary, method))
+        )
+
+    def _wrap(self, inner: Behaviour, method: str) -> Behaviour:
+        service = self._service
+
+        async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            facts = fates.FateFacts(service)
+            token = fates.current.set(facts)
+            code = grpc.StatusCode.UNKNOWN
+            try:
+                response = await inner(request, context)
+                code = _code(context, grpc.StatusCode.OK)
+                return response
+            except asyncio.CancelledError:
+                code = grpc.StatusCode.CANCELLED
+                raise
+            except Exception:
+                code = _code(context, grpc.StatusCode.UNKNOWN)
+                raise
+            finally:
+                fates.current.reset(token)
+                self._finish(facts, method, code, context)
+
+        return behaviour
+
+    def _finish(
+        self,
+        facts: fates.FateFacts,
+        method: str,
+        code: grpc.StatusCode,
+        context: grpc.aio.ServicerContext,
+    ) -> None:
+        fate = facts.final
+        if fate is None:  # no abort wrote it: an answer, or a failure the handler raised
+            fate = fates.fate_of(facts, code, context.time_remaining())
+            if code is grpc.StatusCode.OK:
+                trailers = tuple(context.trailing_metadata() or ())
+                context.set_trailing_metadata((*trailers, (fates.FATE_KEY, fate)))
+        span = current_server_span.get()
+        if span is not None and span.is_recording():
+            span.set_attribute(n.FATE, fate)
+        if self._count is not None:
+            self._count(method, fate)

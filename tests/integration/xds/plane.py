@@ -1,0 +1,105 @@
+"""The real control plane (mesh-xds, built by `make peers`) as a process, and channels through
+gRPC's xDS client to it. gRPC reads its bootstrap once per process, so one plane serves every
+test of a process (the `plane` fixture); each test puts its own config and names its
+listener afresh (gRPC also keeps one xDS client per target)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc.aio
+import pytest
+
+from mesh.resilience.channel import resilient_channel
+from mesh.resilience.clock import SystemClock
+from mesh.resilience.edge_policy import EdgePolicy
+from mesh.resilience.events import EventBus
+from mesh.resilience.interceptor import ResilienceInterceptor
+from mesh.resilience.pipeline import build_pipeline
+from meshctl.launch.processes import terminate
+from meshctl.launch.xds_config import bootstrap, write_json
+from tests.support.peers import peer_binary
+
+NODE = "gateway"
+
+
+@dataclass
+class Plane:
+    ads: str
+    admin: str
+    config_path: Path
+
+    def write(self, config: dict[str, Any]) -> None:
+        """Change the file the plane watches (it pushes within its 100 ms poll)."""
+        write_json(self.config_path, config)
+
+    def put(self, config: dict[str, Any]) -> int:
+        """Replace the config through the admin HTTP; the version it pushed."""
+        request = urllib.request.Request(
+            f"http://{self.admin}/config", data=json.dumps(config).encode(), method="PUT"
+        )
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            return int(json.loads(answer.read())["version"])
+
+
+def listener_name() -> str:
+    return f"svc-{uuid.uuid4().hex[:8]}"
+
+
+def one_edge(name: str, endpoints: list[str], **policy: Any) -> dict[str, Any]:
+    return {"nodes": {NODE: {name: {"endpoints": endpoints, **policy}}}}
+
+
+@contextmanager
+def running_plane(tmp_path: Path, config: dict[str, Any]) -> Iterator[Plane]:
+    """mesh-xds serving `config` on loopback, and this process's bootstrap pointing at it."""
+    binary = peer_binary("mesh-xds")  # skips, naming `make peers`, when it is not built
+    config_path, ready = tmp_path / "xds.json", tmp_path / "ready.json"
+    write_json(config_path, config)
+    log = (tmp_path / "mesh-xds.log").open("w")
+    proc = subprocess.Popen(
+        [str(binary), "-config", str(config_path), "-ready", str(ready)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while not ready.exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"mesh-xds did not start: {(tmp_path / 'mesh-xds.log').read_text()}")
+            time.sleep(0.02)
+        bound = json.loads(ready.read_text())
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("GRPC_XDS_BOOTSTRAP_CONFIG", json.dumps(bootstrap(bound["ads"], NODE)))
+            env.delenv("GRPC_XDS_BOOTSTRAP", raising=False)
+            yield Plane(bound["ads"], bound["admin"], config_path)
+    finally:
+        terminate(proc, signal.SIGTERM, 5.0)
+        log.close()
+
+
+def xds_channel(name: str, bus: EventBus | None = None) -> grpc.aio.Channel:
+    """Our edge's channel (resilient_channel) to xds:///name, its interceptor's own retry,
+    breaker and bulkhead off: what xDS does is all there is."""
+    policy = EdgePolicy.model_validate(
+        {
+            "deadline": {"total_s": 5.0, "attempt_s": 5.0},
+            "retry": {"max_attempts": 1},
+            "breaker": {"enabled": False},
+            "bulkhead": {"enabled": False},
+        }
+    )
+    bus = bus or EventBus()
+    pipeline = build_pipeline(policy, dependency=name, bus=bus, clock=SystemClock())
+    interceptor = ResilienceInterceptor(pipeline, dependency=name, clock=SystemClock())
+    return resilient_channel(f"xds:///{name}", interceptor, bus=bus, dependency=name)

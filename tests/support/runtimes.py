@@ -1,0 +1,28 @@
+"""A service's Runtime as serve() would give it to the service's build, without serving: for
+tests that build servicers or edges in process (no listener, nothing exported)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from prometheus_client import CollectorRegistry
+
+from mesh.faults.injection import FaultTable
+from mesh.policy.loading import load_policy
+from mesh.resilience.events import EventBus
+from mesh.runtime.config import ServiceConfig
+from mesh.runtime.server import Runtime
+from mesh.telemetry.metrics import MeshMetrics
+
+
+def runtime_for(name: str, env: Mapping[str, str] | None = None, policy: str = "full") -> Runtime:
+    """Service `name`'s Runtime from `env` (nothing else of the process's environment)."""
+    environ = dict(env or {})
+    return Runtime(
+        ServiceConfig.from_env(name, environ),
+        load_policy(policy, environ),
+        EventBus(),
+        FaultTable(),
+        MeshMetrics(CollectorRegistry(), service=name),
+        environ=environ,
+    )

@@ -1,0 +1,51 @@
+"""mesh.resilience has a face: `__all__` names the pipeline, the strategies, errors, events,
+the interceptor and the channel, each the object its module defines, loaded on first use."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import mesh.resilience as resilience
+
+
+def test_every_public_name_is_the_object_its_module_defines() -> None:
+    assert len(resilience.__all__) == len(set(resilience.__all__)) > 20
+    for name in resilience.__all__:
+        module = importlib.import_module(f"mesh.resilience.{resilience._WHERE[name]}")
+        assert getattr(resilience, name) is getattr(module, name), name
+    for wanted in (
+        "build_pipeline",
+        "Retry",
+        "BreakerStrategy",
+        "Bulkhead",
+        "ResilienceError",
+        "EventBus",
+        "ResilienceInterceptor",
+        "resilient_channel",
+        "EdgePolicy",
+    ):
+        assert wanted in resilience.__all__
+
+
+def test_star_import_gives_the_face_and_an_unknown_name_is_an_attribute_error() -> None:
+    namespace: dict[str, object] = {}
+    exec("from mesh.resilience import *", namespace)
+    assert set(resilience.__all__) <= set(namespace)
+    try:
+        resilience.NoSuchThing  # noqa: B018
+    except AttributeError as err:
+        assert "NoSuchThing" in str(err)
+    else:
+        raise AssertionError("an unknown name must raise AttributeError")
+
+
+def test_importing_one_small_module_does_not_load_the_library() -> None:
+    code = (
+        "import sys, mesh.resilience.classify; "
+        "print(sorted(m for m in sys.modules if m.startswith('mesh.resilience.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "mesh.resilience.pipeline" not in out.stdout
+    assert "mesh.resilience.channel" not in out.stdout

@@ -1,0 +1,69 @@
+"""Generate services/mesh/v1 from protos/mesh/v1 (`make protos`), or check it is current.
+
+`python -m tools.codegen --check` exits 1 naming every stale or missing file; the test suite
+runs the same comparison so a changed proto cannot silently diverge from the stubs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PROTOS = ROOT / "protos"
+OUT = ROOT / "services"
+GENERATED = OUT / "mesh" / "v1"
+
+
+def generate(out_dir: Path) -> None:
+    from grpc_tools import protoc  # dev dependency: only `make protos` and the tests need it
+
+    sources = sorted(str(p.relative_to(PROTOS)) for p in (PROTOS / "mesh" / "v1").glob("*.proto"))
+    args = [
+        "protoc",
+        f"-I{PROTOS}",
+        f"--python_out={out_dir}",
+        f"--grpc_python_out={out_dir}",
+        f"--pyi_out={out_dir}",
+        *sources,
+    ]
+    if protoc.main(args) != 0:
+        raise SystemExit("protoc failed")
+
+
+def stale_files() -> list[str]:
+    """Generated files whose committed copy differs from a fresh generation."""
+    with tempfile.TemporaryDirectory() as tmp:
+        generate(Path(tmp))
+        fresh_dir = Path(tmp) / "mesh" / "v1"
+        problems = []
+        for fresh in sorted(fresh_dir.iterdir()):
+            committed = GENERATED / fresh.name
+            if not committed.exists():
+                problems.append(f"{committed.relative_to(ROOT)} is missing")
+            elif committed.read_bytes() != fresh.read_bytes():
+                problems.append(f"{committed.relative_to(ROOT)} is stale")
+        return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--check", action="store_true", help="compare, write nothing")
+    parser.add_argument("--write", action="store_true", help="regenerate in place")
+    args = parser.parse_args(argv)
+    if args.write:
+        generate(OUT)
+        print(f"regenerated {GENERATED.relative_to(ROOT)}")
+        return 0
+    problems = stale_files()
+    for p in problems:
+        print(p, file=sys.stderr)
+    if problems:
+        print("run `make protos`", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

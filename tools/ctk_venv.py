@@ -1,0 +1,113 @@
+"""A Chaos Toolkit venv beside the peers (.peers/ctk): `chaos run` and `chaos report` with
+chaostoolkit-toxiproxy, the reporting plugin, pandoc (pypandoc-binary), the mesh's own
+dependencies and, on its path, this repo and its extension (integrations/chaosmesh).
+
+    python -m tools.ctk_venv [--dir DIR]
+
+chaostoolkit 1.20+ needs Python 3.12: a 3.12 interpreter (on PATH, or pyenv's) gets the
+current release; without one, the running Python (3.11) gets the last release it can run,
+chaostoolkit 1.19.0 with chaostoolkit-lib 1.44.0. The repo is put on the venv's path by a .pth
+file, not installed, so an edit is seen at once and nothing is written into the work tree. A
+stamp (`ctk.version`) records what was installed; a second run with the same wants costs
+nothing. Exit status 0 when `chaos` is ready, 1 when an install failed (the reason printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import hashlib
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DIR = ROOT / ".peers" / "ctk"
+EXTENSION = ROOT / "integrations" / "chaosmesh"
+EXTRAS = ["chaostoolkit-toxiproxy~=0.3.1", "chaostoolkit-reporting~=0.18.0", "pypandoc-binary"]
+CTK_312 = ["chaostoolkit~=1.21", "chaostoolkit-lib~=1.45"]
+CTK_311 = ["chaostoolkit==1.19.0", "chaostoolkit-lib==1.44.0"]
+PIP_TIMEOUT_S = 900
+
+
+def python_312() -> str | None:
+    """A Python 3.12 interpreter that runs: on PATH, else pyenv's newest 3.12."""
+    found = [shutil.which("python3.12") or ""]
+    found += sorted(glob.glob(str(Path.home() / ".pyenv/versions/3.12*/bin/python3.12")))[::-1]
+    for candidate in filter(None, found):
+        probe = subprocess.run([candidate, "-c", "print(1)"], capture_output=True, text=True)
+        if probe.returncode == 0:  # pyenv's shim on PATH fails where 3.12 is not selected
+            return candidate
+    return None
+
+
+def wants(python: str) -> list[str]:
+    """What pip installs: Chaos Toolkit for this Python, its plugins, the mesh's dependencies."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    version = subprocess.run(
+        [python, "-c", "import sys; print(sys.version_info[:2] >= (3, 12))"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    return [*(CTK_312 if version == "True" else CTK_311), *EXTRAS, *project["dependencies"]]
+
+
+def stamp_of(python: str, packages: list[str]) -> str:
+    return hashlib.sha256("\n".join([python, *packages]).encode()).hexdigest()[:16]
+
+
+def chaos_binary(venv: Path) -> Path:
+    return venv / "bin" / "chaos"
+
+
+def ensure(venv: Path = DEFAULT_DIR) -> Path:
+    """The venv's `chaos`, made or brought up to date; RuntimeError says why it could not be."""
+    python = python_312() or sys.executable
+    packages = wants(python)
+    stamp = venv / "ctk.version"
+    want = stamp_of(python, packages)
+    if stamp.is_file() and stamp.read_text().split()[0] == want and chaos_binary(venv).exists():
+        return chaos_binary(venv)
+    if not (venv / "bin" / "python").exists():
+        made = subprocess.run([python, "-m", "venv", str(venv)], capture_output=True, text=True)
+        if made.returncode != 0:
+            raise RuntimeError(f"{python} -m venv {venv}: {made.stderr.strip()}")
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", *packages]
+    try:
+        done = subprocess.run(pip, capture_output=True, text=True, timeout=PIP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"pip install took over {PIP_TIMEOUT_S} s") from None
+    if done.returncode != 0:
+        raise RuntimeError(f"pip install {' '.join(packages[:2])}: {done.stderr.strip()[-800:]}")
+    site = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import sysconfig; print(sysconfig.get_path('purelib'))",
+        ],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    paths = [ROOT, ROOT / "services", EXTENSION]
+    (Path(site) / "grpc_resilience_mesh.pth").write_text("".join(f"{p}\n" for p in paths))
+    stamp.write_text(f"{want} {' '.join(packages[:2])}\n")
+    return chaos_binary(venv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR)
+    args = parser.parse_args(argv)
+    try:
+        chaos = ensure(args.dir)
+    except RuntimeError as err:
+        print(f"ctk venv: {err}", file=sys.stderr)
+        return 1
+    print(f"ctk venv: {chaos} ready")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
