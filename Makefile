@@ -92,7 +92,8 @@ check: $(STAMP) lint typecheck ## lint, typecheck, the unit and integration test
 browser: $(STAMP) ## Install Debian's chromium for the browser tests (root with apt; once)
 	@if [ -x /usr/bin/chromium ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+		apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive \
+		apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium; \
 	else echo "no /usr/bin/chromium and no root apt: the browser tests will skip"; fi
 
 .PHONY: peers

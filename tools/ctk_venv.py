@@ -15,6 +15,7 @@ nothing. Exit status 0 when `chaos` is ready, 1 when an install failed (the reas
 from __future__ import annotations
 
 import argparse
+import fcntl
 import glob
 import hashlib
 import shutil
@@ -63,15 +64,32 @@ def chaos_binary(venv: Path) -> Path:
 
 
 def ensure(venv: Path = DEFAULT_DIR) -> Path:
-    """The venv's `chaos`, made or brought up to date; RuntimeError says why it could not be."""
+    """The venv's `chaos`, made or brought up to date; RuntimeError says why it could not be.
+    One at a time: two `make peers` at once (a rehearsal's beside CI's) wait for each other
+    instead of one using a venv the other is still making."""
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(venv.parent / f".{venv.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _ensure(venv)
+
+
+def _has_pip(venv: Path) -> bool:
+    probe = [str(venv / "bin" / "python"), "-m", "pip", "--version"]
+    return subprocess.run(probe, capture_output=True).returncode == 0
+
+
+def _ensure(venv: Path) -> Path:
     python = python_312() or sys.executable
     packages = wants(python)
     stamp = venv / "ctk.version"
     want = stamp_of(python, packages)
     if stamp.is_file() and stamp.read_text().split()[0] == want and chaos_binary(venv).exists():
         return chaos_binary(venv)
-    if not (venv / "bin" / "python").exists():
-        made = subprocess.run([python, "-m", "venv", str(venv)], capture_output=True, text=True)
+    if not (venv / "bin" / "python").exists() or not _has_pip(venv):
+        # --clear: a venv left without pip (a run killed while making it) is made again
+        made = subprocess.run(
+            [python, "-m", "venv", "--clear", str(venv)], capture_output=True, text=True
+        )
         if made.returncode != 0:
             raise RuntimeError(f"{python} -m venv {venv}: {made.stderr.strip()}")
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", *packages]

@@ -23,8 +23,10 @@ if ((${#missing[@]})); then
     exit 3
   fi
   echo "rehearsal: apt-get install ${missing[*]}"
-  apt-get update -q >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" \
+  # Another apt (a parallel job's install) holds dpkg's lock for a while: wait for it, not fail.
+  apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q \
+    --no-install-recommends "${missing[@]}" \
     >/dev/null
 fi
 
