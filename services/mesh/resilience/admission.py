@@ -7,6 +7,15 @@ call's RTT, as the reference's SimpleLimiter listener does: `dropped=False` is o
 RTT is a sample), `True` is onDropped (timed out or refused further on: loss-based limits
 shrink), `None` is onIgnore (no meaningful RTT: no sample). Refusals made here never took a
 place, so they are no sample either, as in the reference.
+
+Deadline-aware refusal compares a call's remaining deadline with the time a call admitted now
+is expected to take: while calls are in flight, an average of recent RTTs (waiting behind the
+others included); with none in flight, the average RTT of calls admitted with nobody ahead of
+them, both first the pool's declared service time and both started afresh by every policy
+swap. The idle figure is what keeps the refusal from locking itself in: the busy average
+moves only with calls it admits, so an average taken under a heavier load (an earlier
+experiment's, or a slowdown's queue) that exceeds every caller's deadline would refuse every
+call for good, and with none in flight nothing is queued to make the next one late.
 """
 
 from __future__ import annotations
@@ -32,10 +41,16 @@ from mesh.resilience.limits import (
 )
 
 EXPECTED_RTT_WEIGHT = 0.2
-"""Weight of each new RTT in the expected service time (an exponential average)."""
+"""Weight of each new RTT in the expected times (exponential averages)."""
 
 Place = tuple[float, int]
 """When a call got its place (clock seconds) and the calls in flight with it."""
+
+
+def _averaged(old: float | None, rtt_s: float) -> float:
+    """The exponential average with one more RTT (the RTT itself as the first)."""
+    w = EXPECTED_RTT_WEIGHT
+    return rtt_s if old is None else (1 - w) * old + w * rtt_s
 
 
 def build_limit(policy: LimitPolicy, max_in_flight: int) -> Limit | None:
@@ -66,20 +81,23 @@ class Admission:
         self._queue = WaitQueue(policy.queue, clock)
         self.in_flight = 0
         self.expected_s: float | None = None
+        self.idle_s: float | None = None
         self.update(policy)
 
     def update(self, policy: ServerPolicy) -> None:
         """New settings for calls arriving from now on. The limit starts afresh from its initial
-        value, as a swap gives fresh breakers, budgets and bulkheads: every experiment variant
-        (every sweep point) starts from the same state, not from what the last one learnt."""
+        value and the expected times from the pool's service time, as a swap gives fresh
+        breakers, budgets and bulkheads: every experiment variant (every sweep point) starts
+        from the same state, not from what the last one learnt (a sweep's 1 s calls, kept as
+        the expected time, refused every call of a metastable run's 1 s attempts)."""
         self._algorithm = policy.limit.algorithm
         self._limit = build_limit(policy.limit, policy.max_in_flight)
         self._announce()
         self._policy = policy.limit
         self._queue.policy = policy.queue
         self._pushback_s = policy.shed_pushback_ms / 1000.0
-        if self.expected_s is None and policy.pool.workers:
-            self.expected_s = policy.pool.service_time_s
+        declared_s = policy.pool.service_time_s if policy.pool.workers else None
+        self.expected_s = self.idle_s = declared_s
         self._hand_over()
 
     @property
@@ -107,9 +125,9 @@ class Admission:
         self, method: str, criticality: Criticality, remaining_s: float | None
     ) -> Place:
         """A place for the call, or ShedError (deadline, criticality, limit, queue_*)."""
-        expected_s = self.expected_s if self._policy.deadline_aware else None
+        expected_s = self.expected_now_s() if self._policy.deadline_aware else None
         if expected_s is not None and remaining_s is not None and remaining_s < expected_s:
-            raise self._refuse("deadline", method, criticality)
+            raise self._refuse("deadline", method, criticality, remaining_s, expected_s)
         may_take = self.in_flight < self.share(criticality)
         if self._limit is None or (may_take and not self._waiter_may_take()):
             return self._take()
@@ -122,6 +140,10 @@ class Admission:
             wait_s = min(wait_s, remaining_s - (expected_s or 0.0))
         return await self._wait(method, criticality, wait_s)
 
+    def expected_now_s(self) -> float | None:
+        """What a call admitted now is expected to take (None: nothing known yet)."""
+        return self.expected_s if self.in_flight else self.idle_s
+
     def release(self, place: Place, dropped: bool | None) -> None:
         """Gives the place back; the call's RTT feeds the limit unless `dropped` is None."""
         self.in_flight -= 1
@@ -133,9 +155,9 @@ class Admission:
             if self._limit.limit != before:
                 self._announce()
         if dropped is False:
-            old = self.expected_s
-            w = EXPECTED_RTT_WEIGHT
-            self.expected_s = rtt_s if old is None else (1 - w) * old + w * rtt_s
+            self.expected_s = _averaged(self.expected_s, rtt_s)
+            if in_flight == 1:  # admitted with nobody ahead
+                self.idle_s = _averaged(self.idle_s, rtt_s)
         self._hand_over()
 
     def _take(self) -> Place:
@@ -180,7 +202,14 @@ class Admission:
             self._queue.remove(waiter)
             waiter.future.set_result(self._take())
 
-    def _refuse(self, reason: str, method: str, who: Criticality | Waiter) -> ShedError:
+    def _refuse(
+        self,
+        reason: str,
+        method: str,
+        who: Criticality | Waiter,
+        remaining_s: float = 0.0,
+        expected_s: float = 0.0,
+    ) -> ShedError:
         waited_s = 0.0
         if isinstance(who, Waiter):
             waited_s = self._clock.now() - who.enqueued_s
@@ -195,6 +224,8 @@ class Admission:
                 self.limit,
                 who.name,
                 waited_s,
+                remaining_s,
+                expected_s,
             )
         )
         return ShedError(self._service, self.limit, self._pushback_s, "call", reason)

@@ -99,7 +99,8 @@ class LimitPolicy(_Model):
     deadline_aware: bool = Field(
         default=False,
         description="refuse at once a call whose remaining deadline is shorter than the "
-        "expected service time (an average of recent RTTs, first the pool's service time)",
+        "time it is expected to take (an average of recent RTTs; with nothing in flight, of "
+        "calls admitted with nobody ahead; both first the pool's service time)",
     )
 
 

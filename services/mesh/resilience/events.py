@@ -163,9 +163,11 @@ class CallShed(NamedTuple):
     streams, which have a limit of their own) were running against `limit` (0: none).
 
     `reason`: limit (no place, no queue), queue_full, queue_timeout (waited its longest for
-    a place), deadline (less time left than the expected service time), criticality (over
+    a place), deadline (less time left than the call is expected to take), criticality (over
     its criticality's share, or pushed out of a full queue by a more critical call).
-    `criticality` is the call's (SRE's names); `waited_s` its time in the queue."""
+    `criticality` is the call's (SRE's names); `waited_s` its time in the queue. A deadline
+    refusal also has the deadline left (`deadline_left_s`) and the time it was expected to take
+    (`expected_s`); 0 for the other reasons."""
 
     service: str
     method: str
@@ -175,6 +177,8 @@ class CallShed(NamedTuple):
     limit: int = 0
     criticality: str = "CRITICAL"
     waited_s: float = 0.0
+    deadline_left_s: float = 0.0
+    expected_s: float = 0.0
 
 
 class ConcurrencyLimitChanged(NamedTuple):

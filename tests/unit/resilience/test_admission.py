@@ -193,6 +193,66 @@ async def test_deadline_aware_refuses_a_call_with_less_left_than_the_service_tim
     assert sheds(seen) == ["deadline"]
 
 
+async def slow_calls(adm: Admission, clock: ManualClock, rtt_s: float, n: int) -> None:
+    """`n` rounds of 3 OK calls of `rtt_s`, each admitted behind a call already in flight
+    (the busy average; none had nobody ahead), that one ending without a sample."""
+    ahead = await adm.acquire(M, CRITICAL, None)
+    for _ in range(n):
+        places = [await adm.acquire(M, CRITICAL, None) for _ in range(3)]
+        await clock.advance(rtt_s)
+        for place in places:
+            adm.release(place, dropped=False)
+    adm.release(ahead, dropped=None)
+
+
+DEADLINE_AWARE = {
+    "max_in_flight": 4,
+    "limit": {"deadline_aware": True},
+    "pool": {"workers": 1, "service_time_s": 0.050},
+}
+
+
+async def test_a_policy_swap_starts_the_expected_time_afresh() -> None:
+    """The demo's miss (metastable-retry-storm, full-adaptive, 0 goodput before the trigger):
+    the overload sweep's ~2 s RTTs, kept as the expected time across the swap, refused every
+    call of the next experiment, whose attempts have 1 s."""
+    adm, clock, seen = admission(**DEADLINE_AWARE)
+    await slow_calls(adm, clock, 2.0, 20)
+    assert adm.expected_s == pytest.approx(2.0, rel=0.05)
+    adm.update(ServerPolicy.model_validate(DEADLINE_AWARE))
+    assert adm.expected_s == adm.idle_s == 0.050
+    held = await adm.acquire(M, CRITICAL, 0.9)
+    assert await adm.acquire(M, CRITICAL, 0.9) and held
+    assert sheds(seen) == []
+
+
+async def test_an_idle_server_is_judged_by_its_calls_alone_so_refusals_cannot_lock_in() -> None:
+    """With the busy average above every caller's deadline, a call arriving while others run
+    is refused, but with none in flight the call is compared with what calls admitted with
+    nobody ahead took; it is admitted, and its RTT brings the busy average back down."""
+    adm, clock, seen = admission(**DEADLINE_AWARE)
+    await slow_calls(adm, clock, 2.0, 20)  # a slowdown's queue
+    first = await adm.acquire(M, CRITICAL, 0.9)  # none in flight: 0.050 expected
+    assert await refused(adm, left=0.9) == "deadline"  # one in flight: ~2 s expected
+    shed = [e for e in seen if isinstance(e, CallShed)][-1]
+    assert shed.deadline_left_s == 0.9
+    assert shed.expected_s == pytest.approx(2.0, rel=0.05)
+    refusals = 1
+    for _ in range(10):
+        await clock.advance(0.050)
+        adm.release(first, dropped=False)
+        first = await adm.acquire(M, CRITICAL, 0.9)
+        try:
+            await adm.acquire(M, CRITICAL, 0.9)
+            break
+        except ShedError:
+            refusals += 1
+    assert 1 < refusals <= 5, "each lone call lowers the busy average by a fifth of the gap"
+    assert adm.expected_s is not None and adm.expected_s < 0.9
+    assert adm.idle_s == pytest.approx(0.050)
+    assert await refused(adm, left=0.01) == "deadline"  # too little left, idle or not
+
+
 async def test_sheddable_calls_are_refused_while_critical_ones_still_get_places() -> None:
     adm, _, seen = admission(max_in_flight=4, limit={"critical_reserve": 0.25})
     for _ in range(3):

@@ -113,6 +113,8 @@ def _shed(span: trace.Span, e: ev.CallShed) -> None:
             n.LIMIT: e.limit,
             n.CRITICALITY: e.criticality,
             n.WAITED_S: e.waited_s,
+            n.DEADLINE_LEFT_S: e.deadline_left_s,
+            n.EXPECTED_S: e.expected_s,
         },
     )
 
