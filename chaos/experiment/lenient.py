@@ -23,6 +23,7 @@ from chaos.experiment.model import (
     KillFault,
     ProxyDownFault,
     ToxicFault,
+    XdsFault,
 )
 from chaos.experiment.naming import shown
 
@@ -31,6 +32,7 @@ FAULT_MODELS: dict[str, type[BaseModel]] = {
     "proxy_down": ProxyDownFault,
     "app_fault": AppFault,
     "kill": KillFault,
+    "xds": XdsFault,
 }
 
 Loc = tuple[int | str, ...]

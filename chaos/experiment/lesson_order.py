@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 LESSON_ORDER = (
     "deadline-budget",  # one deadline, hop to hop
+    "fault-sources",  # the three fault sources (Toxiproxy, the interceptor, xDS A33) in a trace
     "payment-lost-response",  # a timeout that may have charged: idempotent retries
     "pushback",  # how long a retry waits
     "stream-cut",  # a stream is retried only before its first item, never after part of it

@@ -15,15 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import grpc
-import grpc_health.v1.health_pb2  # noqa: F401 - registers grpc.health.v1.Health's descriptor
-from google.protobuf import descriptor_pool
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-import mesh.v1.gateway_pb2
-import mesh.v1.payment_pb2
-import mesh.v1.profile_pb2
-import mesh.v1.recommendation_pb2  # noqa: F401 - registers the services' descriptors
 from chaos.experiment.bounds import (
     GO_INT64_MAX,
     check_bounds,
@@ -34,14 +27,16 @@ from chaos.experiment.fault_kinds import UNCHECKED_FAULTS as UNCHECKED_FAULTS
 from chaos.experiment.fault_kinds import FrozenModel as _Model
 from chaos.experiment.fault_kinds import SlowdownFault as SlowdownFault
 from chaos.experiment.fault_kinds import TimedFault as _Timed
+from chaos.experiment.fault_kinds import XdsFault as XdsFault
 from chaos.experiment.fault_kinds import unchecked
+from chaos.experiment.grpc_names import STATUS_CODES, check_method
+from chaos.experiment.grpc_names import methods as methods
 from chaos.experiment.naming import did_you_mean, shown
 from chaos.experiment.sweep import Sweep, expand
 from chaos.experiment.toxic_rules import attribute_problems, check_edge, check_toxic_type
 from mesh import topology
 
 EXPERIMENTS_DIR = Path(__file__).parent.parent / "experiments"
-STATUS_CODES = tuple(c.name for c in grpc.StatusCode if c is not grpc.StatusCode.OK)
 
 
 class ExperimentError(ValueError):
@@ -95,31 +90,6 @@ class SteadyState(_Model):
 
     load: LoadSpec = Field(default_factory=lambda: LoadSpec(requests=30, concurrency=3))
     probes: list[Probe] = Field(default_factory=lambda: [Probe(metric="error_rate", max=0.0)])
-
-
-def methods(service: str) -> tuple[str, ...]:
-    """The gRPC methods a mesh service serves (from the generated descriptors)."""
-    spec = topology.service(service)
-    found = descriptor_pool.Default().FindServiceByName(spec.grpc_service)
-    return tuple(m.name for m in found.methods)
-
-
-def _check_method(service: str, method: str) -> None:
-    """`method` is *, a method `service` serves, or its full /package.Service/Method name."""
-    if method == "*":
-        return
-    served = methods(service)
-    short = method
-    if method.startswith("/"):
-        grpc_service, _, short = method[1:].partition("/")
-        wanted = topology.service(service).grpc_service
-        if grpc_service != wanted:
-            raise ValueError(f"method {shown(method)}: {service} serves /{wanted}/...")
-    if short not in served:
-        raise ValueError(
-            f"method {shown(method)}: {service} serves {', '.join(served)}"
-            f"{did_you_mean(short, served)}"
-        )
 
 
 class ToxicFault(_Timed):
@@ -199,7 +169,7 @@ class AppFault(_Timed):
                 f"code {shown(self.code)} is not a gRPC status code name"
                 f"{did_you_mean(self.code, STATUS_CODES)}"
             )
-        _check_method(self.service, self.method)
+        check_method(self.service, self.method)
         return self
 
     @property
@@ -236,7 +206,8 @@ class KillFault(_Timed):
 
 
 Fault = Annotated[
-    ToxicFault | ProxyDownFault | AppFault | KillFault | SlowdownFault, Field(discriminator="type")
+    ToxicFault | ProxyDownFault | AppFault | KillFault | SlowdownFault | XdsFault,
+    Field(discriminator="type"),
 ]
 
 
@@ -380,7 +351,7 @@ class Experiment(_Model):
             )
         else:
             try:
-                _check_method(self.dependency, self.dependency_method)
+                check_method(self.dependency, self.dependency_method)
             except ValueError as err:
                 found.append(f"dependency_{err}")
         for v in self.variants:

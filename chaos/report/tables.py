@@ -57,7 +57,8 @@ COLUMNS = (
         "fault_exposure",
         "met fault",
         "calls that met the fault, from the services' counters: an app_fault's failed or held "
-        "calls; a toxic's or proxy_down's attempts sent across its edge while it was on",
+        "calls; a toxic's or proxy_down's attempts sent across its edge while it was on; an "
+        "xds fault's attempts on its edge (each through gRPC's fault filter)",
     ),
 )
 """(metric, header, meaning) of the gateway-load table, in display order."""

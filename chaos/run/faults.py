@@ -1,7 +1,8 @@
 """Injecting an experiment's faults on schedule, and removing every one of them on any exit.
 
 Toxics and proxy outages go through the Toxiproxy API (ours or Shopify's), application
-faults through each service's loopback FaultAdmin. `reset_all()` is the kill switch: it is
+faults through each service's loopback FaultAdmin, xDS (A33) faults through the control
+plane's admin HTTP (chaos/run/xds_faults.py). `reset_all()` is the kill switch: it is
 safe to call at any time, any number of times.
 """
 
@@ -23,8 +24,10 @@ from chaos.experiment.model import (
     ProxyDownFault,
     SlowdownFault,
     ToxicFault,
+    XdsFault,
 )
 from chaos.results import FaultEvent
+from chaos.run.xds_faults import reset_xds_faults, set_xds_fault
 from embedded_toxiproxy.client import ToxiproxyClient, ToxiproxyError
 from mesh.runtime.admin_auth import admin_metadata
 from mesh.topology import EDGES, edge_proxies, replica_of
@@ -76,6 +79,9 @@ class Injector:
     """Sent with every admin call (the Toxiproxy client carries its own)."""
     restarting: set[str] = field(default_factory=set)
     """The processes this schedule's kill faults start again (those with a stop_s)."""
+    xds_admin: Callable[[], str | None] = lambda: None
+    """The mesh's xDS control plane's admin URL now (None: not under xDS); asked each time,
+    since a variant may restart the mesh into or out of xDS."""
     _t0: float = 0.0
 
     def recorded(self) -> Recorded:
@@ -165,6 +171,8 @@ class Injector:
                 await asyncio.to_thread(client.update_proxy, proxy, enabled=not on)
         elif isinstance(fault, KillFault):
             await self._kill(fault, on)
+        elif isinstance(fault, XdsFault):
+            await set_xds_fault(self.xds_admin(), fault, on)
         else:
             await self._app(fault, on)
         self._mark(label, on)
@@ -229,8 +237,12 @@ class Injector:
         await self.set(index, fault, False)
 
     async def reset_all(self) -> None:
-        """Remove every toxic, enable every proxy, clear every app fault, start again what a
-        kill fault left down. Never raises."""
+        """Remove every toxic, enable every proxy, clear every app fault and every xDS fault
+        set at run time, start again what a kill fault left down. Never raises."""
+        try:
+            await reset_xds_faults(self.xds_admin())
+        except Exception as err:  # the kill switch goes on with the rest
+            log.error("removing the xDS faults failed: %s", err)
         for name in sorted(self.killed):
             try:
                 assert self.processes is not None
@@ -281,6 +293,10 @@ def describe(fault: Fault) -> str:
         return f"{fault.service}: kill -9"
     if isinstance(fault, SlowdownFault):
         return f"{fault.service}: service time x{fault.factor:g}"
+    if isinstance(fault, XdsFault):
+        abort = f" abort {fault.abort_percent:g}% {fault.abort_code}" if fault.abort_percent else ""
+        delay = f" delay {fault.delay_percent:g}% {fault.delay_s:g}s" if fault.delay_percent else ""
+        return f"{fault.edge} {fault.method}: xds{abort}{delay}"
     delay = f" +{fault.delay_s}s" if fault.delay_s else ""
     return f"{fault.service} {fault.method}: {fault.code} x{fault.error_rate:g}{delay}"
 

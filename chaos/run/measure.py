@@ -74,7 +74,9 @@ def exposure(
       faulted proxy while the toxic was on it (at toxicity 1, the only one allowed on gRPC
       edges) or the proxy was disabled. An attempt already in flight when the fault went on
       counts when it was sent before: that one may have crossed before the toxic did. Without
-      `while_on`, the whole phase's attempts.
+      `while_on`, the whole phase's attempts;
+    - xds (A33): the attempts the edge's caller sent to its dependency in the phase: each went
+      through gRPC's fault filter (a method's fault: only that method's were at risk).
     """
     faults = exp.faults_for(variant)
     if not faults or exp.scenario is not None:

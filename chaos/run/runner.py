@@ -76,7 +76,9 @@ class Runner:
         self.progress: Progress = report
         token = target.admin_token
         client = ToxiproxyClient(target.toxiproxy, token=token) if target.toxiproxy else None
-        self.injector = Injector(client, target.admin, target.mesh, admin_token=token)
+        self.injector = Injector(
+            client, target.admin, target.mesh, admin_token=token, xds_admin=target.plane_admin
+        )
         self._swapped = False
         self.capacity: dict[tuple[str, ...], dict[str, float]] = {}
         """Capacity measured once per run (per RPC mix), whatever the experiments or repeats."""

@@ -37,6 +37,15 @@ class Target:
     """The policy a mesh we did not start runs under: put back after the variants."""
     admin_token: str | None = None
     """What its admin ports and Toxiproxy's API require (`admin_token=` or mesh.json)."""
+    xds_admin: str | None = None
+    """A mesh we did not start, run by `mesh up --xds`: its control plane's admin URL."""
+
+    def plane_admin(self) -> str | None:
+        """The xDS control plane's admin URL now (a mesh we started may have switched into or
+        out of xDS for a variant), or None when the mesh is not under xDS."""
+        if self.mesh is not None:
+            return None if self.mesh.xds is None else self.mesh.xds.admin_url
+        return self.xds_admin
 
     def mesh_pids(self) -> dict[str, int] | None:
         """The PIDs whose CPU is the mesh's (the services and Toxiproxy, by name) when this
@@ -148,7 +157,13 @@ class Target:
             admin_token=text("admin_token"),
             state_dir=Path(text("state_dir") or path.parent),
             policy=text("policy"),
+            xds_admin=_xds_admin(state.get("extra")),
         )
+
+
+def _xds_admin(extra: object) -> str | None:
+    value = extra.get("xds_admin") if isinstance(extra, dict) else None
+    return value if isinstance(value, str) and value else None
 
 
 def _alive(pid: int) -> bool:

@@ -7,6 +7,7 @@ receipts/ (experiments.py, worker_crash.py, stalls.py).
 
 from chaos.scenarios import checks as _checks  # noqa: F401 - registers the checks
 from chaos.scenarios import criticality as _criticality  # noqa: F401 - registers criticality
+from chaos.scenarios import fault_trace as _fault_trace  # noqa: F401 - registers fault_trace
 from chaos.scenarios import recovery_check as _recovery  # noqa: F401 - registers recovery
 from chaos.scenarios import replicas as _replicas  # noqa: F401 - registers the replicas check
 from chaos.scenarios import stream_cut as _stream_cut  # noqa: F401 - registers stream-cut

@@ -43,6 +43,7 @@ from chaos.run.target import Target
 from loadgen.in_process import generator_command
 from mesh.policy.loading import PolicyError
 from meshctl.cli.chaos_export import export
+from meshctl.cli.chaos_xds import XdsRunOpt, XdsRunRefused, with_xds
 from meshctl.cli.json_out import JsonOpt, human_output_to_stderr, write_json
 from meshctl.cli.toxiproxy import ServerChoice, choose_server
 from meshctl.launch.mesh import Mesh
@@ -262,14 +263,21 @@ def execute(
     state_dir: Path,
     repeat: int = 1,
     short_sweeps: bool = False,
+    xds: bool = False,
 ) -> list[ExperimentResult]:
     """Run the named experiments (embedded mesh unless `target`); print and write reports.
 
     Every file is checked, and the target read, before anything starts: bad input is one line
-    and exit 2. `short_sweeps`: a sweep's shorter variant (the demo's)."""
+    and exit 2. `short_sweeps`: a sweep's shorter variant (the demo's). `xds`: every variant
+    under xDS (meshctl/cli/chaos_xds.py)."""
     resolved, remote = _resolve(names, target, short_sweeps)
+    plane = None
+    try:
+        resolved, plane = with_xds(resolved, state_dir, target) if xds else (resolved, None)
+    except XdsRunRefused as err:
+        _refuse(err)
     private_umask()  # the state dir is the owner's alone; reports are shared_files()
-    mesh = None if remote else Mesh(state_dir=state_dir, ports=Ports.auto())
+    mesh = None if remote else Mesh(state_dir=state_dir, ports=Ports.auto(), xds=plane)
     started = time.monotonic()
     results: list[ExperimentResult] = []
     runner: Runner | None = None
@@ -375,11 +383,12 @@ def run(
         ),
     ] = 1,
     toxiproxy: ServerChoice = "embedded",
+    xds: XdsRunOpt = False,
 ) -> None:
     """Run experiments; exit 1 when a hypothesis does not hold, 2 on bad input."""
     names = _catalogue_names() if all_ else list(experiments or [])
     choose_server(toxiproxy, "mesh chaos run", console)
     with human_output_to_stderr(json_path, console):
-        results = execute(names, target, json_path, reports, state_dir, repeat)
+        results = execute(names, target, json_path, reports, state_dir, repeat, xds=xds)
     if not all(r.held for r in results):
         raise typer.Exit(1)

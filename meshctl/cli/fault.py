@@ -1,16 +1,19 @@
 """`mesh fault add|rm|list|reset`: toxics by edge name (arguments as toxiproxy-cli's `toxic`
 commands: -t TYPE -a KEY=VALUE -n NAME --tox F --upstream/--downstream), app faults by
---service and --method through FaultAdmin. Toxics it adds are named `cli_...`, so the console
-and `mesh status` say they came from `mesh fault`."""
+--service and --method through FaultAdmin, and (`--xds`, under `mesh up --xds`) gRFC A33
+delays and aborts through the xDS control plane (meshctl/cli/fault_xds.py). Toxics it adds are
+named `cli_...`, so the console and `mesh status` say they came from `mesh fault`."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from mesh.topology import replica_of
+from meshctl.cli import fault_xds
 from meshctl.cli.fault_input import FaultInputError, ToxicRequest, toxic_request
 from meshctl.cli.fault_output import (
     app_faults_table,
@@ -18,11 +21,13 @@ from meshctl.cli.fault_output import (
     toxic_added,
     toxic_removed,
     toxics_table,
+    xds_faults_table,
 )
 from meshctl.cli.json_out import JsonOpt, human_output_to_stderr, write_json
 from meshctl.cli.status import StateDirOpt, console, running_state
 from meshctl.console.faults import FaultControl, FaultError
 from meshctl.launch.state import MeshState
+from meshctl.launch.xds_faults import XdsFaultError
 
 app = typer.Typer(
     help="Add, remove, list or reset faults on the running mesh.", no_args_is_help=True
@@ -35,7 +40,8 @@ ServiceOpt = Annotated[
     str | None, typer.Option("--service", help="App fault: the service, e.g. recommendation.")
 ]
 MethodOpt = Annotated[
-    str | None, typer.Option("--method", help="App fault: the method, e.g. Recommend, or *.")
+    str | None,
+    typer.Option("--method", help="App or xDS fault: the method, e.g. Recommend, or *."),
 ]
 
 
@@ -83,10 +89,20 @@ def add(
     code: Annotated[str, typer.Option(help="App fault: gRPC status code name.")] = "UNAVAILABLE",
     delay: Annotated[float, typer.Option(min=0.0, help="App fault: delay in seconds.")] = 0.0,
     pushback: Annotated[int, typer.Option(help="App fault: pushback ms (-1: none).")] = -1,
+    xds: fault_xds.XdsOpt = False,
+    delay_ms: fault_xds.DelayMsOpt = None,
+    abort_code: fault_xds.AbortCodeOpt = None,
+    percent: fault_xds.PercentOpt = 100.0,
     state_dir: StateDirOpt = None,
 ) -> None:
-    """Add a toxic to EDGE (`mesh fault add gateway_to_profile -t latency -a latency=500`), or
-    an app fault (`mesh fault add --service recommendation --method Recommend --rate 1`)."""
+    """Add a toxic to EDGE (`mesh fault add gateway_to_profile -t latency -a latency=500`), an
+    app fault (`mesh fault add --service recommendation --method Recommend --rate 1`), or an
+    xDS fault (`mesh fault add --xds gateway_to_recommendation --abort-code UNAVAILABLE
+    --percent 30`)."""
+    if xds:
+        wanted = fault_xds.checked(edge, method, delay_ms, abort_code, percent)
+        fault_xds.add(running_state(state_dir, "mesh fault"), wanted)
+        return
     asked = _checked_toxic(edge, type_, attribute) if service is None else None
     state = running_state(state_dir, "mesh fault")
     control = _control(state)
@@ -122,11 +138,19 @@ def rm(
     name: Annotated[str | None, typer.Option("--toxicName", "-n", help="Toxic name.")] = None,
     service: ServiceOpt = None,
     method: MethodOpt = None,
+    xds: fault_xds.XdsOpt = False,
     state_dir: StateDirOpt = None,
 ) -> None:
     """Remove toxic NAME from EDGE (`mesh fault rm gateway_to_profile -n cli_latency_downstream`),
-    or a service's app fault (`--service recommendation --method Recommend`; no --method: all)."""
+    a service's app fault (`--service recommendation --method Recommend`; no --method: all),
+    or EDGE's xDS faults (`--xds gateway_to_recommendation [--method Recommend]`)."""
     state = running_state(state_dir, "mesh fault")
+    if xds:
+        if edge is None:
+            _fail("an xDS fault is removed with --xds EDGE [--method M]")
+        assert edge is not None
+        fault_xds.remove(state, edge, method)
+        return
     control = _control(state)
     try:
         if service is not None:
@@ -145,14 +169,17 @@ def rm(
 
 @app.command("list")
 def list_(state_dir: StateDirOpt = None, json_path: JsonOpt = None) -> None:
-    """Every toxic (by edge) and app fault (by service and method), and who set it."""
+    """Every toxic (by edge), app fault (by service and method) and xDS fault (by edge and
+    route), and who set it."""
     state = running_state(state_dir, "mesh fault")
     control = _control(state)
+    plane = fault_xds.plane_of(state)
     try:
         with human_output_to_stderr(json_path, console):
             try:
                 proxies = control.proxies() if control.client is not None else {}
-            except FaultError as err:
+                xds_faults = plane.faults() if plane is not None else []
+            except (FaultError, XdsFaultError) as err:
                 _fail(str(err))
             toxics = control.toxics(proxies)
             app_faults = control.app_faults()
@@ -161,11 +188,14 @@ def list_(state_dir: StateDirOpt = None, json_path: JsonOpt = None) -> None:
             if down:
                 console.print("disabled proxies: " + ", ".join(down))
             console.print(app_faults_table(app_faults) if app_faults else "no app faults")
+            if plane is not None:
+                console.print(xds_faults_table(xds_faults) if xds_faults else "no xDS faults")
         if json_path is not None:
             doc: dict[str, Any] = {
                 "toxics": [t.__dict__ for t in toxics],
                 "disabled_proxies": down,
                 "app_faults": [f.__dict__ for f in app_faults],
+                "xds_faults": None if plane is None else [asdict(f) for f in xds_faults],
             }
             write_json(json_path, doc)
     finally:
@@ -174,13 +204,20 @@ def list_(state_dir: StateDirOpt = None, json_path: JsonOpt = None) -> None:
 
 @app.command("reset")
 def reset(state_dir: StateDirOpt = None) -> None:
-    """Remove every toxic and app fault and enable every proxy (what the console's reset does)."""
+    """Remove every toxic, app fault and xDS fault set at run time (the policy's own `xds.faults`
+    stay) and enable every proxy (the console's reset, and the xDS faults)."""
     state = running_state(state_dir, "mesh fault")
     control = _control(state)
+    plane = fault_xds.plane_of(state)
     try:
         missed = control.reset()
     finally:
         control.close()
+    if plane is not None:
+        try:
+            plane.remove()
+        except XdsFaultError as err:
+            missed.append(str(err))
     if missed:
         _fail("reset, except: " + "; ".join(missed))
-    typer.echo("Reset every toxic, proxy and app fault")
+    typer.echo("Reset every toxic, proxy and app fault" + (" and xDS fault" if plane else ""))

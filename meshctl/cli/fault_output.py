@@ -10,6 +10,7 @@ from rich.table import Table
 
 from mesh.topology import EDGES, edge_proxies
 from meshctl.console.faults import AppFault, Toxic, edge_of
+from meshctl.launch.xds_faults import XdsFault
 
 
 def _edge_proxy_count(edge: str) -> int:
@@ -87,6 +88,25 @@ def app_faults_table(faults: Sequence[AppFault]) -> Table:
             f.code,
             f"{f.delay_s:g}s",
             "-" if f.pushback_ms < 0 else f"{f.pushback_ms} ms",
+            f.owner,
+        )
+    return table
+
+
+def xds_faults_table(faults: Sequence[XdsFault]) -> Table:
+    """Each xDS (A33) fault: edge, route (method, or * for every call), abort, delay, who."""
+    table = _table("xDS faults (A33, in the caller's gRPC client)")
+    table.add_column("edge", no_wrap=True)
+    table.add_column("method", overflow="fold")
+    table.add_column("abort", no_wrap=True)
+    table.add_column("delay", no_wrap=True)
+    table.add_column("set by", no_wrap=True)
+    for f in faults:
+        table.add_row(
+            f.edge,
+            f.method,
+            f"{f.abort_percent:g}% {f.abort_code}" if f.abort_percent else "-",
+            f"{f.delay_percent:g}% x {f.delay_s * 1000:g} ms" if f.delay_percent else "-",
             f.owner,
         )
     return table

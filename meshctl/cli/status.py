@@ -74,8 +74,8 @@ def _proxies_note(toxic: dict[str, Any], edge: dict[str, Any], all_proxies: int)
 
 
 def fault_lines(snapshot: dict[str, Any]) -> list[str]:
-    """One line per edge with faults: its toxics (on which replica proxies) and app faults, and
-    who set each."""
+    """One line per edge with faults: its toxics (on which replica proxies), app faults and xDS
+    (A33) faults, and who set each."""
     proxy_count: dict[str, int] = {}
     for replica in snapshot.get("replicas", []):
         for p in replica["proxies"]:
@@ -94,6 +94,13 @@ def fault_lines(snapshot: dict[str, Any]) -> list[str]:
             + (f" +{f['delay_s']:g}s" if f["delay_s"] else "")
             + f" ({f['owner']})"
             for f in edge["app_faults"]
+        ]
+        parts += [
+            f"xDS {f['method']}"
+            + (f" {f['abort_code']} {f['abort_percent']:g}%" if f["abort_percent"] else "")
+            + (f" +{f['delay_s']:g}s {f['delay_percent']:g}%" if f["delay_percent"] else "")
+            + f" ({f['owner']})"
+            for f in edge.get("xds_faults", [])
         ]
         if edge["proxy"] is not None and not edge["proxy"]["enabled"]:
             parts.append("[red]proxy disabled[/red]")
@@ -244,6 +251,21 @@ def edge_view(snapshot: dict[str, Any], title: str) -> Group:
     )
 
 
+def csds_lines(dumps: dict[str, dict[str, Any]] | None) -> list[str]:
+    """Under `mesh up --xds`: one line per xDS client, what it holds over CSDS."""
+    if dumps is None:
+        return []
+    from meshctl.console.csds import summary_line
+
+    lines = ["xDS clients (CSDS):"]
+    for client, found in dumps.items():
+        if "error" in found:
+            lines.append(f"  [yellow]{client}: {found['error']}[/yellow]")
+        else:
+            lines.append("  " + summary_line(client, found))
+    return lines
+
+
 def snapshot_over(view: MeshView, window_s: float) -> dict[str, Any]:
     """Two scrapes `window_s` apart, so rates are per second over that window."""
     view.metrics.refresh()
@@ -266,6 +288,8 @@ def status(
             snap = snapshot_over(view, window)
             title = f"mesh status (policy {snap['policy']}; per second over {window:g}s; ms)"
             console.print(edge_view(snap, title), soft_wrap=False)
+            for line in csds_lines(snap.get("csds")):
+                console.print(line, soft_wrap=True, highlight=False)
             for error in snap["errors"]:
                 console.print(f"[yellow]{error}[/yellow]", soft_wrap=True)
             if snap["experiment"]:

@@ -17,6 +17,8 @@ from meshctl.console.metrics_view import EdgeStats, MetricsWindow
 from meshctl.console.policy_view import policies_in_force, policy_label
 from meshctl.console.replica_view import replica_views
 from meshctl.launch.state import MeshState
+from meshctl.launch.xds_config import XDS_CALLERS
+from meshctl.launch.xds_faults import PlaneAdmin, XdsFault, XdsFaultError
 
 GRPC_SERVERS = frozenset(s.name for s in SERVICES)
 """The gRPC services: their metrics describe their edges (as callers) and their admission (in
@@ -112,6 +114,7 @@ class MeshView:
                 errors.append(str(err))
         toxics = self.faults.toxics(proxies) if proxies else []
         app_faults = self._current_app_faults()
+        xds_faults = self._xds_faults(errors)
         unreachable = self.metrics.latest().unreachable
         if unreachable:
             errors.append("metrics unreachable: " + ", ".join(sorted(unreachable)))
@@ -129,6 +132,7 @@ class MeshView:
                     "stats": asdict(self._edge_stats(e.caller, e.dependency)),
                     "toxics": [asdict(t) for t in toxics if t.edge == e.name],
                     "app_faults": [asdict(f) for f in app_faults if f.service == e.dependency],
+                    "xds_faults": [asdict(f) for f in xds_faults if f.edge == e.name],
                 }
             )
         return {
@@ -144,5 +148,27 @@ class MeshView:
             "replicas": self._replicas(proxies),
             "app_faults": [asdict(f) for f in app_faults],
             "experiment": read_progress(self.state_dir),
+            "csds": self._csds(),
             "errors": errors,
         }
+
+    def _xds_faults(self, errors: list[str]) -> list[XdsFault]:
+        """Under `mesh up --xds`: the A33 faults the control plane serves (a failure to read
+        them goes into `errors`)."""
+        url = self.state.extra.get("xds_admin")
+        if not url:
+            return []
+        try:
+            return PlaneAdmin(url).faults()
+        except XdsFaultError as err:
+            errors.append(str(err))
+            return []
+
+    def _csds(self) -> dict[str, dict[str, Any]] | None:
+        """Under `mesh up --xds`: each xDS client's short CSDS dump (meshctl.console.csds)."""
+        if not self.state.extra.get("xds_admin"):
+            return None
+        from meshctl.console.csds import client_dumps  # the envoy protos: only under --xds
+
+        admin = {name: addrs["admin"] for name, addrs in self.state.services.items()}
+        return client_dumps(admin, XDS_CALLERS, self.state.admin_token)

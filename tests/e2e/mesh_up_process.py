@@ -7,12 +7,16 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from tests.support.polling import wait_until
 
 MESH = [sys.executable, "-m", "meshctl.cli"]
 
@@ -46,6 +50,34 @@ class MeshUp:
             self.proc.send_signal(signal.SIGTERM)
         out, _ = self.proc.communicate(timeout=30)
         return out.decode()
+
+
+@contextmanager
+def running_mesh_up(
+    state_dir: Path, *args: str, env: dict[str, str] | None = None
+) -> Iterator[MeshUp]:
+    """`mesh up --auto-ports --state-dir STATE_DIR ARGS` (in `env`, else this environment)
+    until its state file is written; SIGTERM at the end."""
+    proc = subprocess.Popen(
+        [*MESH, "up", "--auto-ports", "--state-dir", str(state_dir), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
+    try:
+        path = state_dir / "mesh.json"
+
+        def up() -> bool:
+            if proc.poll() is not None:
+                raise AssertionError(f"mesh up exited early: {proc.communicate()[0].decode()}")
+            return path.exists()
+
+        wait_until(up, 90, "mesh up writing its state file", 0.1)
+        yield MeshUp(proc, state_dir, json.loads(path.read_text()))
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=30)
 
 
 def pid_alive(pid: int) -> bool:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import subprocess
 import urllib.request
 from collections.abc import Iterator
@@ -24,8 +23,7 @@ import yaml
 from chaos.experiment.model import EXPERIMENTS_DIR
 from loadgen.in_process import LoadGenerator
 from loadgen.plans import plan_for
-from tests.e2e.mesh_up_process import MESH, MeshUp
-from tests.support.polling import wait_until
+from tests.e2e.mesh_up_process import MeshUp, running_mesh_up
 from tools import ctk_venv
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
@@ -45,28 +43,9 @@ def open_mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MeshUp]:
     as `mesh chaos run` warms a mesh before its first variant (its capacity probe): the first
     calls of a mesh just started open channels and, on a busy machine, can miss deadlines."""
     state_dir = tmp_path_factory.mktemp("ctk") / "var"
-    proc = subprocess.Popen(
-        [*MESH, "up", "--auto-ports", "--state-dir", str(state_dir)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "MESH_ADMIN_AUTH": "off"},
-    )
-    try:
-        path = state_dir / "mesh.json"
-
-        def up() -> bool:
-            if proc.poll() is not None:
-                raise AssertionError(f"mesh up exited early: {proc.communicate()[0].decode()}")
-            return path.exists()
-
-        wait_until(up, 90, "mesh up writing its state file", 0.1)
-        state = json.loads(path.read_text())
-        asyncio.run(warm(state["gateway"], state.get("api_key")))
-        yield MeshUp(proc, state_dir, state)
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            proc.communicate(timeout=30)
+    with running_mesh_up(state_dir, env={**os.environ, "MESH_ADMIN_AUTH": "off"}) as running:
+        asyncio.run(warm(running.state["gateway"], running.state.get("api_key")))
+        yield running
 
 
 async def warm(gateway: str, api_key: str | None) -> None:

@@ -102,7 +102,7 @@ function worstBreaker(stats) {
 function edgeClass(edge) {
   const s = edge.stats;
   const breaker = worstBreaker(s);
-  const faulted = edge.toxics.length || edge.app_faults.length;
+  const faulted = edge.toxics.length || edge.app_faults.length || (edge.xds_faults || []).length;
   let cls = "edge";
   if (breaker === "open" || s.error_rate >= 0.5) cls += " bad";
   else if (breaker === "half-open" || s.error_rate > 0 || faulted) cls += " warn";
@@ -141,8 +141,9 @@ function drawGraph() {
     for (const b of s.breakers) lines.push([`breaker ${breakerText(b)}`, b.state]);
     for (const t of edge.toxics) lines.push([`toxic ${t.type} ${JSON.stringify(t.attributes)}${onProxies(edge, t)} (${t.owner})`, "fault"]);
     for (const f of edge.app_faults) lines.push([`fault ${shortMethod(f.method)} ${f.code} ${pct(f.error_rate)} (${f.owner})`, "fault"]);
+    for (const f of edge.xds_faults || []) lines.push([`xDS ${xdsText(f)} (${f.owner})`, "fault"]);
     if (edge.proxy && !edge.proxy.enabled) lines.push(["proxy disabled", "open"]);
-    const hasMetrics = s.calls_per_s > 0 || s.breakers.length || edge.toxics.length || edge.app_faults.length;
+    const hasMetrics = s.calls_per_s > 0 || s.breakers.length || edge.toxics.length || edge.app_faults.length || (edge.xds_faults || []).length;
     const label = hasMetrics || edge.name === selected ? lines : lines.slice(0, 1);
     const h = 14 * label.length + 6, w = 300;
     const [lx, ly] = LABELS[edge.name] || [Math.min(Math.max(mx - w / 2, 2), 1200 - w - 2), my + 10];
@@ -232,7 +233,8 @@ function drawTable() {
   const rows = state.edges.map((e) => {
     const s = e.stats;
     const faults = [...e.toxics.map((t) => `${t.type}${onProxies(e, t)} (${t.owner})`),
-      ...e.app_faults.map((f) => `${shortMethod(f.method)} ${f.code} (${f.owner})`)];
+      ...e.app_faults.map((f) => `${shortMethod(f.method)} ${f.code} (${f.owner})`),
+      ...(e.xds_faults || []).map((f) => `xDS ${xdsText(f)} (${f.owner})`)];
     return el("tr", {class: "clickable", "data-row": e.name, onclick: () => select(e.name)},
       el("td", {}, e.name), el("td", {}, fmt(s.calls_per_s)), el("td", {}, pct(s.error_rate)),
       el("td", {}, ms(s.p50_ms)), el("td", {}, ms(s.p99_ms)), el("td", {}, fmt(s.retries_per_s)),
@@ -312,8 +314,33 @@ function updateEdgeLists(edge) {
       `app fault ${shortMethod(f.method)}: ${f.code} ${pct(f.error_rate)}${f.delay_s ? `, delay ${f.delay_s} s` : ""} `,
       el("span", {class: "owner"}, `set by ${f.owner} `),
       el("button", {onclick: () => act("/api/faults/delete", {service: f.service, method: f.method})}, "remove"))),
+    ...(edge.xds_faults || []).map((f) => el("li", {"data-xds-fault": f.method, "data-owner": f.owner},
+      `xDS (A33) fault ${xdsText(f)} `, el("span", {class: "owner"}, `set by ${f.owner} (mesh fault rm --xds ${edge.name})`))),
   ];
   document.getElementById("edge-faults").replaceChildren(...(faults.length ? faults : [el("li", {class: "dim"}, "none")]));
+}
+
+function xdsText(f) {
+  const parts = [];
+  if (f.abort_percent) parts.push(`${f.abort_code} ${f.abort_percent}%`);
+  if (f.delay_percent) parts.push(`delay ${f.delay_s * 1000} ms ${f.delay_percent}%`);
+  return `${f.method} ${parts.join(", ")}`;
+}
+
+function drawCsds() {
+  const card = document.getElementById("csds");
+  if (!state.csds) {
+    card.replaceChildren();
+    card.classList.add("hidden");
+    return;
+  }
+  card.classList.remove("hidden");
+  const rows = Object.entries(state.csds).map(([client, d]) => el("li", {"data-csds": client}, d.error
+    ? `${client}: ${d.error}`
+    : `${client}: ACKED version ${d.versions.join(", ") || "none"}: ` +
+      Object.entries(d.resources).map(([kind, names]) => `${kind} ${names.join(", ")}`).join("; ") +
+      d.not_acked.map((b) => `; ${b.kind} ${b.name} ${b.status}${b.error ? ` (${b.error})` : ""}`).join("")));
+  card.replaceChildren(el("h2", {}, "xDS clients (CSDS)"), el("ul", {}, ...rows));
 }
 
 function drawExperiment() {
@@ -348,6 +375,7 @@ function draw() {
   drawTable();
   drawReplicas();
   drawExperiment();
+  drawCsds();
   drawLoad();
   edgePanel();
 }

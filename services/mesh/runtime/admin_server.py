@@ -1,5 +1,7 @@
 """The admin server every service runs beside its public one: FaultAdmin and PolicyAdmin on
-ADMIN_ADDR (loopback by default), behind the admin token when one is configured."""
+ADMIN_ADDR (loopback by default), behind the admin token when one is configured. A service
+that dials a dependency through xDS (`mesh up --xds`) serves CSDS there too (gRFC A40,
+grpcio-csds): the xDS resources its gRPC client holds, and whether it ACKed or NACKed each."""
 
 from __future__ import annotations
 
@@ -16,7 +18,13 @@ from mesh.runtime.grpc_options import bind, message_size_options
 from mesh.runtime.policy_admin import PolicyAdminServicer
 from mesh.runtime.reflection import enable_reflection
 from mesh.runtime.server_chain import ServerChain
+from mesh.settings import XDS_SCHEME
 from mesh.v1 import admin_pb2, admin_pb2_grpc
+
+
+def dials_xds(config: ServiceConfig) -> bool:
+    """Whether any dependency is an xds:/// target (its client then has xDS config to show)."""
+    return any(addr.startswith(XDS_SCHEME) for addr in config.dependencies.values())
 
 
 async def start_admin(
@@ -39,10 +47,14 @@ async def start_admin(
     )
     admin_pb2_grpc.add_FaultAdminServicer_to_server(FaultAdminServicer(faults), admin)
     admin_pb2_grpc.add_PolicyAdminServicer_to_server(policy_admin, admin)
-    enable_reflection(
-        (admin_pb2.DESCRIPTOR.services_by_name[s].full_name for s in ("FaultAdmin", "PolicyAdmin")),
-        admin,
-    )
+    served = [
+        admin_pb2.DESCRIPTOR.services_by_name[s].full_name for s in ("FaultAdmin", "PolicyAdmin")
+    ]
+    if dials_xds(config):
+        from mesh.runtime.csds import add_csds  # the envoy protos: only where xDS is used
+
+        served.append(add_csds(admin))
+    enable_reflection(served, admin)
     try:
         port = bind("ADMIN_ADDR", config.admin_addr, admin.add_insecure_port)
     except ConfigError:

@@ -14,6 +14,7 @@ from chaos.results import ExperimentResult, VariantResult
 from chaos.run import xds_wiring
 from chaos.run.measure import evaluate
 from chaos.run.xds_wiring import wire_xds
+from meshctl.cli.chaos_xds import XdsRunRefused, embedded_plane, under_xds
 from meshctl.launch.mesh import Mesh
 
 
@@ -102,3 +103,13 @@ def test_a_skipped_xds_variant_decides_nothing_and_a_skipped_other_one_still_mis
     assert expected & xds  # the xds variants have bounds, left out here
     assert expected - xds == decided  # every other variant with a bound still misses
     assert not any(v.passed for v in evaluate(result))
+
+
+def test_chaos_run_xds_puts_every_variant_under_xds_and_refuses_a_target(tmp_path: Path) -> None:
+    path, exp = load_experiment("fault-sources")
+    [(_, _, moved)] = under_xds([("fault-sources", path, exp)])
+    assert [v.xds for v in exp.variants] == [False, False, True, True]
+    assert [v.xds for v in moved.variants] == [True] * 4
+    assert [v.faults for v in moved.variants] == [v.faults for v in exp.variants]
+    with pytest.raises(XdsRunRefused, match="start it with `mesh up --xds`"):
+        embedded_plane(tmp_path, "running")
