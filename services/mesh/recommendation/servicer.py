@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 
 import grpc
 
@@ -68,20 +68,27 @@ class DeclaredCapacity:
         if policy.workers:
             self.pool = WorkerPool("recommendation", policy, self._clock, self._bus, self._slowdown)
 
-    @asynccontextmanager
-    async def work(self, context: grpc.aio.ServicerContext) -> AsyncIterator[None]:
+    def work(self, context: grpc.aio.ServicerContext) -> AbstractAsyncContextManager[None]:
         """A worker's service time (or nothing without a pool); a full pool ends the call with
         RESOURCE_EXHAUSTED."""
         pool = self.pool
         if pool is None:
-            yield
-            return
-        try:
-            pool.check_room()
-        except PoolFullError as err:
-            await abort(context, err.code(), err.details())
-        async with pool.work():
-            yield
+            return _NO_POOL  # every call of a mesh without a declared pool: nothing to build
+        return _pooled(pool, context)
+
+
+_NO_POOL: AbstractAsyncContextManager[None] = nullcontext()
+
+
+@asynccontextmanager
+async def _pooled(pool: WorkerPool, context: grpc.aio.ServicerContext) -> AsyncIterator[None]:
+    """Holds one of the pool's workers for the call's service time."""
+    try:
+        pool.check_room()
+    except PoolFullError as err:
+        await abort(context, err.code(), err.details())
+    async with pool.work():
+        yield
 
 
 class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServicer):

@@ -125,16 +125,36 @@ class Admission:
         self, method: str, criticality: Criticality, remaining_s: float | None
     ) -> Place:
         """A place for the call, or ShedError (deadline, criticality, limit, queue_*)."""
+        place = self.admit_now(method, criticality, remaining_s)
+        if place is not None:
+            return place
+        return await self.queue_for(method, criticality, remaining_s)
+
+    def admit_now(
+        self, method: str, criticality: Criticality, remaining_s: float | None
+    ) -> Place | None:
+        """`acquire` without waiting: a place, ShedError, or None when the call is to queue for
+        one (`queue_for`). The server layer calls this first: most calls get their place
+        here, without a coroutine of their own."""
         expected_s = self.expected_now_s() if self._policy.deadline_aware else None
         if expected_s is not None and remaining_s is not None and remaining_s < expected_s:
             raise self._refuse("deadline", method, criticality, remaining_s, expected_s)
+        if self._limit is None:
+            return self._take()
         may_take = self.in_flight < self.share(criticality)
-        if self._limit is None or (may_take and not self._waiter_may_take()):
+        if may_take and not (self._queue and self._waiter_may_take()):
             return self._take()
         if self.in_flight < self.limit and not may_take:  # reserved for more critical calls
             raise self._refuse("criticality", method, criticality)
         if not self._queue.enabled:
             raise self._refuse("limit", method, criticality)
+        return None
+
+    async def queue_for(
+        self, method: str, criticality: Criticality, remaining_s: float | None
+    ) -> Place:
+        """Waits in the queue for a place (after `admit_now` said to), or ShedError."""
+        expected_s = self.expected_s if self._policy.deadline_aware else None
         wait_s = self._queue.timeout_s()
         if remaining_s is not None:
             wait_s = min(wait_s, remaining_s - (expected_s or 0.0))
@@ -158,7 +178,8 @@ class Admission:
             self.expected_s = _averaged(self.expected_s, rtt_s)
             if in_flight == 1:  # admitted with nobody ahead
                 self.idle_s = _averaged(self.idle_s, rtt_s)
-        self._hand_over()
+        if self._queue:
+            self._hand_over()
 
     def _take(self) -> Place:
         self.in_flight += 1

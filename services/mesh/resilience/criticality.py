@@ -29,6 +29,9 @@ class Criticality(enum.IntEnum):
     def parse(cls, value: str | bytes | None) -> Criticality | None:
         """The criticality a metadata value names, or None for a missing or unknown value (an
         unknown value is never an error: the server falls back to its default)."""
+        named = _BY_NAME.get(value)  # the exact name: what a mesh hop sends
+        if named is not None:
+            return named
         if isinstance(value, bytes):
             try:
                 value = value.decode("ascii")
@@ -36,8 +39,11 @@ class Criticality(enum.IntEnum):
                 return None
         if not value:
             return None
-        return cls.__members__.get(value.strip().upper())
+        return _BY_NAME.get(value.strip().upper())
 
+
+_BY_NAME: dict[object, Criticality] = {name: c for name, c in Criticality.__members__.items()}
+"""Each member by its name (a lookup: `__members__` builds a mapping proxy on every read)."""
 
 DEFAULT = Criticality.CRITICAL
 """What a call carries when nobody said otherwise (SRE's default for user-facing requests)."""

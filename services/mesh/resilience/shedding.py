@@ -123,11 +123,15 @@ class SheddingInterceptor(ServerLayer):
             level = criticality.current()
             if level is None:
                 level = criticality.from_metadata(context.invocation_metadata())
-            try:
-                place = await admission.acquire(
-                    method,
-                    criticality.DEFAULT if level is None else level,
-                    context.time_remaining(),
+            if level is None:
+                level = criticality.DEFAULT
+            remaining_s = context.time_remaining()
+            try:  # most calls get their place at once, without a coroutine of their own
+                now = admission.admit_now(method, level, remaining_s)
+                place = (
+                    now
+                    if now is not None
+                    else await admission.queue_for(method, level, remaining_s)
                 )
             except ShedError as err:
                 await abort_with(context, err)

@@ -63,6 +63,8 @@ class ThrottleWindow:
     def _slide(self) -> list[int]:
         index = math.floor(self._clock.now() / self._bucket_s)
         buckets = self._buckets
+        if buckets and buckets[-1][0] == index:  # what it made expire went when it was made
+            return buckets[-1]
         while buckets and buckets[0][0] <= index - BUCKETS:
             _, requests, accepts = buckets.popleft()
             self.requests -= requests

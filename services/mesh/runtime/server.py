@@ -28,7 +28,12 @@ from mesh.resilience.stream_guard import StreamGuard
 from mesh.runtime.admin_server import start_admin
 from mesh.runtime.collector import freeze_startup_objects
 from mesh.runtime.config import ServiceConfig
-from mesh.runtime.connections import ConnectionCaps, ConnectionWatch, connection_options
+from mesh.runtime.connections import (
+    ConnectionCaps,
+    ConnectionWatch,
+    ConnectionWatches,
+    connection_options,
+)
 from mesh.runtime.edges import Edge, Edges, EdgeWiring
 from mesh.runtime.grpc_options import bind, message_size_options, pending_call_options
 from mesh.runtime.log_limit import limit_invalid_metadata_logs
@@ -158,11 +163,10 @@ class _SideServers:
 
     admin: grpc.aio.Server
     metrics_port: int
-    watches: list[ConnectionWatch]
+    watches: ConnectionWatches
 
     async def stop_watching(self) -> None:
-        for watch in self.watches:
-            await watch.stop()
+        await self.watches.stop()
 
 
 async def _start_side_servers(
@@ -183,12 +187,13 @@ async def _start_side_servers(
         await admin.stop(0)
         await server.stop(0)
         raise
-    watches = [
-        ConnectionWatch("MAX_CONNECTIONS", port, caps.public),
-        ConnectionWatch("ADMIN_MAX_CONNECTIONS", admin_port, caps.admin),
-    ]
-    for watch in watches:
-        watch.start()
+    watches = ConnectionWatches(
+        [
+            ConnectionWatch("MAX_CONNECTIONS", port, caps.public),
+            ConnectionWatch("ADMIN_MAX_CONNECTIONS", admin_port, caps.admin),
+        ]
+    )
+    watches.start()
     return _SideServers(admin, metrics_port, watches)
 
 

@@ -13,9 +13,12 @@ from mesh.runtime.config import ConfigError, ServiceConfig
 from mesh.runtime.connections import (
     DESCRIPTOR_RESERVE,
     ConnectionWatch,
+    ConnectionWatches,
     connection_cap,
     connection_options,
     established,
+    established_on,
+    open_descriptors,
     raise_descriptor_limit,
 )
 
@@ -106,3 +109,63 @@ def test_the_watch_logs_once_when_full_and_once_when_there_is_room(
         ("WARNING", "connections at the cap: new ones are refused"),
     ]
     assert caplog.records[0].cap == "MAX_CONNECTIONS=5"  # type: ignore[attr-defined]
+
+
+def test_one_reading_counts_every_port(tmp_path: Path) -> None:
+    (tmp_path / "tcp").write_text(TABLE)  # 50001 = 0xC351 (2 in), 54321 = 0xD431 (1 out)
+    assert established_on((50001, 54321, 9), [tmp_path / "tcp"]) == {50001: 2, 54321: 1, 9: 0}
+    assert established_on((50001,), [tmp_path / "absent"]) is None
+
+
+def test_the_watches_read_the_tables_only_when_a_cap_could_be_reached(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    readings: list[list[int]] = []
+    held = {50001: 7, 50002: 1}
+
+    def count(ports: object) -> dict[int, int]:
+        readings.append(sorted(ports))  # type: ignore[call-overload]
+        return {p: held[p] for p in ports}  # type: ignore[attr-defined]
+
+    descriptors = iter([4, 6, 12, 12, 4])
+    watches = ConnectionWatches(
+        [
+            ConnectionWatch("MAX_CONNECTIONS", 50001, cap=5),
+            ConnectionWatch("ADMIN_MAX_CONNECTIONS", 50002, cap=10),
+        ],
+        count=count,
+        descriptors=lambda: next(descriptors),
+    )
+    with caplog.at_level(logging.INFO, logger="mesh.runtime"):
+        watches.check()  # 4 descriptors: below both caps, nothing read
+        watches.check()  # 6: the public port could be full (it is: 7 >= 5)
+        held[50001] = 3
+        watches.check()  # 12: both could be; one reading for both
+        held[50001] = 6
+        watches.check()
+        held[50001] = 2
+        watches.check()  # 4 descriptors, but the public port was full: read to see it free
+    assert readings == [[50001], [50001, 50002], [50001, 50002], [50001]]
+    assert [r.getMessage() for r in caplog.records] == [
+        "connections at the cap: new ones are refused",
+        "connections below the cap again",
+        "connections at the cap: new ones are refused",
+        "connections below the cap again",
+    ]
+
+
+def test_without_a_descriptor_count_the_tables_are_read(tmp_path: Path) -> None:
+    readings: list[object] = []
+
+    def count(ports: object) -> None:
+        readings.append(ports)
+
+    watches = ConnectionWatches(
+        [ConnectionWatch("MAX_CONNECTIONS", 50001, cap=5)], count=count, descriptors=lambda: None
+    )
+    watches.check()
+    assert readings == [[50001]]
+    for name in ("0", "1", "2"):
+        (tmp_path / name).touch()
+    assert open_descriptors(tmp_path) == 3
+    assert open_descriptors(tmp_path / "absent") is None

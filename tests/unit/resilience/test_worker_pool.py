@@ -75,3 +75,52 @@ async def test_recommendation_gets_a_pool_only_when_its_policy_declares_workers(
     assert capacity.pool is first, "the same settings keep the pool (and its queue)"
     capacity.update(load_policy("full", {}).server("recommendation").pool)
     assert capacity.pool is None
+
+
+class _AbortingContext:
+    """A servicer context whose abort raises, as grpc.aio's does."""
+
+    def __init__(self) -> None:
+        self.aborted: tuple[object, str] | None = None
+
+    def trailing_metadata(self) -> tuple[tuple[str, str], ...]:
+        return ()
+
+    def time_remaining(self) -> None:
+        return None
+
+    async def abort(self, code: object, details: str, trailers: object = ()) -> None:
+        self.aborted = (code, details)
+        raise RuntimeError("aborted")
+
+
+async def test_recommendation_calls_hold_a_declared_worker_and_a_full_pool_refuses() -> None:
+    import grpc
+
+    from mesh.recommendation.servicer import DeclaredCapacity
+
+    clock = ManualClock(start_s=0.0)
+    capacity = DeclaredCapacity(EventBus(), clock)
+    free = _AbortingContext()
+    async with capacity.work(free):
+        pass  # no pool: nothing held, nothing refused
+    assert free.aborted is None
+    capacity.update(PoolPolicy(workers=1, service_time_s=0.02, max_queue=1))
+    pool = capacity.pool
+    assert pool is not None
+
+    async def call(context: _AbortingContext) -> None:
+        async with capacity.work(context):
+            pass
+
+    held, queued = asyncio.ensure_future(call(free)), asyncio.ensure_future(call(free))
+    await settle()
+    assert (pool.in_use, pool.queued) == (1, 1)
+    refused = _AbortingContext()
+    with pytest.raises(RuntimeError, match="aborted"):
+        await call(refused)
+    assert refused.aborted is not None and refused.aborted[0] is grpc.StatusCode.RESOURCE_EXHAUSTED
+    await clock.advance(0.02)
+    assert held.done() and not queued.done()
+    await clock.advance(0.02)
+    assert queued.done() and pool.in_use == 0
