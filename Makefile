@@ -31,6 +31,7 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP_INSTALL) --upgrade pip
 	$(PIP_INSTALL) -e '.[dev]'
+	$(BIN)/python -m tools.otel_protos
 	$(BIN)/python -m compileall -q $(PACKAGES)
 	@touch $(STAMP) $(DEMO_STAMP)
 
@@ -44,6 +45,7 @@ $(DEMO_STAMP): pyproject.toml
 	@echo "demo: [install] the package into $(VENV) (pip, quiet; about 1-2 min the first time) ..."
 	@start=$$SECONDS; test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); \
 		$(PIP_INSTALL) --upgrade pip && $(PIP_INSTALL) -e . && \
+		$(BIN)/python -m tools.otel_protos && \
 		$(BIN)/python -m compileall -q $(PACKAGES) && \
 		echo "demo: [install] done in $$((SECONDS - start)) s"
 	@touch $(DEMO_STAMP)

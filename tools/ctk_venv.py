@@ -24,6 +24,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+from tools import otel_protos
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DIR = ROOT / ".peers" / "ctk"
 EXTENSION = ROOT / "integrations" / "chaosmesh"
@@ -99,6 +101,9 @@ def _ensure(venv: Path) -> Path:
         raise RuntimeError(f"pip install took over {PIP_TIMEOUT_S} s") from None
     if done.returncode != 0:
         raise RuntimeError(f"pip install {' '.join(packages[:2])}: {done.stderr.strip()[-800:]}")
+    why = otel_protos.repair(str(venv / "bin" / "python"))  # the mesh's deps bring xds-protos
+    if why is not None:
+        raise RuntimeError(f"opentelemetry-proto: {why}")
     site = subprocess.run(
         [
             str(venv / "bin" / "python"),

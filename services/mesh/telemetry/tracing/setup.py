@@ -85,8 +85,15 @@ def choose_exporter(service_name: str, environ: Mapping[str, str]) -> SpanExport
     if EXPORTER.read(environ) == "none":
         return None
     if endpoint:
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-
+        try:
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+        except ImportError as err:
+            raise RuntimeError(
+                f"the OTLP exporter does not import ({err}): grpcio-csds's xds-protos "
+                "overwrote opentelemetry-proto's files (grpc/grpc#42428); run "
+                "`python -m tools.otel_protos` (make does after every install), or "
+                "`pip install --no-deps --force-reinstall opentelemetry-proto`"
+            ) from err
         return OTLPSpanExporter(endpoint=endpoint)
     traces_dir = TRACES_DIR.read(environ)
     if traces_dir:
