@@ -1,4 +1,4 @@
-"""tools.otel_protos tells OTLP protos overwritten by xds-protos (grpc/grpc#42428) from right ones."""
+"""tools.otel_protos tells protos overwritten by xds-protos (grpc/grpc#42428) from right ones."""
 
 from __future__ import annotations
 
