@@ -45,10 +45,19 @@ def test_each_line_runs_at_each_point_of_the_declared_capacity() -> None:
 
 def test_the_demo_runs_the_short_sweep_and_only_its_expectations() -> None:
     _, exp = load_experiment("overload-sweep", short_sweep=True)
-    names = {v.name for v in exp.variants}
-    assert names == {"none.1x", "none.10x", "gradient2-throttle.1x", "gradient2-throttle.10x"}
+    names = [v.name for v in exp.variants]
+    # none at 10x only (its collapse bound); the throttled line at the two points its 10x
+    # bounds are ratios to (p99 at half load, CPU per home at capacity) and at 10x
+    assert names == [
+        "none.10x",
+        "gradient2-throttle.0.5x",
+        "gradient2-throttle.1x",
+        "gradient2-throttle.10x",
+    ]
     assert exp.expectations and all(e.variant in names for e in exp.expectations)
-    assert exp.load_for(exp.variants[1]).requests == 2400  # 10 x 40/s for 6 s
+    assert exp.load_for(exp.variants[0]).requests == 2400  # 10 x 40/s for 6 s
+    ratios = {e.metric for e in exp.expectations if e.variant == "gradient2-throttle.10x"}
+    assert {"accepted_p99_vs_low", "gateway_cpu_vs_capacity"} <= ratios
 
 
 @pytest.mark.parametrize(
@@ -57,6 +66,14 @@ def test_the_demo_runs_the_short_sweep_and_only_its_expectations() -> None:
         ({"points": [0, 1]}, r"not in \(0, 20\]"),
         ({"short": {"points": [3], "lines": ["a"], "duration_s": 2}}, "some of points"),
         ({"warmup_s": 5}, "warmup_s must be below"),
+        (
+            {"short": {"points": [1], "lines": ["a"], "line_points": {"b": [1]}, "duration_s": 2}},
+            "'b' is not one of short.lines",
+        ),
+        (
+            {"short": {"points": [1], "lines": ["a"], "line_points": {"a": [2]}, "duration_s": 2}},
+            "line_points.a must be some of short.points",
+        ),
     ],
 )
 def test_a_bad_sweep_is_refused_naming_the_key(
@@ -76,6 +93,7 @@ def test_the_demo_runs_only_an_experiments_demo_variants_and_their_expectations(
     assert len(full.variants) == 4
     assert [v.name for v in demo.variants] == ["unmarked", "marked"]
     assert {e.variant for e in demo.expectations} == {"unmarked", "marked"}
+    assert full.expected_s and demo.expected_s == full.expected_s * 2 / 4  # the subset's share
 
 
 def test_an_unknown_demo_variant_is_refused_naming_it(tmp_path: Path) -> None:
