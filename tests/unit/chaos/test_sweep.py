@@ -188,6 +188,17 @@ def test_a_points_figures_come_from_its_sending_window_and_its_line() -> None:
     assert low["goodput_vs_declared"] == pytest.approx(0.5, rel=0.02)
 
 
+def test_a_line_without_a_point_below_capacity_has_no_p99_ratio() -> None:
+    # the demo's none line runs at 10x only: its p99 against itself would read 1.0, and a
+    # line whose lowest point is 1x would divide by a p99 with queueing in it
+    result = _sweep_result()
+    del result.variants[0]  # the throttled line from 1x
+    add_sweep_metrics(result)
+    ten = result.variants[1].phases["fault"].metrics
+    assert "accepted_p99_ms" in ten and "accepted_p99_vs_low" not in ten
+    assert ten["gateway_cpu_vs_capacity"] == pytest.approx(1.25)  # 1x is there
+
+
 def test_the_curve_plots_each_lines_goodput_and_p99_against_the_offered_load(
     tmp_path: Path,
 ) -> None:
