@@ -310,7 +310,8 @@ class Experiment(_Model):
         gt=0,
         le=3600,
         description="a scenario experiment's wall time on an idle 2-core machine, all variants "
-        "(the ETA's first guess; a scenario sets its own pace, a gateway load's is computed)",
+        "(the ETA's first guess; a scenario sets its own pace, a gateway load's is computed; "
+        "a demo subset's share is the variants it keeps)",
     )
     columns: list[str] = Field(
         default=[], description="metrics shown in the table (default: the gateway-load columns)"

@@ -5,8 +5,8 @@ busy `service_time_s` per call: replicas x workers / service_time_s calls per se
 the CPU does) and the load points, as multiples of it. Before validation each variant of the
 file becomes one variant per point, `<line>.<x>x`, whose policy also declares the pool and
 whose load is open loop at x times the capacity for `duration_s`. Expectations name the
-expanded variants (e.g. `gradient2.5x`). `short` is the demo's: fewer points and lines, a
-shorter load.
+expanded variants (e.g. `gradient2.5x`). `short` is the demo's: fewer points and lines (a line
+may keep fewer points than the others: `line_points`), a shorter load.
 """
 
 from __future__ import annotations
@@ -50,6 +50,14 @@ class ShortSweep(_Model):
     points: list[float] = Field(min_length=1)
     lines: list[str] = Field(min_length=1)
     duration_s: float = Field(gt=0, le=60)
+    line_points: dict[str, list[float]] = Field(
+        default={},
+        description="a line's own points (some of `points`), where the demo's expectations "
+        "need fewer for it (e.g. only the point its bound reads)",
+    )
+
+    def points_of(self, line: str) -> list[float]:
+        return self.line_points.get(line, self.points)
 
 
 class Sweep(_Model):
@@ -75,9 +83,18 @@ class Sweep(_Model):
         for duration_s in (self.duration_s, *([self.short.duration_s] if self.short else [])):
             if self.warmup_s >= duration_s:
                 raise ValueError("warmup_s must be below duration_s (nothing would be measured)")
-        if self.short is not None and not set(self.short.points) <= set(self.points):
-            raise ValueError("short.points must be some of points")
+        if self.short is not None:
+            self._check_short(self.short)
         return self
+
+    def _check_short(self, short: ShortSweep) -> None:
+        if not set(short.points) <= set(self.points):
+            raise ValueError("short.points must be some of points")
+        for line, points in short.line_points.items():
+            if line not in short.lines:
+                raise ValueError(f"short.line_points: {line!r} is not one of short.lines")
+            if not points or not set(points) <= set(short.points):
+                raise ValueError(f"short.line_points.{line} must be some of short.points")
 
     @property
     def replicas(self) -> int:
@@ -120,19 +137,25 @@ def _point(line: dict[str, Any], sweep: Sweep, x: float, duration_s: float) -> d
 
 
 def demo_subset(data: Any) -> Any:
-    """The raw experiment with only its `demo_variants` and their expectations (all without)."""
+    """The raw experiment with only its `demo_variants` and their expectations (all without);
+    a scenario's declared `expected_s` (all variants) scaled to the ones kept."""
     keep = data.get("demo_variants") if isinstance(data, dict) else None
     variants = data.get("variants") if isinstance(data, dict) else None
     if not keep or not isinstance(keep, list) or not isinstance(variants, list):
         return data
     expectations = data.get("expectations") or []
-    return {
+    kept = [v for v in variants if not isinstance(v, dict) or v.get("name") in keep]
+    subset = {
         **data,
-        "variants": [v for v in variants if not isinstance(v, dict) or v.get("name") in keep],
+        "variants": kept,
         "expectations": [
             e for e in expectations if not isinstance(e, dict) or e.get("variant") in keep
         ],
     }
+    declared = data.get("expected_s")  # all variants': the subset's share of it
+    if isinstance(declared, int | float) and not isinstance(declared, bool) and variants:
+        subset["expected_s"] = declared * len(kept) / len(variants)
+    return subset
 
 
 def expand(data: Any, short: bool = False) -> Any:
@@ -146,11 +169,15 @@ def expand(data: Any, short: bool = False) -> Any:
     lines = data.get("variants") or []
     if not isinstance(lines, list) or not all(isinstance(v, dict) and "name" in v for v in lines):
         return data  # the schema names the problem
-    points, duration_s = sweep.points, sweep.duration_s
+    duration_s = sweep.duration_s
+    points_of = {str(line["name"]): sweep.points for line in lines}
     if short and sweep.short is not None:
-        points, duration_s = sweep.short.points, sweep.short.duration_s
+        duration_s = sweep.short.duration_s
         lines = [v for v in lines if v["name"] in sweep.short.lines]
-    expanded = [_point(line, sweep, x, duration_s) for line in lines for x in points]
+        points_of = {str(line["name"]): sweep.short.points_of(line["name"]) for line in lines}
+    expanded = [
+        _point(line, sweep, x, duration_s) for line in lines for x in points_of[str(line["name"])]
+    ]
     names = {v["name"] for v in expanded}
     expectations = data.get("expectations") or []
     if short and isinstance(expectations, list):  # the demo's points only

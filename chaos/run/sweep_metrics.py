@@ -5,8 +5,9 @@ Pure functions of what the runner collected. The windowed figures count the call
 initial limit; the backlog served after sending stops is not the rate the backend keeps up). The
 backend's goodput is its personalised homes: a home whose recommendations the backend served
 (a refused or late Recommend still gives an OK home, from the fallback, which is not the
-backend's work). Ratios to the same line's lowest point and to its 1x point come last, once
-every point has run.
+backend's work). Ratios to the same line's lowest point (below 1x: a point where nobody
+waits; a line with none has no p99 ratio) and to its 1x point come last, once every point has
+run.
 """
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ def add_sweep_metrics(result: ExperimentResult) -> None:
             phase.metrics.update(point_metrics(phase, sweep, x))
     for points in _lines(result, sweep).values():
         low = points[min(points)].phases["fault"].metrics
+        if min(points) >= 1.0:  # no point where nobody waits: no ratio to pass a bound with
+            low = {}
         base = points.get(1.0)
         for v in points.values():
             m = v.phases["fault"].metrics

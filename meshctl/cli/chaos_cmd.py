@@ -1,5 +1,6 @@
-"""`mesh chaos list|validate|run|export`: the experiment catalogue, its checker, its runner and
-its Chaos Toolkit export (meshctl/cli/chaos_export.py)."""
+"""`mesh chaos list|validate|run|plan|export`: the experiment catalogue, its checker, its
+runner, its plan (meshctl/cli/chaos_plan.py) and its Chaos Toolkit export
+(meshctl/cli/chaos_export.py)."""
 
 from __future__ import annotations
 
@@ -37,12 +38,14 @@ from chaos.report.result_json import to_json
 from chaos.report.table_fit import Column, FitTable
 from chaos.report.tables import print_result, showed, write_report
 from chaos.results import ExperimentResult
-from chaos.run.eta import Eta, about, expected_s, kind
+from chaos.run.eta import Eta, about, kind
+from chaos.run.plan import plan
 from chaos.run.runner import Runner
 from chaos.run.target import Target
 from loadgen.in_process import generator_command
 from mesh.policy.loading import PolicyError
 from meshctl.cli.chaos_export import export
+from meshctl.cli.chaos_plan import plan_command
 from meshctl.cli.chaos_xds import XdsRunOpt, XdsRunRefused, with_xds
 from meshctl.cli.json_out import JsonOpt, human_output_to_stderr, write_json
 from meshctl.cli.toxiproxy import ServerChoice, choose_server
@@ -57,6 +60,7 @@ app = typer.Typer(
 console = Console(width=None if sys.stdout.isatty() else 150)
 logging.getLogger("matplotlib").setLevel(logging.ERROR)  # font-cache notes and the like
 app.command("export")(export)
+app.command("plan")(plan_command)
 
 
 @app.command("list")
@@ -118,7 +122,8 @@ class RunProgress:
 
     def __init__(self, progress: Progress, experiments: list[Experiment]) -> None:
         self.progress = progress
-        self.eta = Eta([expected_s(exp) for exp in experiments], [kind(e) for e in experiments])
+        planned = plan((str(n), exp) for n, exp in enumerate(experiments))
+        self.eta = Eta([p.total_s for p in planned], [kind(e) for e in experiments])
         self.count = len(experiments)
         self.started = time.monotonic()
         self.run = progress.add_task("", total=self.count, left=self.left)

@@ -45,10 +45,19 @@ def test_each_line_runs_at_each_point_of_the_declared_capacity() -> None:
 
 def test_the_demo_runs_the_short_sweep_and_only_its_expectations() -> None:
     _, exp = load_experiment("overload-sweep", short_sweep=True)
-    names = {v.name for v in exp.variants}
-    assert names == {"none.1x", "none.10x", "gradient2-throttle.1x", "gradient2-throttle.10x"}
+    names = [v.name for v in exp.variants]
+    # none at 10x only (its collapse bound); the throttled line at the two points its 10x
+    # bounds are ratios to (p99 at half load, CPU per home at capacity) and at 10x
+    assert names == [
+        "none.10x",
+        "gradient2-throttle.0.5x",
+        "gradient2-throttle.1x",
+        "gradient2-throttle.10x",
+    ]
     assert exp.expectations and all(e.variant in names for e in exp.expectations)
-    assert exp.load_for(exp.variants[1]).requests == 2400  # 10 x 40/s for 6 s
+    assert exp.load_for(exp.variants[0]).requests == 2400  # 10 x 40/s for 6 s
+    ratios = {e.metric for e in exp.expectations if e.variant == "gradient2-throttle.10x"}
+    assert {"accepted_p99_vs_low", "gateway_cpu_vs_capacity"} <= ratios
 
 
 @pytest.mark.parametrize(
@@ -57,6 +66,14 @@ def test_the_demo_runs_the_short_sweep_and_only_its_expectations() -> None:
         ({"points": [0, 1]}, r"not in \(0, 20\]"),
         ({"short": {"points": [3], "lines": ["a"], "duration_s": 2}}, "some of points"),
         ({"warmup_s": 5}, "warmup_s must be below"),
+        (
+            {"short": {"points": [1], "lines": ["a"], "line_points": {"b": [1]}, "duration_s": 2}},
+            "'b' is not one of short.lines",
+        ),
+        (
+            {"short": {"points": [1], "lines": ["a"], "line_points": {"a": [2]}, "duration_s": 2}},
+            "line_points.a must be some of short.points",
+        ),
     ],
 )
 def test_a_bad_sweep_is_refused_naming_the_key(
@@ -76,6 +93,7 @@ def test_the_demo_runs_only_an_experiments_demo_variants_and_their_expectations(
     assert len(full.variants) == 4
     assert [v.name for v in demo.variants] == ["unmarked", "marked"]
     assert {e.variant for e in demo.expectations} == {"unmarked", "marked"}
+    assert full.expected_s and demo.expected_s == full.expected_s * 2 / 4  # the subset's share
 
 
 def test_an_unknown_demo_variant_is_refused_naming_it(tmp_path: Path) -> None:
@@ -168,6 +186,17 @@ def test_a_points_figures_come_from_its_sending_window_and_its_line() -> None:
     assert ten["busiest_process_busy"] == pytest.approx(DURATION_S / (DURATION_S + 0.6))
     low = result.variants[0].phases["fault"].metrics
     assert low["goodput_vs_declared"] == pytest.approx(0.5, rel=0.02)
+
+
+def test_a_line_without_a_point_below_capacity_has_no_p99_ratio() -> None:
+    # the demo's none line runs at 10x only: its p99 against itself would read 1.0, and a
+    # line whose lowest point is 1x would divide by a p99 with queueing in it
+    result = _sweep_result()
+    del result.variants[0]  # the throttled line from 1x
+    add_sweep_metrics(result)
+    ten = result.variants[1].phases["fault"].metrics
+    assert "accepted_p99_ms" in ten and "accepted_p99_vs_low" not in ten
+    assert ten["gateway_cpu_vs_capacity"] == pytest.approx(1.25)  # 1x is there
 
 
 def test_the_curve_plots_each_lines_goodput_and_p99_against_the_offered_load(
