@@ -110,6 +110,14 @@ peers: $(STAMP) ## Build real Toxiproxy, Jaeger v2, Mailpit, mesh-loadgen, mesh-
 k8s-rehearsal: $(STAMP) ## Both deploy/k8s overlays on a loopback control plane with two kwok nodes (tests/k8s)
 	PATH="$(GO_DIR):$$PATH" deploy/k8s-rehearsal/rehearse.sh
 
+# The `chaos` overlay on one real node built from parts (issue 31): the kubelet, kube-proxy and
+# CoreDNS built as above, Debian's containerd and runc, the images built as the compose rehearsal
+# builds them and imported; in network, mount and PID namespaces of its own; tests/k8s_node
+# (provider-outage through port-forwards vs the embedded mesh). Root; not part of .ci/run.
+.PHONY: k8s-real-node
+k8s-real-node: $(STAMP) ## The chaos overlay on one real kubelet + containerd node (tests/k8s_node)
+	PATH="$(GO_DIR):$$PATH" deploy/k8s-rehearsal/real-node.sh
+
 up: ## docker compose stack if a Docker engine answers, else the embedded mesh
 	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory compose-up; \
 	else echo "no Docker engine here: starting the embedded mesh (make mesh-up)"; \

@@ -152,7 +152,7 @@ class Injector:
         if isinstance(fault, ToxicFault):
             client = self._need_toxiproxy()
             name = f"exp{index}_{fault.toxic}_{fault.stream}"
-            for proxy in proxies_of(fault.edge):
+            for proxy in await _present(client, proxies_of(fault.edge)):
                 if on:
                     await asyncio.to_thread(
                         client.add_toxic,
@@ -167,7 +167,7 @@ class Injector:
                     await asyncio.to_thread(_ignore_missing, client.remove_toxic, proxy, name)
         elif isinstance(fault, ProxyDownFault):
             client = self._need_toxiproxy()
-            for proxy in proxies_of(fault.edge):
+            for proxy in await _present(client, proxies_of(fault.edge)):
                 await asyncio.to_thread(client.update_proxy, proxy, enabled=not on)
         elif isinstance(fault, KillFault):
             await self._kill(fault, on)
@@ -299,6 +299,18 @@ def describe(fault: Fault) -> str:
         return f"{fault.edge} {fault.method}: xds{abort}{delay}"
     delay = f" +{fault.delay_s}s" if fault.delay_s else ""
     return f"{fault.service} {fault.method}: {fault.code} x{fault.error_rate:g}{delay}"
+
+
+async def _present(client: ToxiproxyClient, names: list[str]) -> list[str]:
+    """An edge's proxies as this Toxiproxy has them: every replica's (`<edge>-k`), or only the
+    edge's own where that one proxy forwards to the dependency as a whole (deploy/k8s's chaos
+    overlay: a headless Service over every replica, no proxy per pod)."""
+    if len(names) == 1:
+        return names
+    have = await asyncio.to_thread(client.proxies)
+    if names[0] in have and not any(n in have for n in names[1:]):
+        return names[:1]
+    return names
 
 
 def _ignore_missing(fn, *args):  # type: ignore[no-untyped-def]

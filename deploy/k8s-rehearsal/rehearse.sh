@@ -9,15 +9,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 BIN=${K8S_BIN:-$root/.peers/bin}
-start_all=$SECONDS
-timings=()
-step() { # NAME CMD...: run it, record its seconds
-    local name=$1 start=$SECONDS status=0
-    shift
-    "$@" || status=$?
-    timings+=("$name $((SECONDS - start))")
-    return "$status"
-}
+source "$here/control-plane.sh" # step, launch, start_control_plane, stop_pids
 
 for tool in openssl python3; do
     command -v "$tool" >/dev/null || { echo "k8s rehearsal: needs $tool" >&2; exit 1; }
@@ -29,16 +21,11 @@ fi
 step build nice -n "${K8S_BUILD_NICE:-15}" "$here/build.sh"
 BIN=$(cd "$BIN" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/mesh-k8s-rehearsal.XXXXXX")
-pids=()
+# kwok (standing in for kubelets) gets a binding of its own below.
+EXTRA_TOKENS="kwok mesh-rehearsal-kwok system:authenticated"
 cleanup() {
-    local status=$? pid
-    for ((i = ${#pids[@]} - 1; i >= 0; i--)); do # the last started first: kwok ... etcd
-        pid=${pids[i]}
-        kill "$pid" 2>/dev/null || true
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
+    local status=$?
+    stop_pids # kwok ... etcd
     if ((status != 0)); then
         for log in "$work"/*.log; do
             [[ -f $log ]] && { echo "--- last lines of $(basename "$log")"; tail -n 15 "$log"; }
@@ -53,105 +40,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-launch() { # NAME CMD...: start it in the background, its output in $work/NAME.log
-    local name=$1
-    shift
-    "$@" >"$work/$name.log" 2>&1 &
-    pids+=($!)
-}
-
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-wait_for() { # SECONDS WHAT CMD...: retry CMD every 0.5 s until it passes
-    local limit=$1 what=$2 deadline=$((SECONDS + $1))
-    shift 2
-    until "$@" >/dev/null 2>&1; do
-        ((SECONDS < deadline)) || { echo "k8s rehearsal: no $what within $limit s" >&2; return 1; }
-        sleep 0.5
-    done
-}
-
-credentials() { # a CA, the API server's certificate, the service-account key, one token each
-    local tls=$work/tls
-    mkdir -p "$tls"
-    openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=mesh-rehearsal-ca \
-        -keyout "$tls/ca.key" -out "$tls/ca.crt" 2>/dev/null
-    openssl req -newkey rsa:2048 -nodes -subj /CN=kube-apiserver \
-        -keyout "$tls/apiserver.key" -out "$tls/apiserver.csr" 2>/dev/null
-    openssl x509 -req -in "$tls/apiserver.csr" -CA "$tls/ca.crt" -CAkey "$tls/ca.key" \
-        -CAcreateserial -days 1 -out "$tls/apiserver.crt" \
-        -extfile <(echo "subjectAltName=IP:127.0.0.1,DNS:localhost,IP:10.96.0.1") 2>/dev/null
-    openssl genrsa -out "$tls/sa.key" 2048 2>/dev/null
-    openssl rsa -in "$tls/sa.key" -pubout -out "$tls/sa.pub" 2>/dev/null
-    : >"$work/tokens.csv"
-    local who user group token
-    # WHO USER GROUP: the admin is the one cluster-admin; the controllers are the users RBAC's
-    # bootstrap roles name; kwok (standing in for kubelets) gets a binding of its own below.
-    while read -r who user group; do
-        token=$(openssl rand -hex 16)
-        echo "$token,$user,$user,$group" >>"$work/tokens.csv"
-        kubeconfig "$who" "$token"
-    done <<TOKENS
-admin mesh-rehearsal-admin system:masters
-controller-manager system:kube-controller-manager system:authenticated
-scheduler system:kube-scheduler system:authenticated
-kwok mesh-rehearsal-kwok system:authenticated
-TOKENS
-}
-
-kubeconfig() { # WHO TOKEN: $work/WHO.kubeconfig
-    cat >"$work/$1.kubeconfig" <<KUBECONFIG
-apiVersion: v1
-kind: Config
-clusters:
-  - name: rehearsal
-    cluster:
-      server: https://127.0.0.1:$apiserver_port
-      certificate-authority: $work/tls/ca.crt
-users:
-  - name: $1
-    user:
-      token: $2
-contexts:
-  - name: $1
-    context: {cluster: rehearsal, user: $1}
-current-context: $1
-KUBECONFIG
-}
-
-etcd_port=$(free_port)
-etcd_peer_port=$(free_port)
-apiserver_port=$(free_port)
-credentials
-export KUBECONFIG=$work/admin.kubeconfig
-kubectl=$BIN/kubectl
-
-launch etcd "$BIN/etcd" --name rehearsal --data-dir "$work/etcd" --unsafe-no-fsync \
-    --listen-client-urls "http://127.0.0.1:$etcd_port" \
-    --advertise-client-urls "http://127.0.0.1:$etcd_port" \
-    --listen-peer-urls "http://127.0.0.1:$etcd_peer_port" \
-    --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer_port" \
-    --initial-cluster "rehearsal=http://127.0.0.1:$etcd_peer_port"
-# Pods tolerate a NotReady or unreachable node 5 s (the default is 300 s), so a failed node's
-# pods are rescheduled while the test watches.
-launch kube-apiserver "$BIN/kube-apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" \
-    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$apiserver_port" \
-    --tls-cert-file "$work/tls/apiserver.crt" --tls-private-key-file "$work/tls/apiserver.key" \
-    --token-auth-file "$work/tokens.csv" --authorization-mode Node,RBAC \
-    --service-account-issuer https://kubernetes.default.svc.cluster.local \
-    --service-account-key-file "$work/tls/sa.pub" \
-    --service-account-signing-key-file "$work/tls/sa.key" \
-    --service-cluster-ip-range 10.96.0.0/16 \
-    --default-not-ready-toleration-seconds 5 --default-unreachable-toleration-seconds 5
-step apiserver-ready wait_for 120 "ready API server" "$kubectl" get --raw /readyz
-launch kube-controller-manager "$BIN/kube-controller-manager" \
-    --kubeconfig "$work/controller-manager.kubeconfig" --secure-port 0 --leader-elect=false \
-    --use-service-account-credentials --service-account-private-key-file "$work/tls/sa.key" \
-    --root-ca-file "$work/tls/ca.crt" --node-monitor-period 2s
-launch kube-scheduler "$BIN/kube-scheduler" --kubeconfig "$work/scheduler.kubeconfig" \
-    --secure-port 0 --leader-elect=false
+start_control_plane
 "$kubectl" create clusterrolebinding mesh-rehearsal-kwok --clusterrole cluster-admin \
     --user mesh-rehearsal-kwok >/dev/null
 stages=()

@@ -9,3 +9,11 @@ export DOCKER_HOST="unix://$REHEARSAL_DIR/podman.sock"
 # Docker Compose v2 itself keeps its state (and the CLI's config) here, not in ~/.docker.
 export DOCKER_CONFIG="$REHEARSAL_DIR/docker-config"
 REHEARSAL_COMPOSE="$REHEARSAL_DIR/bin/docker-compose"
+# An image as Docker (and containerd) names it: redis:7 is docker.io/library/redis:7 (podman
+# would say localhost/redis:7).
+qualify() {
+  local first=${1%%/*}
+  if [[ $1 != */* ]]; then echo "docker.io/library/$1"
+  elif [[ $first != *.* && $first != *:* && $first != localhost ]]; then echo "docker.io/$1"
+  else echo "$1"; fi
+}

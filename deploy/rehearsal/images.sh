@@ -13,14 +13,7 @@ here=deploy/rehearsal/images
 build="$REHEARSAL_DIR/build"
 timings="$REHEARSAL_DIR/timings"
 mkdir -p "$build"
-# An image name as Compose reads it: the shell's value wins over .env's.
-# As Docker names it: redis:7 is docker.io/library/redis:7 (podman would say localhost/redis:7).
-qualify() {
-  local first=${1%%/*}
-  if [[ $1 != */* ]]; then echo "docker.io/library/$1"
-  elif [[ $first != *.* && $first != *:* && $first != localhost ]]; then echo "docker.io/$1"
-  else echo "$1"; fi
-}
+# An image name as Compose reads it: the shell's value wins over .env's (qualify: env.sh).
 pinned() { local v="${!1:-}"; [[ -n $v ]] || v=$(sed -n "s/^$1=//p" .env); qualify "$v"; }
 have() { [[ ${REBUILD:-} != 1 ]] && podman image exists "$1"; }
 timed() {  # NAME CMD...: run, and append "NAME SECONDS" to .rehearsal/timings

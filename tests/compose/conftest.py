@@ -14,18 +14,17 @@ from tests.compose.stack import Stack
 # The embedded mesh the trace test compares with: `mesh up` as the e2e tests start it.
 from tests.e2e.conftest import mesh_up  # noqa: F401
 from tests.e2e.mesh_up_process import MESH
+from tests.support.rehearsal_gate import skip_outside
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if os.environ.get("MESH_COMPOSE_REHEARSAL") == "1":
-        return
-    skip = pytest.mark.skip(
-        reason="the compose stack under podman: run by `make compose-rehearsal` (it installs "
-        "podman if missing, builds the images, brings the stack up, then runs these)"
+    skip_outside(
+        items,
+        Path(__file__).parent,
+        "MESH_COMPOSE_REHEARSAL",
+        "the compose stack under podman: run by `make compose-rehearsal` (it installs "
+        "podman if missing, builds the images, brings the stack up, then runs these)",
     )
-    for item in items:
-        if Path(str(item.fspath)).parent == Path(__file__).parent:
-            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,6 @@ the embedded mesh's files, relays to the containers' admin ports, a checkout loa
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
 import subprocess
 import sys
@@ -13,7 +12,6 @@ import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -72,7 +70,6 @@ def admin_bridges(stack: Stack) -> Iterator[str]:
     network. Admin listens on the container's loopback only, so a forwarder started in that
     container's network namespace (nsenter) relays to it: rehearsal-only, see
     deploy/rehearsal/netns_forward.py."""
-    forwarder = ROOT / "deploy" / "rehearsal" / "netns_forward.py"
     entries: list[str] = []
     with ExitStack() as stop:
         for c in stack.containers():
@@ -83,28 +80,30 @@ def admin_bridges(stack: Stack) -> Iterator[str]:
             instance = env.get("MESH_REPLICA") or c["Service"]
             # Any of its addresses: the host is on every podman network (internal or not).
             address = min(n["IPAddress"] for n in info["NetworkSettings"]["Networks"].values())
-            admin = int(env["ADMIN_ADDR"].rpartition(":")[2])
-            relay = admin + 1000
-            proc = subprocess.Popen(
-                [
-                    "nsenter",
-                    f"--net=/proc/{info['State']['Pid']}/ns/net",
-                    sys.executable,
-                    str(forwarder),
-                    str(relay),
-                    str(admin),
-                ],
-                stdout=subprocess.DEVNULL,
-            )
-            stop.callback(proc.wait, 10)
-            stop.callback(proc.terminate)
-            wait_until(partial(connects, address, relay), 30, f"{instance}'s relay", 0.1)
-            metrics = env["METRICS_ADDR"].rpartition(":")[2]
-            entries += [
-                f"admin.{instance}={address}:{relay}",
-                f"metrics.{instance}=http://{address}:{metrics}/metrics",
-            ]
+            entries += relay_entries(stop, instance, info["State"]["Pid"], address, env)
         yield ",".join(entries)
+
+
+def relay_entries(
+    stop: ExitStack, instance: str, pid: int, address: str, env: dict[str, str]
+) -> list[str]:
+    """`admin.INSTANCE` and `metrics.INSTANCE` of `--target` for the mesh process `pid`, whose
+    ADMIN_ADDR and METRICS_ADDR `env` gives and whose network namespace has `address`: its
+    loopback-only admin port through a relay started in that namespace (nsenter; rehearsal-
+    only, deploy/rehearsal/netns_forward.py), stopped by `stop`."""
+    forwarder = ROOT / "deploy" / "rehearsal" / "netns_forward.py"
+    admin = int(env["ADMIN_ADDR"].rpartition(":")[2])
+    relay = admin + 1000
+    command = ["nsenter", f"--net=/proc/{pid}/ns/net", sys.executable, str(forwarder)]
+    proc = subprocess.Popen([*command, str(relay), str(admin)], stdout=subprocess.DEVNULL)
+    stop.callback(proc.wait, 10)
+    stop.callback(proc.terminate)
+    wait_until(partial(connects, address, relay), 30, f"{instance}'s relay", 0.1)
+    metrics = env["METRICS_ADDR"].rpartition(":")[2]
+    return [
+        f"admin.{instance}={address}:{relay}",
+        f"metrics.{instance}=http://{address}:{metrics}/metrics",
+    ]
 
 
 def connects(host: str, port: int) -> bool:
@@ -113,15 +112,6 @@ def connects(host: str, port: int) -> bool:
     except OSError:
         return False
     return True
-
-
-def dependency_calls(report: Path) -> dict[str, float]:
-    (experiment,) = json.loads(report.read_text())
-    return {
-        v["name"]: v["phases"]["fault"]["metrics"]["dependency_calls"]
-        for v in experiment["variants"]
-        if not v["skipped"] and not v["error"] and "fault" in v["phases"]
-    }
 
 
 async def checkout_load(

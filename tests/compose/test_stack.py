@@ -25,14 +25,12 @@ from tests.compose.probes import (
     Tree,
     admin_bridges,
     checkout_load,
-    dependency_calls,
     jaeger_tree,
     tree_of,
     until,
 )
 from tests.compose.stack import (
     PROJECT,
-    ROOT,
     ProcessView,
     Stack,
     http_json,
@@ -40,6 +38,7 @@ from tests.compose.stack import (
     podman,
 )
 from tests.e2e.mesh_up_process import MESH, MeshUp
+from tests.support.chaos_calls import against_embedded, outputs
 from tests.support.polling import wait_until
 
 LOOPBACK_PUBLISHERS = {"gateway", "toxiproxy", "jaeger", "smtp"}
@@ -237,75 +236,27 @@ def test_traces_in_jaeger_have_the_embedded_mesh_span_tree(stack: Stack, mesh_up
 # -- make chaos EXP=provider-outage through the stack's real Toxiproxy ------------------------
 
 
-def _all_measured_but_xds(spec: dict[str, Any], runs: Any) -> set[str]:
-    """Checks each run measured every variant but those asking for xDS, which say why not;
-    returns those."""
-    xds = {v["name"] for v in spec["variants"] if v.get("xds")}
-    every = {v["name"] for v in spec["variants"]} - xds
-    for report, measured in runs:
-        variants = json.loads(report.read_text())[0]["variants"]
-        not_measured = {v["name"]: v["skipped"] or v["error"] for v in variants}
-        assert set(measured) - xds == every, f"{report.name}: {not_measured}"
-        for name in xds - set(measured):
-            assert "embedded mesh" in not_measured[name] or "make peers" in not_measured[name]
-    return xds
-
-
 @pytest.mark.timeout(900)
 def test_provider_outage_through_the_stack_counts_the_calls_the_embedded_run_counts(
     stack: Stack, tmp_path: Path
 ) -> None:
-    from mesh import safe_yaml
-
-    def outputs(name: str) -> list[str]:  # where each run writes: JSON, reports, state
-        return [
-            f"--json={tmp_path / name}.json",
-            f"--reports={tmp_path / name}-reports",
-            f"--state-dir={tmp_path / name}-var",
-        ]
-
     with admin_bridges(stack) as extra:
         done = stack.make(
             "chaos",
             "EXP=provider-outage",
             f"CHAOS_TARGET_EXTRA={extra}",
-            f"CHAOS_ARGS={' '.join(outputs('compose'))}",
+            f"CHAOS_ARGS={' '.join(outputs(tmp_path, 'compose'))}",
         )
-    in_stack, embedded = tmp_path / "compose.json", tmp_path / "embedded.json"
+    in_stack = tmp_path / "compose.json"
     # Whether the hypothesis held (make's status) can turn on a timing bound on a loaded
     # machine; what this test compares is what the runner measured, in its JSON.
     assert in_stack.exists(), done.stdout[-3000:] + done.stderr[-3000:]
-    alone = subprocess.run(
-        [*MESH, "chaos", "run", "provider-outage", *outputs("embedded")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert embedded.exists(), alone.stdout[-3000:] + alone.stderr[-3000:]
-    compose_calls, embedded_calls = dependency_calls(in_stack), dependency_calls(embedded)
     # The stack runs MESH_POLICY (full); the runner swaps each variant's policy in place through
     # each service's PolicyAdmin (gRPC's own retries included: the edge gets a new channel), so
     # every variant is measured through the stack and compared, but for one that asks for xDS
     # (`xds: true`): its services restart into `mesh up --xds`, which only the embedded mesh
     # can do, so the stack skips it saying so (and the embedded run without mesh-xds built).
-    spec = safe_yaml.load_file(str(ROOT / "chaos" / "experiments" / "provider-outage.yaml"))
-    xds = _all_measured_but_xds(spec, ((in_stack, compose_calls), (embedded, embedded_calls)))
-    compose_calls = {k: v for k, v in compose_calls.items() if k not in xds}
-    bounds: dict[str, list[dict[str, Any]]] = {}
-    for e in spec["expectations"]:
-        if e["metric"] == "dependency_calls" and e.get("phase", "fault") == "fault":
-            bounds.setdefault(e["variant"], []).append(e)
-    differ = []
-    for variant, calls in compose_calls.items():
-        theirs = embedded_calls[variant]
-        exact = [e for e in bounds.get(variant, []) if e.get("min") == e.get("max") is not None]
-        if exact or variant not in bounds:  # no timing in the count: the same number
-            if calls != theirs:
-                differ.append(f"{variant}: {calls} through the stack, {theirs} embedded")
-        for e in bounds.get(variant, []):  # a count that depends on timing: the same bounds
-            for n in (calls, theirs):
-                if not e.get("min", n) <= n <= e.get("max", n):
-                    differ.append(f"{variant}: {n} outside {e.get('min')}..{e.get('max')}")
+    compose_calls, embedded_calls, differ = against_embedded(in_stack, tmp_path)
     assert not differ, f"{differ}; stack {compose_calls}, embedded {embedded_calls}"
 
 

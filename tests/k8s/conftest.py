@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.k8s.cluster import NAMESPACE, Kubectl, wait_until
+from tests.support.rehearsal_gate import skip_outside
 from tests.unit.deploy.deploy_sources import OVERLAYS, ROOT
 from tests.unit.deploy.kustomize import render
 
@@ -25,15 +26,13 @@ POD_SECURITY = {
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if os.environ.get("MESH_K8S_REHEARSAL") == "1":
-        return
-    skip = pytest.mark.skip(
-        reason="deploy/k8s on a real API server: run by `make k8s-rehearsal` (it builds etcd, "
-        "the control plane and kwok once, starts them on loopback, then runs these)"
+    skip_outside(
+        items,
+        Path(__file__).parent,
+        "MESH_K8S_REHEARSAL",
+        "deploy/k8s on a real API server: run by `make k8s-rehearsal` (it builds etcd, "
+        "the control plane and kwok once, starts them on loopback, then runs these)",
     )
-    for item in items:
-        if Path(str(item.fspath)).parent == Path(__file__).parent:
-            item.add_marker(skip)
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,13 @@ def test_a_toxic_may_name_one_replicas_proxy_and_a_kill_a_process_of_the_mesh() 
 
 
 class FakeToxiproxy:
-    def __init__(self) -> None:
+    def __init__(self, replica_proxies: bool = True) -> None:
         self.toxics: list[tuple[str, str]] = []
+        self.replica_proxies = replica_proxies
+
+    def proxies(self) -> dict[str, Any]:
+        names = ["gateway_to_recommendation", "gateway_to_recommendation-2"]
+        return {n: {} for n in names[: 2 if self.replica_proxies else 1]}
 
     def add_toxic(self, proxy: str, toxic: str, **_: Any) -> None:
         self.toxics.append((proxy, toxic))
@@ -68,6 +73,15 @@ def test_the_injector_puts_an_edge_toxic_on_both_proxies_and_restarts_what_it_ki
     ]
     assert processes.log == ["kill recommendation-2", "restart recommendation-2"]
     assert injector.killed == set()
+
+
+def test_where_one_proxy_fronts_every_replica_the_edges_toxic_goes_on_that_one() -> None:
+    # deploy/k8s's chaos overlay: one proxy per edge, to a headless Service over the replicas.
+    client = FakeToxiproxy(replica_proxies=False)
+    injector = Injector(client, {})  # type: ignore[arg-type]
+    toxic = ToxicFault(type="toxic", edge="gateway_to_recommendation", toxic="latency")
+    asyncio.run(injector.set(0, toxic, True))
+    assert client.toxics == [("gateway_to_recommendation", "latency")]
 
 
 def key(service: str, **labels: str) -> tuple[str, str, frozenset[tuple[str, str]]]:

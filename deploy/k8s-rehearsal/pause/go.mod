@@ -1,0 +1,3 @@
+module meshrehearsal/pause
+
+go 1.22
