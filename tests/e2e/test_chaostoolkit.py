@@ -64,6 +64,7 @@ def one_variant(tmp_path: Path, name: str, variant: str) -> Path:
     doc = yaml.safe_load((EXPERIMENTS_DIR / f"{name}.yaml").read_text())
     for key in ("variants", "expectations", "reference"):
         doc[key] = [d for d in doc.get(key, []) if d.get("name", d.get("variant")) == variant]
+    doc["demo_variants"] = [d for d in doc.get("demo_variants", []) if d == variant]
     doc["expectations"] = [
         e for e in doc["expectations"] if not e["metric"].endswith(("_ms", "_vs_steady"))
     ]

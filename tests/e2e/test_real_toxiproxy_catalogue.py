@@ -28,6 +28,7 @@ def shortened(tmp_path: Path) -> list[Path]:
     outage = safe_yaml.load_file(str(EXPERIMENTS_DIR / "provider-outage.yaml"))
     outage["variants"] = [v for v in outage["variants"] if v["name"] == "full"]
     outage["expectations"] = [e for e in outage["expectations"] if e["variant"] == "full"]
+    outage["demo_variants"] = [d for d in outage.get("demo_variants", []) if d == "full"]
     flapping = safe_yaml.load_file(str(EXPERIMENTS_DIR / "flapping-dependency.yaml"))
     flapping["faults"][0].update(start_s=1.0, stop_s=9.0)  # down 1-5 s, up 5-9 s
     flapping["load"]["max_duration_s"] = 10
