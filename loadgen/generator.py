@@ -176,34 +176,43 @@ async def generate(plan: Plan, emit: Callable[[str], None], stop: asyncio.Event)
 
 async def _main() -> None:
     """Run plans one after another until stdin closes; a `stop` line ends the current one
-    (one that arrives after its plan ended is ignored)."""
+    (one that arrives after its plan ended is ignored). One task reads stdin, and a plan line
+    that comes while a plan is still running (its end line is out, it is closing) waits its
+    turn: a reader that ended the plan on any line ate the next plan's line while the plan
+    closed, and the runner waited for that plan's outcomes forever."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=2**26)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    plans: asyncio.Queue[str | None] = asyncio.Queue()
+    running: list[asyncio.Event] = []  # the running plan's stop, while one runs
 
     def emit(line: str) -> None:
         sys.stdout.write(line)
         sys.stdout.flush()
 
-    while line := (await reader.readline()).decode():
-        if line.strip() in ("stop", ""):
-            continue
-        plan = Plan.loads(line)
-        stop = asyncio.Event()
-        ended = asyncio.Event()
+    async def read() -> None:
+        while line := (await reader.readline()).decode():
+            if line.strip() == "stop":
+                for stop in running:
+                    stop.set()
+            elif line.strip():
+                plans.put_nowait(line)
+        for stop in running:  # EOF: the runner wants the load to end
+            stop.set()
+        plans.put_nowait(None)
 
-        async def watch(stop: asyncio.Event = stop, ended: asyncio.Event = ended) -> None:
-            await reader.readline()  # "stop", or EOF: the runner wants the load to end
-            if not ended.is_set():
-                stop.set()
-
-        watcher = asyncio.create_task(watch())
-        try:
-            await generate(plan, emit, stop)
-        finally:
-            ended.set()
-        watcher.cancel()  # before any await: the next line stays for the next plan
-        await asyncio.gather(watcher, return_exceptions=True)
+    reading = asyncio.create_task(read())
+    try:
+        while (line := await plans.get()) is not None:
+            stop = asyncio.Event()
+            running[:] = [stop]
+            try:
+                await generate(Plan.loads(line), emit, stop)
+            finally:
+                running.clear()
+    finally:
+        reading.cancel()
+        await asyncio.gather(reading, return_exceptions=True)
 
 
 def main() -> None:

@@ -244,16 +244,16 @@ func main() {
 		}()
 		select {
 		case <-done:
-		case next, ok := <-lines: // "stop", or EOF: the runner wants the load to end
-			select {
-			case <-done:
-				if ok {
-					carried = &next
-				}
-			default:
+		case next, ok := <-lines:
+			if !ok || strings.TrimSpace(next) == "stop" { // the runner wants the load to end
 				close(stop)
-				<-done
+			} else {
+				// The next plan, sent once this one's end line was out: it waits its turn
+				// (taken for a stop while this plan was closing, it was lost, and the runner
+				// waited for its outcomes forever).
+				carried = &next
 			}
+			<-done
 			if !ok {
 				return
 			}

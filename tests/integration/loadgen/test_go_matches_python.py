@@ -309,6 +309,7 @@ async def test_closing_stdin_ends_the_load_and_the_process(
 ) -> None:
     long = plan(gateway.address, [1] * 1000, concurrency=4, rate_per_s=20.0, batch_s=0.05)
     for kind in ("python", "go"):
+        gateway.attempts.clear()
         monkeypatch.setenv("MESH_LOADGEN", kind)
         _, command = generator_command()
         proc = await asyncio.create_subprocess_exec(
@@ -329,3 +330,39 @@ async def test_closing_stdin_ends_the_load_and_the_process(
                 await proc.wait()
         kind_, end = decode(rest.decode().splitlines()[-1])
         assert kind_ == "E" and end["elapsed_s"] < 15  # not the 50 s the plan would take
+
+
+async def test_a_plan_sent_while_the_last_one_runs_waits_its_turn(
+    gateway: FakeGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Both plans on stdin at once: the second line arrives while the first plan runs, as it
+    # can when the runner sends the next plan the moment an end line is out and the plan is
+    # still closing. It must neither stop the first plan nor be lost (the console's steady
+    # load stalled after its second plan that way: 40 calls, then none).
+    first, second = plan(gateway.address, [1, 2, 3]), plan(gateway.address, [4, 5])
+    for kind in ("python", "go"):
+        gateway.attempts.clear()
+        monkeypatch.setenv("MESH_LOADGEN", kind)
+        _, command = generator_command()
+        proc = await asyncio.create_subprocess_exec(
+            *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(f"{first.dumps()}\n{second.dumps()}\n".encode())
+        await proc.stdin.drain()
+        ends, records = 0, 0
+        try:
+            async with asyncio.timeout(20):
+                while ends < 2:
+                    line = await proc.stdout.readline()
+                    assert line, f"{kind}: the generator exited after {ends} plan(s)"
+                    what, body = decode(line.decode())
+                    if what == "E":
+                        ends += 1
+                    else:
+                        records += len(body)
+        finally:
+            proc.stdin.close()
+            await proc.wait()
+        assert records == 5, kind
+        assert sum(gateway.attempts.values()) == 5, kind  # both plans reached the gateway
