@@ -17,8 +17,6 @@ from meshctl import jaeger_query as jq
 from meshctl import traces as tr
 from meshctl.trace_index import TraceIndex
 
-console = Console()
-
 
 def _operation(name: str) -> str:
     """'Recv.mesh.v1.Gateway.GetHome' -> 'Gateway.GetHome': the RPC, without the span kind and
@@ -82,7 +80,7 @@ def _from_jaeger(url: str, trace_id: str | None, limit: int) -> dict[str, list[t
         raise typer.Exit(2) from None
 
 
-def _from_files(where: Path, trace_id: str | None) -> dict[str, list[tr.Span]]:
+def _from_files(where: Path, trace_id: str | None, console: Console) -> dict[str, list[tr.Span]]:
     files = tr.trace_files(where)
     if not files:
         console.print(f"no span files in {where} (is MESH_TRACING=0, or a collector set?)")
@@ -126,6 +124,7 @@ def traces(
     (their --state-dir's traces/). With --jaeger, the gateway's recent traces, or TRACE_ID's,
     come from Jaeger's query API and are drawn the same way.
     """
+    console = Console()  # made per command: its width is the terminal's (or COLUMNS) now
     if jaeger is not None:
         where: Path | str = jaeger
         found = _from_jaeger(jaeger, trace_id, limit)
@@ -134,7 +133,7 @@ def traces(
             raise typer.Exit(1)
     else:
         where = traces_dir or state_dir / "traces"
-        found = _from_files(where, trace_id)
+        found = _from_files(where, trace_id, console)
     if export is not None:
         export.write_text(json.dumps(tr.to_jaeger(found)))
         console.print(f"wrote {len(found)} trace(s) to {export} (Jaeger UI: Search > JSON File)")

@@ -80,6 +80,13 @@ class WrappedHandlers:
         return wrapped
 
 
+def code_set(context: grpc.aio.ServicerContext, default: grpc.StatusCode) -> grpc.StatusCode:
+    """The code the handler set on `context` (abort, set_code), else `default`: how a server
+    layer that wraps the handler learns how the call ended."""
+    code = context.code()
+    return code if isinstance(code, grpc.StatusCode) else default
+
+
 def is_exempt(method: str) -> bool:
     return method.startswith(EXEMPT_PREFIXES)
 

@@ -14,17 +14,18 @@ import grpc.aio
 
 from mesh.resilience import fates
 from mesh.resilience.events import EventBus
-from mesh.resilience.server_layer import Behaviour, ServerLayer, WrappedHandlers, is_exempt
+from mesh.resilience.server_layer import (
+    Behaviour,
+    ServerLayer,
+    WrappedHandlers,
+    code_set,
+    is_exempt,
+)
 from mesh.telemetry import names as n
 from mesh.telemetry.tracing.spans import current_server_span
 
 CountFate = Callable[[str, str], None]
 """Counts one call of `method` with `fate` (MeshMetrics.count_fate)."""
-
-
-def _code(context: grpc.aio.ServicerContext, default: grpc.StatusCode) -> grpc.StatusCode:
-    code = context.code()
-    return code if isinstance(code, grpc.StatusCode) else default
 
 
 class FateLayer(ServerLayer):
@@ -59,13 +60,13 @@ class FateLayer(ServerLayer):
             code = grpc.StatusCode.UNKNOWN
             try:
                 response = await inner(request, context)
-                code = _code(context, grpc.StatusCode.OK)
+                code = code_set(context, grpc.StatusCode.OK)
                 return response
             except asyncio.CancelledError:
                 code = grpc.StatusCode.CANCELLED
                 raise
             except Exception:
-                code = _code(context, grpc.StatusCode.UNKNOWN)
+                code = code_set(context, grpc.StatusCode.UNKNOWN)
                 raise
             finally:
                 fates.current.reset(token)

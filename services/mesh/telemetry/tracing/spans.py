@@ -34,7 +34,13 @@ from mesh import settings
 from mesh.resilience import classify
 from mesh.resilience.context import CallContext
 from mesh.resilience.deadline import inbound_deadline
-from mesh.resilience.server_layer import Behaviour, ServerLayer, WrappedHandlers, is_exempt
+from mesh.resilience.server_layer import (
+    Behaviour,
+    ServerLayer,
+    WrappedHandlers,
+    code_set,
+    is_exempt,
+)
 from mesh.resilience.streaming_server import StreamBehaviour, StreamStatus, tracked
 from mesh.telemetry import names as n
 from mesh.telemetry.tracing.choice import recorder_for
@@ -277,11 +283,6 @@ class _MetadataSetter(Setter[grpc.aio.Metadata]):
 _set_metadata = _MetadataSetter()
 
 
-def _server_code(context: grpc.aio.ServicerContext, default: grpc.StatusCode) -> grpc.StatusCode:
-    code = context.code()
-    return code if isinstance(code, grpc.StatusCode) else default
-
-
 _carrier: contextvars.ContextVar[dict[str, str]] = contextvars.ContextVar("mesh_trace_carrier")
 """The trace headers of the call whose handler grpc.aio just asked for: set by the tracing
 interceptor, read by its behaviour, which grpc.aio runs next in the same task. The behaviour is
@@ -329,13 +330,13 @@ class TracingServerInterceptor(ServerLayer):
             code = grpc.StatusCode.UNKNOWN
             try:
                 response = await inner(request, context)
-                code = _server_code(context, grpc.StatusCode.OK)
+                code = code_set(context, grpc.StatusCode.OK)
                 return response
             except asyncio.CancelledError:
                 code = grpc.StatusCode.CANCELLED
                 raise
             except Exception:
-                code = _server_code(context, grpc.StatusCode.UNKNOWN)
+                code = code_set(context, grpc.StatusCode.UNKNOWN)
                 raise
             finally:
                 current_server_span.reset(server_token)
