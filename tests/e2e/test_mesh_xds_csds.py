@@ -9,6 +9,7 @@ in both sides alike: the gRFCs, not this test, say which (docs/patterns/xds.md).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,16 +61,28 @@ def held(admin: str, token: str | None, wanted: int) -> list[Resource] | None:
     return found if sum(r.status == "ACKED" for r in found) >= wanted else None
 
 
-def compared(instance: str, admin_addr: str, token: str | None, resources: dict[str, Any]) -> int:
+def compared(
+    instance: str,
+    admin_addr: str,
+    token: str | None,
+    resources: dict[str, Any],
+    nudge: Callable[[], object],
+) -> int:
     """How many resources the plane sends `instance`'s node that its client holds ACKED, at
-    the plane's version, as sent (an assertion names the first that is not)."""
+    the plane's version, as sent (an assertion names the first that is not). `nudge` makes one
+    call through the mesh on every poll: a recommendation replica's channel to profile
+    subscribes on its first call, and round robin sends a replica none until its subchannel is
+    READY, so a fixed number of calls up front may leave one replica never called."""
     sent = sent_by_plane(resources)
     if instance == "gateway":  # payment's channel subscribes on the first checkout only
         sent = {k: v for k, v in sent.items() if "payment" not in k[1]}
     wanted = len(sent)
-    got = wait_until(
-        lambda: held(admin_addr, token, wanted), 15, f"{instance} holding {wanted}", 0.2
-    )
+
+    def probe() -> list[Resource] | None:
+        nudge()
+        return held(admin_addr, token, wanted)
+
+    got = wait_until(probe, 15, f"{instance} holding {wanted}", 0.2)
     assert got is not None
     by_key = {(r.kind, r.name): r for r in got}
     for key, resource in sent.items():
@@ -91,13 +104,18 @@ def test_every_xds_client_acked_what_the_plane_sends_it_as_sent(tmp_path: Path) 
     with mesh:
         assert mesh.state is not None
         state = mesh.state
-        with grpc.insecure_channel(state.gateway) as channel:
-            for _ in range(6):  # round robin: each recommendation replica's channel starts
-                home(channel, state.api_key)
         admin = PlaneAdmin(plane.admin_url)
-        for instance, addrs in sorted(state.services.items()):
-            node = replica_of(instance)
-            if node in XDS_CALLERS:
+        with grpc.insecure_channel(state.gateway) as channel:
+            for instance, addrs in sorted(state.services.items()):
+                node = replica_of(instance)
+                if node not in XDS_CALLERS:
+                    continue
                 resources = admin.resources(node)
-                counts[instance] = compared(instance, addrs["admin"], state.admin_token, resources)
+                counts[instance] = compared(
+                    instance,
+                    addrs["admin"],
+                    state.admin_token,
+                    resources,
+                    lambda: home(channel, state.api_key),
+                )
     assert counts == {"gateway": 6, "recommendation": 3, "recommendation-2": 3}

@@ -86,11 +86,15 @@ async def test_a_whole_answer_is_ok_and_a_bad_request_not_retryable() -> None:
 
 async def test_an_attempt_that_fails_and_a_retry_that_answers_is_ok_after_retry() -> None:
     # Half of profile's answers fail (seeded dice): recommendation's calls to profile throw
-    # them too, so some answers degrade, and a few calls may run out of attempts.
+    # them too, so some answers degrade, and a few calls may run out of attempts. The dice are
+    # seeded, but gateway and recommendation call profile at once, so which call draws which
+    # throw varies: how many retries an answer took is not fixed, only that some took one or more.
     seen, gateway = await fates_of(
         {**failing_profile(error_rate=0.5), **NO_BREAKER, **NO_BUDGET}, calls=10
     )
-    assert "ok-after-retry(1)" in seen
+    retried = [f for f in seen if fates.kind_of(f) == "ok-after-retry"]
+    assert retried, seen
+    assert all(int(f[len("ok-after-retry(") : -1]) >= 1 for f in retried), retried
     kinds = {fates.kind_of(f) for f in seen}
     assert kinds <= {"ok", "ok-after-retry", "ok-degraded", "failed-retry-skipped"}
     assert {f for f in seen if f.startswith("failed")} <= {"failed-retry-skipped(attempts)"}
