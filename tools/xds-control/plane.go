@@ -20,6 +20,11 @@ import (
 )
 
 type plane struct {
+	// file orders the file's readers and writers: a PUT applies its config and then writes it
+	// to the file, and a poll between the two would read the file's older bytes and push them
+	// over the PUT's (GET /config served the old config until the next poll, and clients were
+	// sent old, new, old). Taken before mu, never under it.
+	file    sync.Mutex
 	mu      sync.Mutex
 	cache   cachev3.SnapshotCache
 	path    string
@@ -79,6 +84,8 @@ func (p *plane) apply(raw []byte) (bool, error) {
 
 // reload applies the file when its bytes changed.
 func (p *plane) reload() (bool, error) {
+	p.file.Lock()
+	defer p.file.Unlock()
 	raw, err := os.ReadFile(p.path)
 	if err != nil {
 		return false, err
@@ -88,6 +95,8 @@ func (p *plane) reload() (bool, error) {
 
 // replace applies raw, then writes it to the file (atomically), so the file stays the truth.
 func (p *plane) replace(raw []byte) error {
+	p.file.Lock()
+	defer p.file.Unlock()
 	if _, err := p.apply(raw); err != nil {
 		return err
 	}

@@ -61,14 +61,15 @@ def one_edge(name: str, endpoints: list[str], **policy: Any) -> dict[str, Any]:
 
 
 @contextmanager
-def running_plane(tmp_path: Path, config: dict[str, Any]) -> Iterator[Plane]:
-    """mesh-xds serving `config` on loopback, and this process's bootstrap pointing at it."""
+def running_plane(tmp_path: Path, config: dict[str, Any], poll_s: float = 0.1) -> Iterator[Plane]:
+    """mesh-xds serving `config` on loopback (reading its file every `poll_s`), and this
+    process's bootstrap pointing at it."""
     binary = peer_binary("mesh-xds")  # skips, naming `make peers`, when it is not built
     config_path, ready = tmp_path / "xds.json", tmp_path / "ready.json"
     write_json(config_path, config)
     log = (tmp_path / "mesh-xds.log").open("w")
     proc = subprocess.Popen(
-        [str(binary), "-config", str(config_path), "-ready", str(ready)],
+        [str(binary), "-config", str(config_path), "-ready", str(ready), f"-poll={poll_s}s"],
         stdout=log,
         stderr=subprocess.STDOUT,
     )
