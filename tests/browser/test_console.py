@@ -124,6 +124,15 @@ def console_mesh_toxiproxy(mesh: ConsoleMesh) -> tuple[str, int]:
     return host, int(port)
 
 
+def waterfall_opened(page: Any, trace_id: str) -> None:
+    """Waits for the trace's waterfall. The console reads the trace from its files when asked:
+    under CI's load that took over 5 s once; the box says what went wrong, if anything did."""
+    try:
+        page.wait_for_selector(f'[data-open-trace="{trace_id}"]', timeout=20000)
+    except Exception as err:
+        raise AssertionError(f"waterfall: {page.inner_text('#waterfall')!r}") from err
+
+
 def test_a_trace_opened_from_the_list_shows_its_retry_and_fallback(
     page: Any, console_mesh: ConsoleMesh
 ) -> None:
@@ -154,11 +163,12 @@ def test_a_trace_opened_from_the_list_shows_its_retry_and_fallback(
         return next((t["trace_id"] for t in earliest if both(t["trace_id"])), None)
 
     found = wait_until(first_with_retry_and_fallback, 60, "a degraded trace with a retry", 0.5)
+    assert found is not None
     page.click("#load-stop")
     page.click(".tab[data-tab=traces]")
     page.click("#trace-filters [data-filter=degraded]")
     page.click(f'tr[data-trace="{found}"]', timeout=10000)
-    page.wait_for_selector(f'[data-open-trace="{found}"]', timeout=5000)
+    waterfall_opened(page, found)
     assert page.locator('[data-event="retry scheduled"]').count() >= 1
     assert page.locator('[data-event="fallback served"]').count() >= 1
     shot(page, "6-trace-waterfall")
@@ -179,7 +189,7 @@ def test_a_trace_opened_from_the_list_shows_its_retry_and_fallback(
     page.evaluate("document.getElementById('waterfall').replaceChildren()")  # shown afresh
     page.click(".tab[data-tab=reports]")
     page.locator(f'circle[data-trace="{found}"]').dispatch_event("click")
-    page.wait_for_selector(f'[data-open-trace="{found}"]', timeout=5000)
+    waterfall_opened(page, found)
     assert page.locator('[data-event="fallback served"]').count() >= 1
     shot(page, "6b-report-point-trace")
 

@@ -28,7 +28,7 @@ from loadgen.percentile import percentile
 from mesh.faults.injection import FaultTable
 from mesh.recommendation.servicer import DeclaredCapacity, RecommendationServicer
 from mesh.resilience.admission_policy import ServerPolicy
-from mesh.resilience.events import EventBus
+from mesh.resilience.events import Event, EventBus, PoolWorkDone
 from mesh.runtime.server_chain import server_layers
 from mesh.telemetry.metrics import MeshMetrics
 from mesh.v1 import recommendation_pb2, recommendation_pb2_grpc
@@ -42,6 +42,11 @@ REQUEST = recommendation_pb2.PopularRequest(limit=3)
 class Served:
     target: str
     metrics: MeshMetrics
+    pool_done: list[PoolWorkDone]
+    """Every call the pool ran, as it ended: its wait for a worker and the workers in use.
+    The pool keeps its own schedule (a worker's next call starts when the last was due to
+    end), so these are the pool's, not the event loop's: a starved machine delays when the
+    client sees an answer, not what the pool did."""
 
 
 @asynccontextmanager
@@ -50,6 +55,13 @@ async def capacity_server(policy: ServerPolicy) -> AsyncIterator[Served]:
     bus = EventBus()
     metrics = MeshMetrics(CollectorRegistry(), "recommendation")
     bus.subscribe(metrics.listener)
+    pool_done: list[PoolWorkDone] = []
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, PoolWorkDone):
+            pool_done.append(event)
+
+    bus.subscribe(on_event)
     capacity = DeclaredCapacity(bus)
     capacity.update(policy.pool)
     servicer = RecommendationServicer(None, capacity=capacity)  # type: ignore[arg-type]
@@ -59,7 +71,7 @@ async def capacity_server(policy: ServerPolicy) -> AsyncIterator[Served]:
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     try:
-        yield Served(f"127.0.0.1:{port}", metrics)
+        yield Served(f"127.0.0.1:{port}", metrics, pool_done)
     finally:
         await server.stop(None)
 
@@ -81,6 +93,8 @@ class Figures:
     codes: dict[str, int]
     cpu_per_call_s: float
     cpu_share: float
+    pool_wait_p50_s: float = float("nan")
+    """The median wait for a worker of the calls the pool ran (the queue in front of it)."""
 
 
 async def open_loop(
@@ -122,6 +136,7 @@ def figures(
     wall_s: float,
     cpu_s: float,
     warmup_s: float = 0.0,
+    pool_waits: list[float] | None = None,
 ) -> Figures:
     """Of the calls sent after `warmup_s` (an adaptive limit starts from its initial limit):
     goodput is OK calls per second of load (all within their deadline: a late one ends
@@ -138,17 +153,23 @@ def figures(
         codes=dict(codes),
         cpu_per_call_s=cpu_s / max(len(outcomes), 1),
         cpu_share=cpu_s / wall_s,
+        pool_wait_p50_s=percentile(pool_waits, 50) if pool_waits else float("nan"),
     )
 
 
 async def measure(
-    policy: ServerPolicy, load: float, duration_s: float, warmup_s: float = 1.0
+    policy: ServerPolicy,
+    load: float,
+    duration_s: float,
+    warmup_s: float = 1.0,
+    deadline_s: float = 1.0,
 ) -> Figures:
     """Figures of `load` x the policy pool's capacity for `duration_s` (steady after warmup)."""
     rate = load * policy.pool.workers / policy.pool.service_time_s
     async with capacity_server(policy) as served:
-        outcomes, wall_s, cpu_s = await open_loop(served.target, rate, duration_s)
-    return figures(outcomes, rate, duration_s, wall_s, cpu_s, warmup_s)
+        outcomes, wall_s, cpu_s = await open_loop(served.target, rate, duration_s, deadline_s)
+        waits = [done.waited_s for done in served.pool_done]
+    return figures(outcomes, rate, duration_s, wall_s, cpu_s, warmup_s, waits[1:])
 
 
 def _serve_child(policy_json: str, conn: Connection) -> None:
