@@ -23,13 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from bench.window import Window
+from mesh import settings
 
 ROOT = Path(__file__).resolve().parents[1]
 PROTOS = ROOT / "protos"
 GATEWAY_PROTO = PROTOS / "mesh" / "v1" / "gateway.proto"
 CALL = "mesh.v1.Gateway.GetHome"
 USER_ID = "u-0001"
-PEERS_BIN_ENV = "MESH_PEERS_BIN"
+PEERS_BIN = settings.Var(
+    "MESH_PEERS_BIN", settings.text, "", "where `make peers` put ghz (default .peers/bin)"
+)
 RUN_TIMEOUT_S = 300.0
 
 
@@ -39,8 +42,7 @@ class GhzError(RuntimeError):
 
 def ghz_binary(environ: dict[str, str] | None = None) -> Path:
     """The built ghz (`$MESH_PEERS_BIN/ghz`, else .peers/bin/ghz); GhzError naming `make peers`."""
-    env = os.environ if environ is None else environ
-    path = Path(env.get(PEERS_BIN_ENV) or ROOT / ".peers" / "bin") / "ghz"
+    path = Path(PEERS_BIN.read(environ) or ROOT / ".peers" / "bin") / "ghz"
     if not os.access(path, os.X_OK):
         raise GhzError(f"{path} is missing: run `make peers` (builds ghz v0.120.0; needs go)")
     return path

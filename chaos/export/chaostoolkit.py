@@ -17,8 +17,8 @@ the rest:
   put back (chaosmesh.actions.restore_policy).
 
 What Chaos Toolkit cannot say as the runner does (a fault on a schedule within the load, a
-kill, a slowdown, a rate set from the measured capacity, scenario experiments) makes that
-variant NotExportable, with the reason.
+kill, a slowdown, a rate set from the measured capacity, a variant under xDS, scenario
+experiments) makes that variant NotExportable, with the reason.
 """
 
 from __future__ import annotations
@@ -221,6 +221,11 @@ def to_chaostoolkit(path: Path, name: str, exp: Experiment, variant: Variant) ->
     """One variant as a Chaos Toolkit experiment; NotExportable says why it cannot be."""
     if exp.scenario is not None:
         raise NotExportable(f"a scenario experiment ({exp.scenario}) is code, not a method")
+    if variant.xds:
+        raise NotExportable(
+            "it runs under xDS (`xds: true`), on a mesh started with `mesh up --xds`, which the "
+            "Chaos Toolkit extension cannot start"
+        )
     return {
         "version": "1.0.0",
         "title": f"{name} ({variant.name}): {exp.title}",

@@ -1,6 +1,6 @@
 """`mesh chaos list|validate|run|plan|export`: the experiment catalogue, its checker, its
-runner, its plan (meshctl/cli/chaos_plan.py) and its Chaos Toolkit export
-(meshctl/cli/chaos_export.py)."""
+runner with its verdict (meshctl/cli/chaos_verdict.py), its plan (meshctl/cli/chaos_plan.py)
+and its Chaos Toolkit export (meshctl/cli/chaos_export.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
-from rich.console import Console, Group, RenderableType
+from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
@@ -33,10 +33,8 @@ from chaos.experiment.loading import load_experiment
 from chaos.experiment.model import EXPERIMENTS_DIR, Experiment, ExperimentError
 from chaos.export.journal import to_journal
 from chaos.report.index import report_folder, write_index
-from chaos.report.repeat import spreads
 from chaos.report.result_json import to_json
-from chaos.report.table_fit import Column, FitTable
-from chaos.report.tables import print_result, showed, write_report
+from chaos.report.tables import print_result, write_report
 from chaos.results import ExperimentResult
 from chaos.run.eta import Eta, about, kind
 from chaos.run.plan import plan
@@ -46,6 +44,7 @@ from loadgen.in_process import generator_command
 from mesh.policy.loading import PolicyError
 from meshctl.cli.chaos_export import export
 from meshctl.cli.chaos_plan import plan_command
+from meshctl.cli.chaos_verdict import verdict_screen
 from meshctl.cli.chaos_xds import XdsRunOpt, XdsRunRefused, with_xds
 from meshctl.cli.json_out import JsonOpt, human_output_to_stderr, write_json
 from meshctl.cli.toxiproxy import ServerChoice, choose_server
@@ -74,46 +73,6 @@ def list_() -> None:
     for path, exp in entries:
         table.add_row(path.stem, ", ".join(v.name for v in exp.variants), exp.hypothesis)
     console.print(table)
-
-
-def verdict_table(results: list[ExperimentResult], width: int = 120) -> RenderableType:
-    """The verdict screen: one line per experiment saying what it showed, then each missed
-    expectation with what was measured and what was wanted."""
-    table = FitTable(
-        [
-            Column("experiment", justify="left", keep=True),
-            Column("verdict", justify="left", keep=True),
-            Column("what it showed", justify="left", wraps=True),
-        ],
-        title="verdict",
-    )
-    missed: list[str] = []
-    for r in results:
-        table.add_row(
-            r.name,
-            "held" if r.held else "did not hold",
-            showed(r),
-            style="" if r.held else "red",
-        )
-        if r.aborted:
-            missed.append(f"{r.name}: {r.aborted}")
-        if len(r.repeats) > 1:
-            missed += [
-                f"{r.name}: {s.variant}/{s.phase} {s.metric}={s.shown()} held {s.held}/{s.runs}"
-                + (f" ({s.void} void)" if s.void else "")
-                + f" (want {s.bound})"
-                for s in spreads(r.repeats)
-                if not s.always
-            ]
-        else:
-            missed += [
-                f"{r.name}: {v.variant}/{v.phase} {v.metric}={v.shown} "
-                f"(want {v.bound})" + (" VOID: the variant met no fault" if v.void else "")
-                for v in r.verdicts
-                if not v.passed
-            ]
-    notes = [Text("missed (measured, wanted):", style="bold")] if missed else []
-    return Group(table.render(width), *notes, *[Text(f"  {m}") for m in missed])
 
 
 class RunProgress:
@@ -338,7 +297,7 @@ def _summary(
     took_s: float,
     runner: Runner | None,
 ) -> None:
-    console.print(verdict_table(results, console.width))
+    console.print(verdict_screen(results, console.width))
     held = sum(r.held for r in results)
     runs = f" in all {repeat} runs" if repeat > 1 else ""
     console.print(

@@ -5,14 +5,13 @@ not the one the other commands find by themselves."""
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-DEFAULT_STATE_DIR = Path("var")
+from meshctl.launch.state import STATE_DIR
 
 
 def mesh_program(argv0: str | None = None, path: str | None = None) -> str:
@@ -38,11 +37,10 @@ def mesh_program(argv0: str | None = None, path: str | None = None) -> str:
 def state_dir_prefix(state_dir: Path, environ: Mapping[str, str] | None = None) -> str:
     """`MESH_STATE_DIR=DIR ` when the other commands would not find `state_dir` by themselves
     (they read $MESH_STATE_DIR, else var), else nothing."""
-    env = os.environ if environ is None else environ
-    found_by_default = Path(env.get("MESH_STATE_DIR", str(DEFAULT_STATE_DIR)))
+    found_by_default = Path(STATE_DIR.read(environ))
     if found_by_default.absolute() == state_dir.absolute():
         return ""
-    return f"MESH_STATE_DIR={shlex.quote(str(state_dir))} "
+    return f"{STATE_DIR.name}={shlex.quote(str(state_dir))} "
 
 
 def mesh_command(args: str, state_dir: Path, argv0: str | None = None) -> str:

@@ -17,6 +17,12 @@ STATE_FILE = "mesh.json"
 STATE_DIR = settings.Var(
     "MESH_STATE_DIR", settings.text, "var", "where `mesh up` records the running mesh (mesh.json)"
 )
+STATE_PATH = settings.Var(
+    "MESH_STATE_FILE",
+    settings.text,
+    "",
+    "the mesh.json a Chaos Toolkit run acts on (chaosmesh), instead of $MESH_STATE_DIR/mesh.json",
+)
 
 
 class StateDirInUse(LaunchError):

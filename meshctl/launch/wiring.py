@@ -15,6 +15,7 @@ from mesh.config_error import ConfigError
 from mesh.gateway.auth import API_KEYS, API_KEYS_FILE
 from mesh.runtime.admin_auth import TOKEN_ENV as ADMIN_TOKEN_ENV
 from mesh.runtime.admin_auth import admin_token
+from mesh.runtime.config import ADMIN_TOKEN
 from mesh.runtime.tls import CA_CERT, TLS_DIR, tls_enabled
 from mesh.topology import (
     EDGES,
@@ -66,7 +67,7 @@ def control_token(env: Mapping[str, str]) -> str | None:
     if ADMIN_AUTH.read(env) == "off":
         return None
     try:
-        configured = admin_token(env.get(ADMIN_TOKEN_ENV))
+        configured = admin_token(ADMIN_TOKEN.read(env))
     except ConfigError as err:
         raise LaunchError(str(err)) from None
     return configured or secrets.token_urlsafe(32)

@@ -30,6 +30,20 @@ def package_roots() -> tuple[Path, ...]:
     )
 
 
+def integration_roots() -> tuple[Path, ...]:
+    """The integrations' packages (integrations/<distribution>/<package>): distributions of their
+    own, not on the path, so read for the variables they read but never imported."""
+    return tuple(
+        d for d in sorted((ROOT / "integrations").glob("*/*")) if (d / "__init__.py").is_file()
+    )
+
+
+def scanned_roots() -> tuple[Path, ...]:
+    """Every package whose reads of the environment are checked: the project's and the
+    integrations'."""
+    return package_roots() + integration_roots()
+
+
 def services_root() -> Path:
     """The package the services run: where span events are added."""
     return Path(mesh.__file__).parent
@@ -49,9 +63,11 @@ __all__ = [
     "JobMetrics",
     "MeshMetrics",
     "catalogue",
+    "integration_roots",
     "modules",
     "names",
     "package_roots",
+    "scanned_roots",
     "services_root",
     "settings",
 ]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Coroutine, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -11,6 +10,7 @@ from typing import Any, TypeVar
 from chaos.experiment.loading import load_experiment
 from chaos.experiment.model import Experiment
 from chaos.run.target import Target
+from meshctl.launch.state import STATE_DIR, STATE_PATH
 
 T = TypeVar("T")
 
@@ -21,11 +21,14 @@ STARTED: set[str] = set()
 """Marks the method set (`method`: a method began), so a phase it never measured is missed."""
 
 
-def state_file(configuration: Mapping[str, Any] | None) -> Path:
+def state_file(
+    configuration: Mapping[str, Any] | None, environ: Mapping[str, str] | None = None
+) -> Path:
     """`mesh_state` (a mesh.json, or the folder holding one), else $MESH_STATE_FILE, else
-    $MESH_STATE_DIR/mesh.json, else var/mesh.json: where `mesh up` describes its mesh."""
-    given = (configuration or {}).get("mesh_state") or os.environ.get("MESH_STATE_FILE")
-    path = Path(str(given or os.environ.get("MESH_STATE_DIR", "var")))
+    $MESH_STATE_DIR/mesh.json, else var/mesh.json: where `mesh up` describes its mesh. The
+    variables through their declarations (this distribution depends on grpc-resilience-mesh)."""
+    given = (configuration or {}).get("mesh_state") or STATE_PATH.read(environ)
+    path = Path(str(given or STATE_DIR.read(environ)))
     return path / "mesh.json" if path.is_dir() or not path.suffix else path
 
 

@@ -16,7 +16,6 @@ source, the key and the rule, never repeating the document.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -24,10 +23,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mesh import safe_yaml, topology
+from mesh import safe_yaml, settings, topology
 from mesh.policy.model import MeshPolicy
 
 PRESETS: tuple[str, ...] = ("unprotected", "retry-only", "full")
+POLICY: settings.Var[str | None] = settings.Var(
+    "MESH_POLICY",
+    settings.text,
+    None,
+    "a policy preset (unprotected, retry-only, full) or a YAML path; default full",
+)
 ENV_PREFIX = "MESH_POLICY__"
 MAX_REASONS = 5
 """A refusal lists this many problems, then how many more there are."""
@@ -41,13 +46,14 @@ def load_policy(source: str | None = None, environ: Mapping[str, str] | None = N
     """Load a preset name or YAML path (None: env MESH_POLICY, else "full"), then env overrides.
 
     When the source is MESH_POLICY's value, a refusal of the file starts with "MESH_POLICY: "."""
-    env = os.environ if environ is None else environ
-    source = source or env.get("MESH_POLICY") or "full"
+    env = settings.env_or_os(environ)
+    from_env = POLICY.read(env)
+    source = source or from_env or "full"
     try:
         path, raw = read_policy_document(source)
         return _validated(raw, path, env)
     except PolicyError as err:
-        if source != env.get("MESH_POLICY") or str(err).startswith(ENV_PREFIX):
+        if source != from_env or str(err).startswith(ENV_PREFIX):
             raise
         raise PolicyError(f"MESH_POLICY: {err}") from None
 
@@ -56,7 +62,7 @@ def load_policy_text(
     text: str | bytes, path: str = "<policy>", environ: Mapping[str, str] | None = None
 ) -> MeshPolicy:
     """A policy from YAML text (`path` names it in errors), then env overrides."""
-    env = os.environ if environ is None else environ
+    env = settings.env_or_os(environ)
     try:
         raw = safe_yaml.load(text, path)
     except safe_yaml.YamlError as exc:

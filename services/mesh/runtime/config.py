@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from mesh import settings
 from mesh.config_error import ConfigError
+from mesh.policy.loading import POLICY
 from mesh.runtime.admin_auth import TOKEN_ENV, admin_token
 from mesh.topology import ServiceSpec, edges_from, service
 
@@ -37,12 +38,6 @@ def _addr(name: str, help: str) -> settings.Var[str | None]:
 LISTEN_ADDR = _addr("LISTEN_ADDR", "the public gRPC port (default 127.0.0.1:<topology port>)")
 ADMIN_ADDR = _addr("ADMIN_ADDR", "fault and policy admin gRPC; keep it on loopback")
 METRICS_ADDR = _addr("METRICS_ADDR", "Prometheus /metrics over HTTP")
-POLICY: settings.Var[str | None] = settings.Var(
-    "MESH_POLICY",
-    settings.text,
-    None,
-    "a policy preset (unprotected, retry-only, full) or a YAML path; default full",
-)
 ADMIN_TOKEN: settings.Var[str | None] = settings.Var(
     TOKEN_ENV,
     settings.text,

@@ -93,6 +93,18 @@ def test_a_fault_on_a_schedule_is_refused_with_its_reason() -> None:
         to_chaostoolkit(path, "flapping-dependency", exp, exp.variants[0])
 
 
+def test_a_variant_under_xds_is_refused_not_exported_without_xds() -> None:
+    path, exp = load_experiment("provider-outage")
+    (native,) = [v for v in exp.variants if v.xds]
+    with pytest.raises(NotExportable, match=r"under xDS .*`mesh up --xds`"):
+        to_chaostoolkit(path, "provider-outage", exp, native)
+    for file in sorted(EXPERIMENTS_DIR.glob("*.yaml")):
+        found, each = load_experiment(file.stem)
+        for variant in (v for v in each.variants if v.xds and each.scenario is None):
+            with pytest.raises(NotExportable, match="mesh up --xds"):
+                to_chaostoolkit(found, file.stem, each, variant)
+
+
 def test_the_command_writes_one_file_per_variant(tmp_path: Path) -> None:
     done = CliRunner().invoke(
         app,
@@ -101,8 +113,9 @@ def test_the_command_writes_one_file_per_variant(tmp_path: Path) -> None:
     assert done.exit_code == 0, done.output
     _, exp = load_experiment("provider-outage")
     assert sorted(p.name for p in tmp_path.glob("*.json")) == sorted(
-        f"provider-outage.{v.name}.json" for v in exp.variants
+        f"provider-outage.{v.name}.json" for v in exp.variants if not v.xds
     )
+    assert "skipped provider-outage/xds-native: it runs under xDS" in done.output
     wrong = CliRunner().invoke(app, ["chaos", "export", "provider-outage", "--variant", "nope"])
     assert wrong.exit_code == 2 and "no variant nope" in wrong.output
     scenario = CliRunner().invoke(app, ["chaos", "export", "criticality", "--out", str(tmp_path)])

@@ -75,6 +75,57 @@ def test_every_variable_is_declared_once_and_none_is_read_without_one() -> None:
     assert environment.read_directly() == []
 
 
+STRAYS = {
+    "reads.py": """
+import os
+from mesh import settings
+
+STATE = "MESH_STATE_DIR"
+LEVEL = settings.Var("STRAY_LEVEL", settings.text, "", "declared here, read raw below")
+
+
+def config(environ):
+    policy = (os.environ if environ is None else environ).get("MESH_POLICY")
+    state, raw = os.getenv(STATE), os.environ["STRAY_RAW"]
+    level, fine = environ.get(LEVEL.name), LEVEL.read(environ)
+    named = settings.read(environ, "STRAY_UNDECLARED", settings.text, "")
+    listen = settings.read(environ, "LISTEN_ADDR", settings.address, None)
+    child = {**os.environ}
+    child["MESH_POLICY"] = "full"
+    return policy, state, raw, level, fine, named, listen, child
+""",
+    "elsewhere.py": """
+import os
+from strays.reads import STATE as DIR
+
+where = os.environ.get(DIR, "var")
+""",
+}
+
+
+def test_every_read_that_skips_its_declaration_is_listed(tmp_path: Path) -> None:
+    package = tmp_path / "strays"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for name, text in STRAYS.items():
+        (package / name).write_text(text)
+    found = dict(environment.read_directly([package]))
+    assert found == {
+        # declared variables read raw: their rule and start-up refusal skipped
+        "MESH_POLICY": "`strays.reads`",
+        "MESH_STATE_DIR": "`strays.elsewhere`, `strays.reads`",  # by a constant, imported too
+        "STRAY_LEVEL": "`strays.reads`",  # by its Var's name
+        # read without any declaration
+        "STRAY_RAW": "`strays.reads`",
+        "STRAY_UNDECLARED": "`strays.reads`",
+    }
+
+
+def test_the_embedded_toxiproxy_parses_its_own_and_the_page_says_which() -> None:
+    page = environment.page()
+    assert "reads `MESH_PROXY_LOOP` and `MESH_TOXIPROXY_TOKEN`." in page
+
+
 def test_span_events_list_their_attributes() -> None:
     found = {event: attrs for event, attrs, _ in spans.events()}
     assert found["retry scheduled"] == "mesh.attempt, mesh.delay_s, mesh.pushback_s, mesh.reason"

@@ -5,28 +5,18 @@ from __future__ import annotations
 import pytest
 
 from meshctl.launch.polling import poll_until
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
+from tests.support.fake_clock import FakeClock
 
 
 def test_returns_as_soon_as_the_probe_holds() -> None:
-    clock = FakeClock()
+    clock = FakeClock(0.0)
     answers = iter([False, False, True])
-    assert poll_until(lambda: next(answers), 1.0, 0.05, clock=clock, sleep=clock.sleep)
-    assert clock.now == pytest.approx(0.1)
+    assert poll_until(lambda: next(answers), 1.0, 0.05, clock=clock.now, sleep=clock.advance)
+    assert clock.now() == pytest.approx(0.1)
 
 
 def test_gives_up_after_the_timeout() -> None:
-    clock = FakeClock()
+    clock = FakeClock(0.0)
     asked = 0
 
     def never() -> bool:
@@ -34,15 +24,15 @@ def test_gives_up_after_the_timeout() -> None:
         asked += 1
         return False
 
-    assert not poll_until(never, 1.0, 0.25, clock=clock, sleep=clock.sleep)
-    assert 1.0 < clock.now <= 1.25 and asked == 6
+    assert not poll_until(never, 1.0, 0.25, clock=clock.now, sleep=clock.advance)
+    assert 1.0 < clock.now() <= 1.25 and asked == 6
 
 
 def test_a_probe_that_raises_ends_the_wait() -> None:
-    clock = FakeClock()
+    clock = FakeClock(0.0)
 
     def broken() -> bool:
         raise RuntimeError("exited")
 
     with pytest.raises(RuntimeError, match="exited"):
-        poll_until(broken, 1.0, clock=clock, sleep=clock.sleep)
+        poll_until(broken, 1.0, clock=clock.now, sleep=clock.advance)

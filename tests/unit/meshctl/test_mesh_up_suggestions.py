@@ -39,6 +39,8 @@ def test_the_state_dir_is_named_unless_found_by_default(tmp_path: Path) -> None:
     assert state_dir_prefix(tmp_path, {"MESH_STATE_DIR": str(tmp_path)}) == ""
     assert state_dir_prefix(tmp_path / "a b", {}) == f"MESH_STATE_DIR='{tmp_path / 'a b'}' "
     assert state_dir_prefix(Path("var"), {"MESH_STATE_DIR": "/elsewhere"}) == "MESH_STATE_DIR=var "
+    # read as the other commands read it: a blank value is unset, so they find var
+    assert state_dir_prefix(Path("var"), {"MESH_STATE_DIR": " "}) == ""
 
 
 def test_the_suggested_command_runs_in_a_shell_and_finds_the_state_dir(

@@ -6,14 +6,10 @@ from dataclasses import dataclass, field
 
 from meshctl.launch.processes import LaunchError, ProcessStatus
 from meshctl.launch.supervisor import Backoff, Supervisor, SupervisorEvent
+from tests.support.fake_clock import FakeClock
 
-
-@dataclass
-class FakeClock:
-    now_s: float = 100.0
-
-    def __call__(self) -> float:
-        return self.now_s
+TICK_S = 0.125
+"""wait_for_restart's step: exact in binary, so ticks add up to the delays without rounding."""
 
 
 @dataclass
@@ -31,7 +27,7 @@ class FakeMesh:
 
     def add(self, name: str) -> None:
         self._next_pid += 1
-        self.procs[name] = ProcessStatus(name, self._next_pid, None, self.clock())
+        self.procs[name] = ProcessStatus(name, self._next_pid, None, self.clock.now())
 
     def die(self, name: str, code: int = -9) -> None:
         p = self.procs[name]
@@ -61,38 +57,38 @@ class FakeMesh:
 
 
 def setup() -> tuple[FakeClock, FakeMesh, Supervisor, list[SupervisorEvent]]:
-    clock = FakeClock()
+    clock = FakeClock(100.0)
     mesh = FakeMesh(clock)
     for name in ("redis", "payment", "gateway"):
         mesh.add(name)
     events: list[SupervisorEvent] = []
-    return clock, mesh, Supervisor(mesh, events.append, Backoff(), clock), events
+    return clock, mesh, Supervisor(mesh, events.append, Backoff(), clock.now), events
 
 
 def wait_for_restart(clock: FakeClock, mesh: FakeMesh, sup: Supervisor, limit_s: float) -> float:
-    """Advance the fake clock in 0.1 s ticks until a restart happens; the delay it took."""
-    before, started = len(mesh.restarted), clock.now_s
+    """Advance the fake clock in TICK_S steps until a restart happens; the delay it took."""
+    before, started = len(mesh.restarted), clock.now()
     sup.poll()
     while len(mesh.restarted) == before:
-        assert clock.now_s - started <= limit_s, "no restart"
-        clock.now_s = round(clock.now_s + 0.1, 6)
+        assert clock.now() - started <= limit_s, "no restart"
+        clock.advance(TICK_S)
         sup.poll()
-    return round(clock.now_s - started, 6)
+    return clock.now() - started
 
 
 def test_a_killed_process_is_restarted_after_half_a_second_and_both_events_are_reported() -> None:
     clock, mesh, sup, events = setup()
-    clock.now_s += 30
+    clock.advance(30)
     mesh.die("payment")
     sup.poll()
     assert mesh.restarted == []
     assert [(e.kind, e.name) for e in events] == [("exited", "payment")]
     assert "killed by SIGKILL after 30.0 s" in events[0].message
     assert "restarting it in 0.5 s" in events[0].message
-    clock.now_s += 0.4
+    clock.advance(0.4)
     sup.poll()
     assert mesh.restarted == []
-    clock.now_s += 0.1
+    clock.advance(0.1)
     sup.poll()
     assert mesh.restarted == ["payment"]
     assert events[-1].kind == "restarted"
@@ -105,18 +101,18 @@ def test_quick_failures_double_the_delay_to_10_s_and_a_long_run_starts_over() ->
     clock, mesh, sup, _ = setup()
     delays = []
     for _ in range(7):
-        clock.now_s += 1  # up for a second only
+        clock.advance(1)  # up for a second only
         mesh.die("payment")
         delays.append(wait_for_restart(clock, mesh, sup, limit_s=11))
     assert delays == [0.5, 1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
-    clock.now_s += 10  # up for 10 s: healthy again
+    clock.advance(10)  # up for 10 s: healthy again
     mesh.die("payment")
     assert wait_for_restart(clock, mesh, sup, limit_s=11) == 0.5
 
 
 def test_a_failed_start_is_reported_and_retried_with_a_longer_delay() -> None:
     clock, mesh, sup, events = setup()
-    clock.now_s += 30
+    clock.advance(30)
     mesh.failing_starts = 2
     mesh.die("redis", 0)
     assert wait_for_restart(clock, mesh, sup, limit_s=1) == 0.5
@@ -131,7 +127,7 @@ def test_a_failed_start_is_reported_and_retried_with_a_longer_delay() -> None:
 
 def test_a_process_that_cannot_even_be_spawned_is_retried_with_backoff() -> None:
     clock, mesh, sup, events = setup()
-    clock.now_s += 30
+    clock.advance(30)
     mesh.unspawnable = 1
     old_pid = mesh.procs["redis"].pid
     mesh.die("redis")
@@ -147,7 +143,7 @@ def test_nothing_is_restarted_while_the_mesh_stops() -> None:
     mesh.stopping = True
     mesh.die("payment")
     mesh.die("gateway", -15)
-    clock.now_s += 60
+    clock.advance(60)
     sup.poll()
     assert mesh.restarted == []
     assert events == []

@@ -40,6 +40,7 @@ def test_full_is_the_default_and_documents_its_values() -> None:
 
 def test_mesh_policy_env_picks_the_preset() -> None:
     assert load_policy(None, {"MESH_POLICY": "retry-only"}).name == "retry-only"
+    assert load_policy(None, {"MESH_POLICY": " "}).name == "full", "blank is unset, as for all"
 
 
 def test_presets_mirror_the_seed_variants() -> None:
