@@ -1,11 +1,15 @@
 # Sourced by rehearse.sh and real-node.sh: the loopback control plane both rehearsals start,
 # and their helpers. start_control_plane expects BIN (the built binaries) and work (an empty
-# temporary folder). Every process launch starts is in pids; stop_pids stops them, the last
-# started first. step records each step's seconds in timings.
+# temporary folder). Every process launch starts is in pids (its name in pid_names, its start
+# time in pid_starts); stop_pids stops them, the last started first; check_nothing_left then
+# says whether any of them, or a port they listened on, or the folder, is left. step records
+# each step's seconds in timings.
 #   EXTRA_TOKENS   more "WHO USER GROUP" lines: a token and WHO.kubeconfig each
 #   APISERVER_EXTRA  more kube-apiserver flags (an array)
 #   extra_credentials  a function, when defined: run once the CA exists, before the API server
 pids=()
+pid_names=()
+pid_starts=()
 start_all=$SECONDS
 timings=()
 
@@ -32,7 +36,86 @@ launch() { # NAME CMD...: start it in the background, its output in $work/NAME.l
     local name=$1
     shift
     "$@" >"$work/$name.log" 2>&1 &
-    pids+=($!)
+    pids+=("$!")
+    pid_names+=("$name")
+    pid_starts+=("$(started "$!")")
+}
+
+started() { # PID: its start time (clock ticks after boot) while it runs; nothing once it is
+    # gone or a zombie. A PID and its start time name one process: PIDs are reused.
+    local stat fields
+    [[ $1 =~ ^[0-9]+$ ]] || return 0
+    { read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 0
+    read -r -a fields <<<"${stat##*) }" # past "PID (command) ": the command may hold spaces
+    if [[ ${fields[0]} != Z ]]; then echo "${fields[19]-}"; fi
+}
+
+running() { # INDEX: is pids[INDEX] still the process launch started?
+    [[ -n ${pid_starts[$1]:-} && $(started "${pids[$1]}") == "${pid_starts[$1]}" ]]
+}
+
+listening() { # PORT INODE of each listening TCP socket (/proc/net/tcp and tcp6)
+    local port inode
+    awk 'FNR > 1 && $4 == "0A" { n = split($2, a, ":"); print a[n], $10 }' \
+        /proc/net/tcp /proc/net/tcp6 2>/dev/null |
+        while read -r port inode; do echo "$((16#$port)) $inode"; done
+}
+
+before_stop() { # before stop_pids: the ports the recorded processes listen on (bound_ports),
+    # and each process launched (a NAME.log in $work) whose PID was not recorded (unrecorded)
+    local i log name recorded sockets=" " port inode
+    for i in "${!pids[@]}"; do
+        running "$i" || continue
+        sockets+=$(find "/proc/${pids[i]}/fd" -lname 'socket:*' -printf '%l ' 2>/dev/null |
+            tr -dc '0-9 ')
+    done
+    sockets+=" "
+    bound_ports=()
+    while read -r port inode; do
+        if [[ $sockets == *" $inode "* ]]; then bound_ports+=("$port"); fi
+    done < <(listening)
+    unrecorded=()
+    for log in "$work"/*.log; do
+        [[ -f $log ]] || continue
+        name=$(basename "$log" .log) recorded=
+        for i in "${!pid_names[@]}"; do
+            if [[ ${pid_names[i]} == "$name" && ${pids[i]} =~ ^[0-9]+$ ]]; then recorded=1; fi
+        done
+        [[ -n $recorded ]] || unrecorded+=("$name")
+    done
+}
+
+check_nothing_left() { # PORT...: after stop_pids and the folder's removal: no process launch
+    # started still runs, no PORT (nor one before_stop saw them listen on) is listened on, and
+    # $work is gone. Says what is left, or that the record it goes by is not whole; status 1.
+    local i port inode name owners left=() ports=" $* ${bound_ports[*]-} "
+    for name in ${unrecorded[@]+"${unrecorded[@]}"}; do
+        left+=("$name: launched ($name.log) with no PID recorded: cannot tell whether it runs")
+    done
+    if [[ " ${timings[*]-} " == *" apiserver-ready "* ]]; then # the control plane was launched
+        for name in etcd kube-apiserver; do
+            [[ " ${pid_names[*]-} " == *" $name "* ]] ||
+                left+=("$name: launched (the API server was waited for) with no PID recorded")
+        done
+    fi
+    for i in "${!pids[@]}"; do
+        if running "$i"; then
+            left+=("${pid_names[i]} (PID ${pids[i]}) still running: $({ tr '\0' ' ' \
+                <"/proc/${pids[i]}/cmdline"; } 2>/dev/null | sed 's/ *$//' | cut -c1-100)")
+        fi
+    done
+    while read -r port inode; do
+        [[ $ports == *" $port "* ]] || continue
+        owners=$(find /proc/[0-9]*/fd -lname "socket:\[$inode\]" -printf '%h\n' 2>/dev/null |
+            cut -d/ -f3 | sort -un | paste -sd ' ')
+        left+=("port $port still listened on, by PID ${owners:-(none seen)}")
+    done < <(listening)
+    [[ -r /proc/net/tcp ]] || left+=("no /proc/net/tcp: cannot tell what is listened on")
+    [[ ! -e $work ]] || left+=("folder $work still there")
+    ((${#left[@]})) || return 0
+    echo "k8s rehearsal: left after cleanup:" >&2
+    printf '  %s\n' "${left[@]}" >&2
+    return 1
 }
 
 free_port() {

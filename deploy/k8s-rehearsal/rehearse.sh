@@ -4,12 +4,13 @@
 # starts them in a temporary folder with a CA and serving certificate of its own, token
 # authentication and RBAC; registers two kwok nodes (fake kubelets: pods are scheduled, bound
 # and marked Running/Ready, no container runs); runs tests/k8s/; then stops every process it
-# started, by PID, and removes the folder. Needs go, openssl and python3.
+# started, by PID, and removes the folder, and fails if any of those processes still runs, a port
+# they listened on is still listened on, or the folder is there. Needs go, openssl and python3.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 BIN=${K8S_BIN:-$root/.peers/bin}
-source "$here/control-plane.sh" # step, launch, start_control_plane, stop_pids
+source "$here/control-plane.sh" # step, launch, start_control_plane, stop_pids, check_nothing_left
 
 for tool in openssl python3; do
     command -v "$tool" >/dev/null || { echo "k8s rehearsal: needs $tool" >&2; exit 1; }
@@ -25,13 +26,16 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/mesh-k8s-rehearsal.XXXXXX")
 EXTRA_TOKENS="kwok mesh-rehearsal-kwok system:authenticated"
 cleanup() {
     local status=$?
-    stop_pids # kwok ... etcd
+    before_stop # the ports they listen on, and that every process launched has its PID
+    stop_pids   # kwok ... etcd
     if ((status != 0)); then
         for log in "$work"/*.log; do
             [[ -f $log ]] && { echo "--- last lines of $(basename "$log")"; tail -n 15 "$log"; }
         done
     fi
     rm -rf "$work"
+    check_nothing_left ${etcd_port:-} ${etcd_peer_port:-} ${apiserver_port:-} ||
+        ((status)) || status=1
     timings+=("total $((SECONDS - start_all))")
     echo "k8s rehearsal timings (s):"
     printf '  %s\n' "${timings[@]}"
