@@ -112,7 +112,11 @@ check_nothing_left() { # PORT...: after stop_pids and the folder's removal: no p
     done < <(listening)
     [[ -r /proc/net/tcp ]] || left+=("no /proc/net/tcp: cannot tell what is listened on")
     [[ ! -e $work ]] || left+=("folder $work still there")
-    ((${#left[@]})) || return 0
+    if ((${#left[@]} == 0)); then
+        echo "k8s rehearsal: nothing left: ${#pids[@]} processes ended, ports$ports free," \
+            "$work removed"
+        return 0
+    fi
     echo "k8s rehearsal: left after cleanup:" >&2
     printf '  %s\n' "${left[@]}" >&2
     return 1
