@@ -4,6 +4,7 @@ and closed, in interleaved rounds on one embedded mesh: `python -m bench.console
 Measured as `mesh bench mesh` measures (bench.mesh.measure: a fresh load client, CPU
 from /proc of every process around the window), over every process of the mesh (services,
 replicas, Toxiproxy, redis, SMTP sink), not only GetHome's path: the console scrapes them all.
+`--results PATH` rewrites the page's measured block (bench/results.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.mesh import BenchError, cpu_seconds, measure
+from bench.results import Machine, markdown_table, rewrite
 from bench.window import Window
 from meshctl.console.server import ConsoleServer
 from meshctl.launch.mesh import Mesh
@@ -107,7 +109,7 @@ def run(requests: int, concurrency: int, rounds: int, idle_s: float = 10.0) -> d
         finally:
             server.close()
             mesh.stop()
-    out: dict[str, Any] = {"requests": requests, "rounds": rounds}
+    out: dict[str, Any] = {"requests": requests, "rounds": rounds, "concurrency": concurrency}
     for variant, runs in windows.items():
         total = sum(w.requests for w in runs)
         mesh_cpu = sum(s for w in runs for n, s in w.cpu_s.items() if n != "client")
@@ -128,14 +130,57 @@ def run(requests: int, concurrency: int, rounds: int, idle_s: float = 10.0) -> d
     return out
 
 
-def main() -> None:
+def results_block(result: dict[str, Any], machine: Machine, command: str) -> str:
+    """Closed against open: the mesh's CPU per second idle, per GetHome under load, by round."""
+    idle = result.get("idle_mesh_cpu_ms_per_s", {})
+    rows = [
+        (
+            variant,
+            f"{idle[variant]:.1f}" if variant in idle else "-",
+            f"{result[variant]['mesh_cpu_ms_per_request']:.2f}",
+            ", ".join(f"{ms:.2f}" for ms in result[variant]["by_round"]),
+        )
+        for variant in ("closed", "open")
+    ]
+    cost = (
+        f"One open console: **{idle['open'] - idle['closed']:+.1f} ms of CPU a second** idle "
+        f"({(idle['open'] - idle['closed']) / 10:+.2f}% of a core); under load"
+        if idle
+        else "Under load"
+    )
+    return (
+        f"{machine.line()}; every process of one embedded mesh, {result['requests']} GetHome "
+        f"calls x {result['rounds']} interleaved rounds, {result['concurrency']} in flight, "
+        "the console polled once a second while open.\n\n"
+        + markdown_table(
+            ("console", "idle, mesh CPU ms/s", "under load, mesh CPU ms per GetHome", "by round"),
+            rows,
+        )
+        + f"\n{cost} **{result['change']:+.1%}** per GetHome (open against closed).\n"
+        + f"\nReproduce: `{command}`\n"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--idle-s", type=float, default=10.0)
-    args = parser.parse_args()
-    print(json.dumps(run(args.requests, args.concurrency, args.rounds, args.idle_s), indent=2))
+    parser.add_argument(
+        "--results", type=Path, default=None, help="rewrite this results page's measured block"
+    )
+    args = parser.parse_args(argv)
+    result = run(args.requests, args.concurrency, args.rounds, args.idle_s)
+    print(json.dumps(result, indent=2))
+    if args.results is not None:
+        command = (
+            f"python -m bench.console_cpu --requests {args.requests} --concurrency "
+            f"{args.concurrency} --rounds {args.rounds} --idle-s {args.idle_s:g}"
+        )
+        block = results_block(result, Machine.now(), command)
+        rewrite(args.results, "The console's CPU cost", block)
+        print(f"wrote {args.results}")
 
 
 if __name__ == "__main__":

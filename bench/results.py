@@ -1,5 +1,6 @@
 """A benchmark's results page (docs/results/*.md), rewritten in place by the command that
-measures it (`mesh bench mesh --results`, `mesh bench overhead --results`).
+measures it (`--results PATH` of `mesh bench mesh|overhead|proxy|startup`, `mesh soak`,
+`mesh demo`, `mesh chaos run`, `python -m bench.loadgen_bench`, `python -m bench.console_cpu`).
 
 The page's prose stays as written; only the block between `BEGIN` and `END` is replaced: the
 latest figures, as ratios, with the machine, the date and the command that measured them.
@@ -46,7 +47,8 @@ class Machine:
         )
 
 
-def _table(heads: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+def markdown_table(heads: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A Markdown table: the heads, then one line per row."""
     lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
     return "\n".join([*lines, *("| " + " | ".join(row) + " |" for row in rows)]) + "\n"
 
@@ -78,7 +80,7 @@ def mesh_block(result: dict[str, Any], machine: Machine, command: str) -> str:
         f"{machine.line()}; {result['requests']} requests x {result['rounds']} interleaved "
         f"rounds, {result['concurrency']} in flight. CPU in ms per GetHome per process; "
         "x: ratio to the floor.\n\n"
-        + _table((*heads, "p99 ms", "CPU x floor", "req/s x floor"), rows)
+        + markdown_table((*heads, "p99 ms", "CPU x floor", "req/s x floor"), rows)
         + ("\n" + "\n".join(degraded) + "\n" if degraded else "")
         + f"\nReproduce: `{command}`\n"
     )
@@ -104,13 +106,39 @@ def overhead_block(result: dict[str, Any], machine: Machine, command: str) -> st
     return (
         f"{machine.line()}; {result['calls']} calls x {result['rounds']} interleaved rounds, "
         f"{result['concurrency']} in flight.\n\n"
-        + _table((*heads, "loop CPU us/call", "CPU x raw"), rows)
+        + markdown_table((*heads, "loop CPU us/call", "CPU x raw"), rows)
         + (
             f"\nOurs beyond the interceptor API (full - floor): {ours:.0f} us of loop CPU "
             "per call.\n"
             if ours is not None
             else ""
         )
+        + f"\nReproduce: `{command}`\n"
+    )
+
+
+def proxy_block(result: dict[str, Any], machine: Machine, command: str) -> str:
+    """`mesh bench proxy`'s figures: direct, the embedded proxy, real Toxiproxy; x: to direct."""
+    direct = result["variants"]["direct"]
+    heads = ("variant", "p50 ms", "p99 ms", "calls/s", "p50 x direct", "p99 x direct")
+    rows = [
+        (
+            name,
+            f"{row['p50_ms']:.2f}",
+            f"{row['p99_ms']:.2f}",
+            f"{row['throughput']:.0f}",
+            f"**{row.get('p50_ratio', 1.0):.2f}**",
+            f"{row['p99_ms'] / direct['p99_ms']:.2f}",
+            f"**{row.get('throughput_ratio', 1.0):.2f}**",
+        )
+        for name, row in result["variants"].items()
+    ]
+    return (
+        f"{machine.line()}; a unary health Check, {result['calls']} calls x {result['rounds']} "
+        f"interleaved rounds, {result['concurrency']} in flight, no toxics"
+        + ("" if "real" in result["variants"] else " (no real Toxiproxy built: no `real` row)")
+        + ".\n\n"
+        + markdown_table((*heads, "calls/s x direct"), rows)
         + f"\nReproduce: `{command}`\n"
     )
 
@@ -167,7 +195,7 @@ def ghz_block(result: dict[str, Any], machine: Machine, command: str) -> str:
         f"rounds, {result['concurrency']} in flight on one connection, each client after its "
         "own warm-up. Client busy: its CPU seconds per second of the window (1.00: a core "
         "saturated).\n\n"
-        + _table(heads, rows)
+        + markdown_table(heads, rows)
         + ("\n" + "\n".join(apart) + "\n" if apart else "\nghz and ours agree within 10%.\n")
         + f"\nReproduce: `{command}`\n"
     )

@@ -3,6 +3,8 @@
 Each run is a fresh process with PYTHONDONTWRITEBYTECODE=1 (as on this project's machines):
 its speed then depends on the bytecode `make venv`/`make demo` compiled at install.
 Wall is exec to exit (or to SERVING); CPU is the child's user+system time to that moment.
+`mesh traces ID` is timed over as many span files as `mesh up` keeps (bench.trace_volume),
+indexed ahead as `mesh chaos run` and `mesh up` do: the first lookup, then the median of N.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from bench.trace_volume import PROCESSES, TRACES_MB, write_spans
+from meshctl.trace_index import index_traces
 
 TICK_S = os.sysconf("SC_CLK_TCK")
 
@@ -37,13 +42,13 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
 
 
-def command(what: str, argv: list[str], runs: int) -> Figure:
-    """`argv` run `runs` times to its exit."""
+def command(what: str, argv: list[str], runs: int, check: bool = False) -> Figure:
+    """`argv` run `runs` times to its exit (`check`: each must exit 0)."""
     walls, cpus = [], []
     for _ in range(runs):
         start = time.monotonic()
         before = os.times()
-        subprocess.run(argv, env=_env(), capture_output=True, timeout=120, check=False)
+        subprocess.run(argv, env=_env(), capture_output=True, timeout=120, check=check)
         after = os.times()
         walls.append(time.monotonic() - start)
         cpus.append(
@@ -137,8 +142,30 @@ def mesh_argv() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "meshctl.cli"]
 
 
-def run_startup_bench(runs: int, state_dir: Path) -> list[Figure]:
-    """Every start-up figure; `mesh call home` only against a running `mesh up` in state_dir."""
+def traces_lookup(runs: int, traces_mb: int = TRACES_MB) -> list[Figure]:
+    """`mesh traces ID` over `traces_mb` MB of span files (written to a temporary folder and
+    deleted after): building the index ahead (in this process, as `mesh chaos run` does), the
+    first lookup, and the median of `runs` more."""
+    with tempfile.TemporaryDirectory(prefix="mesh-bench-traces-") as tmp:
+        wanted, written = write_spans(Path(tmp), traces_mb * 1_000_000)
+        volume = f"{written / 1e6:.0f} MB in {len(PROCESSES) * 2} files"
+        wall, cpu = time.monotonic(), time.process_time()
+        index_traces(Path(tmp))
+        built = Figure(
+            f"mesh traces index, built ahead ({volume})",
+            time.monotonic() - wall,
+            time.process_time() - cpu,
+            1,
+        )
+        argv = [*mesh_argv(), "traces", wanted, "--dir", tmp]
+        first = command(f"mesh traces ID, first lookup ({volume})", argv, 1, check=True)
+        later = command(f"mesh traces ID, later lookups ({volume})", argv, runs, check=True)
+    return [built, first, later]
+
+
+def run_startup_bench(runs: int, state_dir: Path, traces_mb: int = TRACES_MB) -> list[Figure]:
+    """Every start-up figure; `mesh call home` only against a running `mesh up` in state_dir;
+    `mesh traces ID` over `traces_mb` MB of spans (none with 0)."""
     mesh = mesh_argv()
     figures = [
         command("mesh --version", [*mesh, "--version"], runs),
@@ -152,4 +179,6 @@ def run_startup_bench(runs: int, state_dir: Path) -> list[Figure]:
             )
         )
     figures.append(service("mesh.profile", runs))
+    if traces_mb > 0:
+        figures += traces_lookup(runs, traces_mb)
     return figures

@@ -111,6 +111,8 @@ class ExperimentResult:
 
     repeats: list[ExperimentResult] = field(default_factory=list)
     """With `--repeat N`: every run of this experiment, this one last (empty: ran once)."""
+    took_s: float = 0.0
+    """The runner's seconds for this run: its journal's start to end (reports outside it)."""
 
     @property
     def held_once(self) -> bool:

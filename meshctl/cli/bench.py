@@ -11,7 +11,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from bench.results import Machine, ghz_block, mesh_block, overhead_block, rewrite
+from bench.results import (
+    Machine,
+    ghz_block,
+    mesh_block,
+    overhead_block,
+    proxy_block,
+    rewrite,
+)
 from meshctl.cli.json_out import JsonOpt, human_output_to_stderr, to_stdout, write_json
 
 app = typer.Typer(help="Benchmarks: ratios measured in one run.", no_args_is_help=True)
@@ -109,6 +116,7 @@ def proxy(
     concurrency: ConcOpt = 64,
     rounds: RoundsOpt = 3,
     json_path: JsonOpt = None,
+    results: ResultsOpt = None,
 ) -> None:
     """A unary gRPC call direct vs through the embedded Toxiproxy (and real 2.12, once built by
     `make peers`), no toxics."""
@@ -116,6 +124,12 @@ def proxy(
 
     result = asyncio.run(run_proxy_bench(calls=calls, concurrency=concurrency, rounds=rounds))
     _finish("Toxiproxy overhead: embedded and real", result, json_path)
+    command = f"mesh bench proxy --calls {calls} --concurrency {concurrency} --rounds {rounds}"
+    _write_results(
+        results,
+        "Toxiproxy overhead: embedded and real",
+        lambda machine: proxy_block(result, machine, command),
+    )
 
 
 def print_mesh_result(result: dict[str, Any]) -> None:
@@ -268,19 +282,28 @@ def startup(
         Path, typer.Option(help="`mesh call home` runs against the `mesh up` of this folder.")
     ] = Path("var"),
     results: ResultsOpt = None,
+    traces_mb: Annotated[
+        int,
+        typer.Option(
+            help="MB of span files (written to a temporary folder, then deleted) to time "
+            "`mesh traces ID` over; 0 leaves that row out."
+        ),
+    ] = 900,
 ) -> None:
-    """Start-up: `mesh --version`, `--help`, `mesh call home` against a running mesh, and a
-    service from exec to SERVING, each with PYTHONDONTWRITEBYTECODE=1 (median wall and CPU)."""
+    """Start-up: `mesh --version`, `--help`, `mesh call home` against a running mesh, a
+    service from exec to SERVING, and `mesh traces ID` over as many span files as `mesh up`
+    keeps, each with PYTHONDONTWRITEBYTECODE=1 (median wall and CPU)."""
     from bench.startup import run_startup_bench, table
 
-    figures = run_startup_bench(runs, state_dir)
+    figures = run_startup_bench(runs, state_dir, traces_mb)
     console.print(table(figures))
     _write_results(
         results,
         "Start-up",
         lambda machine: (
             f"{machine.line()}.\n\n{table(figures)}\n\n"
-            f"`mesh bench startup --runs {runs} --results {results}` (a `mesh up` running in "
+            f"`mesh bench startup --runs {runs} --traces-mb {traces_mb} --results {results}` "
+            f"(a `mesh up` running in "
             f"{state_dir} for the `mesh call home` row)\n"
         ),
     )

@@ -44,6 +44,7 @@ from loadgen.in_process import generator_command
 from mesh.policy.loading import PolicyError
 from meshctl.cli.chaos_export import export
 from meshctl.cli.chaos_plan import plan_command
+from meshctl.cli.chaos_results import PageOpt, ResultsPage, RunFigures, chaos_run_page
 from meshctl.cli.chaos_verdict import verdict_screen
 from meshctl.cli.chaos_xds import XdsRunOpt, XdsRunRefused, with_xds
 from meshctl.cli.json_out import JsonOpt, human_output_to_stderr, write_json
@@ -52,6 +53,7 @@ from meshctl.launch.mesh import Mesh
 from meshctl.launch.ports import Ports
 from meshctl.launch.private import private_umask, shared_files
 from meshctl.launch.processes import LaunchError
+from meshctl.trace_index import index_traces
 
 app = typer.Typer(
     help="Chaos experiments: steady state, faults, load, verdict.", no_args_is_help=True
@@ -203,6 +205,7 @@ async def _rounds(
             started = time.time()
             result = await runner.run(name, path, exp)
             ended = time.time()
+            result.took_s = ended - started
             if repeat > 1:
                 runs.setdefault(name, []).append(result)
                 result.repeats = list(runs[name])
@@ -228,12 +231,13 @@ def execute(
     repeat: int = 1,
     short_sweeps: bool = False,
     xds: bool = False,
+    page: ResultsPage | None = None,
 ) -> list[ExperimentResult]:
     """Run the named experiments (embedded mesh unless `target`); print and write reports.
 
     Every file is checked, and the target read, before anything starts: bad input is one line
     and exit 2. `short_sweeps`: a sweep's shorter variant (the demo's). `xds`: every variant
-    under xDS (meshctl/cli/chaos_xds.py)."""
+    under xDS (meshctl/cli/chaos_xds.py). `page`: the run's figures rewritten on it."""
     resolved, remote = _resolve(names, target, short_sweeps)
     plane = None
     try:
@@ -245,11 +249,10 @@ def execute(
     started = time.monotonic()
     results: list[ExperimentResult] = []
     runner: Runner | None = None
+    start_s = None
     try:
         if mesh is not None:
-            with console.status("starting the embedded mesh..."):
-                mesh.start()
-            console.print(f"started the embedded mesh in {time.monotonic() - started:.1f} s")
+            start_s = _start(mesh)
         tgt = remote or Target.from_mesh(mesh)  # type: ignore[arg-type]
         with _progress() as progress:
             shown = RunProgress(progress, [exp for _, _, exp in resolved] * repeat)
@@ -267,11 +270,35 @@ def execute(
     finally:
         if mesh is not None:
             mesh.stop()
+    if mesh is not None:
+        _index_traces(state_dir / "traces")
     if json_path is not None:
         with shared_files():
             write_json(json_path, [to_json(r) for r in results])
-    _summary(results, repeat, reports, time.monotonic() - started, runner)
+    took_s = time.monotonic() - started
+    _summary(results, repeat, reports, took_s, runner)
+    if page is not None and runner is not None:
+        line = runner.cpu.line(runner.generator.kind)
+        page.write(results, RunFigures(took_s, start_s, runner.capacity, line, repeat, xds))
+        console.print(f"wrote {page.path}")
     return results
+
+
+def _start(mesh: Mesh) -> float:
+    """Start the embedded mesh, saying how long it took; its seconds."""
+    started = time.monotonic()
+    with console.status("starting the embedded mesh..."):
+        mesh.start()
+    took_s = time.monotonic() - started
+    console.print(f"started the embedded mesh in {took_s:.1f} s")
+    return took_s
+
+
+def _index_traces(traces_dir: Path) -> None:
+    """Index the run's spans now the mesh has stopped (meshctl.trace_index), so `mesh traces
+    ID` on a trace the reports name answers at once, not after reading every span file."""
+    with console.status("indexing the traces..."):
+        index_traces(traces_dir)
 
 
 def _resolve(
@@ -348,11 +375,15 @@ def run(
     ] = 1,
     toxiproxy: ServerChoice = "embedded",
     xds: XdsRunOpt = False,
+    results_page: PageOpt = None,
 ) -> None:
     """Run experiments; exit 1 when a hypothesis does not hold, 2 on bad input."""
     names = _catalogue_names() if all_ else list(experiments or [])
     choose_server(toxiproxy, "mesh chaos run", console)
+    page = chaos_run_page(
+        results_page, "--all" if all_ else " ".join(names), repeat, xds, toxiproxy
+    )
     with human_output_to_stderr(json_path, console):
-        results = execute(names, target, json_path, reports, state_dir, repeat, xds=xds)
+        results = execute(names, target, json_path, reports, state_dir, repeat, xds=xds, page=page)
     if not all(r.held for r in results):
         raise typer.Exit(1)

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from chaos.experiment.loading import catalogue
 from meshctl.cli import chaos_cmd
+from meshctl.cli.chaos_results import PageOpt, ResultsPage
 from meshctl.cli.json_out import JsonOpt, human_output_to_stderr
 
 console = Console()
@@ -19,6 +20,7 @@ def demo(
     reports: Annotated[Path, typer.Option(help="Folder for the reports.")] = Path("reports"),
     state_dir: Annotated[Path, typer.Option(help="State of the demo mesh.")] = Path("var/chaos"),
     json_path: JsonOpt = Path("reports/demo.json"),
+    results_page: PageOpt = None,
 ) -> None:
     """Start the embedded mesh, run every experiment of the catalogue, print the verdict.
 
@@ -28,13 +30,18 @@ def demo(
     `mesh chaos run --all` exits 1 when one did not hold.
     """
     names = [p.stem for p, _ in catalogue()]
+    page = None
+    if results_page is not None:
+        page = ResultsPage(results_page, f"mesh demo --results {results_page}")
     with human_output_to_stderr(json_path, console, chaos_cmd.console):
         console.print(
             f"[bold]mesh demo[/bold]: {len(names)} experiments on the embedded mesh "
             "(4 services behind the embedded Toxiproxy, every process on 127.0.0.1), "
             "from deadlines to background jobs"
         )
-        results = chaos_cmd.execute(names, None, json_path, reports, state_dir, short_sweeps=True)
+        results = chaos_cmd.execute(
+            names, None, json_path, reports, state_dir, short_sweeps=True, page=page
+        )
         broken = [r.name for r in results if r.aborted]
         if broken:
             console.print(f"[red]aborted: {', '.join(broken)}[/red]")

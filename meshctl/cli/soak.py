@@ -14,11 +14,12 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from bench.results import Machine, markdown_table, rewrite
 from meshctl.cli.json_out import JsonOpt, human_output_to_stderr, to_stdout, write_json
 from meshctl.launch.mesh import Mesh
 from meshctl.launch.ports import Ports
 from meshctl.launch.processes import LaunchError
-from meshctl.soak import SoakConfig, SoakResult, run_soak
+from meshctl.soak import Growth, SoakConfig, SoakResult, run_soak
 
 console = Console()
 
@@ -66,6 +67,40 @@ def to_json(result: SoakResult) -> dict[str, object]:
     }
 
 
+def results_block(result: SoakResult, machine: Machine, command: str) -> str:
+    """The soak's figures for its results page: charges lost, and each process's growth."""
+    cfg = result.config
+    by_service: dict[str, dict[str, Growth]] = {}
+    for g in result.growth:
+        by_service.setdefault(g.service, {})[g.metric] = g
+    rows = [
+        (
+            service,
+            _growth_cell(metrics.get("rss_kb")),
+            _growth_cell(metrics.get("fds")),
+            "judged" if any(g.judged for g in metrics.values()) else "reported only",
+        )
+        for service, metrics in by_service.items()
+    ]
+    lost = len(result.lost)
+    return (
+        f"{machine.line()}; {result.elapsed_s:.0f} s at {cfg.rate_per_s:g} requests/s, "
+        f"faults toggled: {sum(1 for f in result.faults if f[2])}. **{result.acknowledged:,} "
+        f"acknowledged charges, {lost} lost.** Growth from the first {cfg.window:.0f} s after a "
+        f"{cfg.warmup:.0f} s warm-up to the last {cfg.window:.0f} s (target <= "
+        f"{cfg.max_growth:.0%}; FDs +{cfg.fd_slack} more):\n\n"
+        + markdown_table(("process", "RSS", "open FDs", "target"), rows)
+        + f"\nTargets {'met' if result.passed else '**missed**'}.\n"
+        + f"\nReproduce: `{command}`\n"
+    )
+
+
+def _growth_cell(g: Growth | None) -> str:
+    if g is None:
+        return "-"
+    return f"{_shown(g.metric, g.first)} -> {_shown(g.metric, g.last)} ({g.growth:+.1%})"
+
+
 def _summary(codes: Counter[str]) -> str:
     return "  ".join(f"{k}: {v}" for k, v in sorted(codes.items()))
 
@@ -78,6 +113,14 @@ def soak(
     state_dir: Annotated[
         Path | None, typer.Option(help="Ledger and logs (default: a fresh temporary dir).")
     ] = None,
+    results: Annotated[
+        Path | None,
+        typer.Option(
+            "--results",
+            help="Rewrite this results page's measured block in place with the figures, the "
+            "machine and the command (e.g. docs/results/soak.md).",
+        ),
+    ] = None,
 ) -> None:
     """Steady load plus random catalogue faults (10 s on / 10 s off); watch RSS and FDs.
 
@@ -85,11 +128,20 @@ def soak(
     descriptors more than 10% plus 4, and no acknowledged charge is missing from the ledger;
     exits 1 otherwise.
     """
+    command = f"mesh soak --duration {duration:g} --rate {rate:g}"
+    command += "" if seed is None else f" --seed {seed}"
+    page = None if results is None else (results, command)
+    config = SoakConfig(duration_s=duration, rate_per_s=rate, seed=seed)
     with human_output_to_stderr(json_path, console):
-        _soak(SoakConfig(duration_s=duration, rate_per_s=rate, seed=seed), json_path, state_dir)
+        _soak(config, json_path, state_dir, page)
 
 
-def _soak(config: SoakConfig, json_path: Path | None, state_dir: Path | None) -> None:
+def _soak(
+    config: SoakConfig,
+    json_path: Path | None,
+    state_dir: Path | None,
+    page: tuple[Path, str] | None = None,
+) -> None:
     directory = state_dir or Path(tempfile.mkdtemp(prefix="mesh-soak-"))
     mesh = Mesh(state_dir=directory, ports=Ports.auto())
     try:
@@ -132,6 +184,9 @@ def _soak(config: SoakConfig, json_path: Path | None, state_dir: Path | None) ->
         write_json(json_path, to_json(result))
         if not to_stdout(json_path):
             console.print(f"samples written to {json_path}")
+    if page is not None:  # a miss is a figure too: the page says so
+        rewrite(page[0], "Soak", results_block(result, Machine.now(), page[1]))
+        console.print(f"wrote {page[0]}")
     if not result.passed:
         console.print("[red]soak target missed[/red]")
         raise typer.Exit(1)

@@ -28,6 +28,7 @@ from meshctl.launch.private import private_umask
 from meshctl.launch.processes import LaunchError
 from meshctl.launch.state import MeshState, StateDirInUse
 from meshctl.launch.supervisor import Supervisor, SupervisorEvent
+from meshctl.launch.trace_indexing import TraceIndexer
 from meshctl.launch.xds_plane import XdsPlane
 
 console = Console()
@@ -167,18 +168,21 @@ def _start(mesh: Mesh) -> MeshState:
 
 
 def _supervise(mesh: Mesh, stop: threading.Event, control: ControlServer) -> None:
-    """Restart what dies until `stop`, then stop every process and say how each ended."""
+    """Restart what dies until `stop`, then stop every process and say how each ended.
+    Meanwhile the spans' index is kept current for `mesh traces ID` (in a thread of its own)."""
     supervisor = Supervisor(mesh, _reporter(mesh.state_dir / "logs" / "supervisor.log"))
     thread = threading.Thread(
         target=supervisor.run, args=(stop, control), name="supervisor", daemon=True
     )
     thread.start()
+    indexer = TraceIndexer(mesh.state_dir / "traces").start()
     while not stop.wait(0.5):
         pass
     mesh.interrupt()  # a restart in progress gives up now
     thread.join()
     codes = mesh.stop()
     console.print("stopped: " + ", ".join(f"{k} ({v})" for k, v in codes.items()))
+    indexer.finish()  # what the services wrote as they stopped
 
 
 JAEGER_UI = settings.Var("MESH_JAEGER_UI", settings.text, "", "the Jaeger UI the console links to")

@@ -124,3 +124,101 @@ def test_overhead_bench_results_option_rewrites_the_page(
     text = page.read_text()
     assert text.startswith("# Resilience pipeline overhead\n")
     assert "mesh bench overhead --calls 3000 --concurrency 64 --rounds 3 --tracing" in text
+
+
+PROXY_RESULT: dict[str, Any] = {
+    "calls": 3000,
+    "rounds": 3,
+    "concurrency": 64,
+    "variants": {
+        "direct": {"p50_ms": 17.70, "p99_ms": 240.0, "throughput": 1889},
+        "proxied": {
+            "p50_ms": 19.95,
+            "p99_ms": 54.6,
+            "throughput": 3072,
+            "p50_ratio": 19.95 / 17.70,
+            "throughput_ratio": 3072 / 1889,
+        },
+    },
+}
+
+
+def _page(path: Path) -> None:
+    path.write_text(f"# Page\n\nwhat it measures\n\n{BEGIN}\nold figures\n{END}\n\nwhat it means\n")
+
+
+def _kept_around(path: Path) -> str:
+    """The page's text between the marks; the prose on either side must be as written."""
+    text = path.read_text()
+    assert text.startswith(f"# Page\n\nwhat it measures\n\n{BEGIN}\n"), text
+    assert text.endswith(f"{END}\n\nwhat it means\n"), text
+    assert "old figures" not in text
+    return text
+
+
+def test_proxy_bench_results_option_rewrites_the_block_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def fake(**_: object) -> dict[str, Any]:
+        return PROXY_RESULT
+
+    monkeypatch.setattr("bench.proxy.run_proxy_bench", fake)
+    page = tmp_path / "proxy.md"
+    _page(page)
+    args = ["bench", "proxy", "--results", str(page)]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    text = _kept_around(page)
+    assert "| proxied | 19.95 | 54.60 | 3072 | **1.13** | 0.23 | **1.63** |" in text
+    assert "(no real Toxiproxy built: no `real` row)" in text
+    assert "Reproduce: `mesh bench proxy --calls 3000 --concurrency 64 --rounds 3`" in text
+
+
+def test_loadgen_bench_results_rewrites_the_block_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench import loadgen_bench
+    from bench.loadgen_bench import Measured
+
+    async def fake(rates: list[float], calls: int, rounds: int) -> list[Measured]:
+        us = {"python": (238.0, 158.0), "go": (109.0, 87.0)}
+        return [
+            Measured(rate, r + 1, kind, us[kind][r] / (rate / 600), calls)
+            for rate in rates
+            for r in range(rounds)
+            for kind in ("python", "go")
+        ]
+
+    monkeypatch.setattr(loadgen_bench, "bench", fake)
+    page = tmp_path / "loadgen.md"
+    _page(page)
+    assert loadgen_bench.main(["--rate", "600", "--rounds", "2", "--results", str(page)]) == 0
+    text = _kept_around(page)
+    assert "Measured 20" in text and "6,000 calls per plan" in text
+    assert "| 600/s | 238, 158 | 109, 87 | **0.49** |" in text
+    assert "`python -m bench.loadgen_bench --rate 600 --calls 6000 --rounds 2`" in text
+
+
+def test_console_cpu_results_rewrites_the_block_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench import console_cpu
+
+    measured = {
+        "requests": 2000,
+        "rounds": 2,
+        "concurrency": 16,
+        "closed": {"mesh_cpu_ms_per_request": 3.17, "seconds": 15.0, "by_round": [3.1, 3.24]},
+        "open": {"mesh_cpu_ms_per_request": 3.02, "seconds": 15.0, "by_round": [3.0, 3.04]},
+        "idle_mesh_cpu_ms_per_s": {"closed": 12.2, "open": 20.5},
+        "change": 3.02 / 3.17 - 1,
+    }
+    monkeypatch.setattr(console_cpu, "run", lambda *args: measured)
+    page = tmp_path / "console-cpu.md"
+    _page(page)
+    console_cpu.main(["--requests", "2000", "--rounds", "2", "--results", str(page)])
+    text = _kept_around(page)
+    assert "| open | 20.5 | 3.02 | 3.00, 3.04 |" in text
+    assert "**+8.3 ms of CPU a second** idle (+0.83% of a core)" in text
+    assert "under load **-4.7%** per GetHome" in text
+    assert "--requests 2000 --concurrency 16 --rounds 2 --idle-s 10" in text

@@ -5,8 +5,6 @@ it)."""
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -16,26 +14,7 @@ from chaos.results import ExperimentResult
 from chaos.run.runner import Runner
 from meshctl.cli import chaos_cmd
 from meshctl.cli.app import app
-
-
-class FakeMesh:
-    """An embedded mesh that starts and stops nothing, and remembers being stopped."""
-
-    made: list[FakeMesh] = []
-
-    def __init__(self, state_dir: Path, **kwargs: Any) -> None:
-        self.state_dir = state_dir
-        self.state = SimpleNamespace(
-            gateway="127.0.0.1:1", toxiproxy=None, services={}, api_key=None, admin_token=None
-        )
-        self.stopped = False
-        FakeMesh.made.append(self)
-
-    def start(self) -> None:
-        """Nothing to start."""
-
-    def stop(self) -> None:
-        self.stopped = True
+from tests.unit.chaos.fake_mesh import FakeMesh
 
 
 @pytest.fixture
