@@ -84,7 +84,10 @@ def ghz_command(
 ) -> list[str]:
     args = [str(ghz), "--insecure", "--proto", str(GATEWAY_PROTO), "-i", str(PROTOS)]
     args += ["--call", CALL, "-d", json.dumps({"user_id": USER_ID})]
-    args += ["-n", str(requests), "-c", str(concurrency), "--connections", "1"]
+    # One core, as our client's one event loop: on 2 cores shared with the mesh, ghz on both
+    # (its default) spent 0.36-0.43 ms of CPU per call against 0.29-0.31 on one, and its p99 was
+    # 9-16% above ours on the floor in 3 idle runs; on one, -12% to +5% (docs/results/ghz.md).
+    args += ["-n", str(requests), "-c", str(concurrency), "--connections", "1", "--cpus", "1"]
     args += ["--timeout", "10s", "-O", "json"]
     if metadata_file is not None:
         args += ["-M", str(metadata_file)]
