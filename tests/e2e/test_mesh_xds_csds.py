@@ -4,6 +4,12 @@ ports): every listener, cluster and endpoint assignment ACKED, at the plane's ve
 the plane sent it, field for field, for a policy that uses every xDS part the plane can say
 (A44 retry, A32 max_requests, A31 timeout, A50 outlier detection, A33 faults).
 
+A31's timeout is on recommendation's route to profile, not on the gateway's to recommendation:
+grpcio 1.85 fails every call of a route with max_stream_duration at once in some processes
+(docs/patterns/xds.md), and a gateway doing so never called a recommendation replica, whose
+channel to profile then never subscribed (CI: "recommendation holding 3: not reached"). On
+recommendation's route, a replica's failed calls still subscribe its channel.
+
 CSDS shows a resource as received, not what gRPC made of it, so a field the client ignores is
 in both sides alike: the gRFCs, not this test, say which (docs/patterns/xds.md)."""
 
@@ -38,12 +44,14 @@ edges:
       retry: {max_attempts: 3, base_backoff_s: 0.025, max_backoff_s: 0.25,
               retryable_codes: [UNAVAILABLE]}
       max_requests: 20
-      timeout_s: 1.5
       outlier: {failure_percentage: 50, request_volume: 10, minimum_hosts: 2,
                 interval_s: 1.0, base_ejection_s: 5.0}
       faults:
         - {method: Popular, abort_percent: 5, abort_code: INTERNAL}
         - {delay_percent: 1, delay_s: 0.01}
+  recommendation_to_profile:
+    xds:
+      timeout_s: 1.5
 """
 
 
@@ -78,11 +86,18 @@ def compared(
         sent = {k: v for k, v in sent.items() if "payment" not in k[1]}
     wanted = len(sent)
 
+    last: list[list[Resource]] = [[]]
+
     def probe() -> list[Resource] | None:
         nudge()
-        return held(admin_addr, token, wanted)
+        last[0] = fetch(admin_addr, token)
+        return last[0] if sum(r.status == "ACKED" for r in last[0]) >= wanted else None
 
-    got = wait_until(probe, 15, f"{instance} holding {wanted}", 0.2)
+    try:
+        got = wait_until(probe, 15, f"{instance} holding {wanted}", 0.2)
+    except AssertionError as err:
+        seen = [(r.kind, r.name, r.status, r.version, r.error) for r in last[0]]
+        raise AssertionError(f"{err}; it holds {seen}") from None
     assert got is not None
     by_key = {(r.kind, r.name): r for r in got}
     for key, resource in sent.items():
