@@ -71,7 +71,7 @@ build_kubernetes() { # NAME...: those of them not built yet
     local names=("$@") todo=() name
     for name in "${names[@]}"; do current "$name" "$K8S_VERSION" || todo+=("$name"); done
     [[ ${#todo[@]} -eq 0 ]] && return 0
-    log "building ${todo[*]} ($K8S_VERSION, cold: about 15 minutes of 2 cores, kubectl 2 more) ..."
+    log "building ${todo[*]} ($K8S_VERSION, cold: about 5 minutes of 2 idle cores, 2-4 times that loaded) ..."
     # The module is made again when its version or its list of commands is not this script's.
     grep -qs "k8s.io/kubernetes $K8S_VERSION" "$SRC/go.mod" && grep -qs cmd/kube-proxy "$SRC/tools.go" \
         || wrapper_module
@@ -109,7 +109,7 @@ build_coredns() { # coredns/: CoreDNS with the plugins real-node.sh's Corefile u
 
 build_kwok() {
     if ! current kwok "$KWOK_VERSION"; then
-        log "building kwok $KWOK_VERSION (cold: about 5 minutes) ..."
+        log "building kwok $KWOK_VERSION (cold: 1-3 minutes) ..."
         local start=$SECONDS
         GOBIN=$BIN go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
         echo "$KWOK_VERSION" >"$BIN/kwok.version"
