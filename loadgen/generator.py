@@ -19,6 +19,7 @@ import grpc
 from loadgen.procstat import cpu_s
 from loadgen.protocol import Plan, Record, Request, encode_end, encode_records
 from mesh.customers import user_id
+from mesh.resilience import intake
 from mesh.resilience.classify import RETRYABLE_CODES, pushback_s
 from mesh.resilience.fates import fate_in
 from mesh.v1 import gateway_pb2, payment_pb2
@@ -61,7 +62,10 @@ class _Load:
         self.plan = plan
         self.stop = stop
         self.payloads = [serialise(r) for r in plan.requests]
-        auth = (("authorization", f"Bearer {plan.api_key}"),) if plan.api_key else ()
+        auth: tuple[tuple[str, str], ...] = (
+            (intake.TIMEOUT_KEY, intake.timeout_value(plan.timeout_s)),  # as the mesh's clients
+            *((("authorization", f"Bearer {plan.api_key}"),) if plan.api_key else ()),
+        )
         self.metadata = [
             (*auth, ("traceparent", f"00-{r.trace_id}-{r.span_id}-01")) if r.trace_id else auth
             for r in plan.requests

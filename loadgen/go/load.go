@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +55,9 @@ var retryable = map[string]bool{"UNAVAILABLE": true, "RESOURCE_EXHAUSTED": true}
 
 // pushbackKey is the server's retry hint (mesh.resilience.errors.PUSHBACK_KEY).
 const pushbackKey = "grpc-retry-pushback-ms"
+
+// timeoutKey carries each call's deadline in ms (mesh.resilience.intake.TIMEOUT_KEY).
+const timeoutKey = "mesh-timeout-ms"
 
 // serialise encodes GetHomeRequest or CheckoutRequest as protobuf would (defaults omitted).
 func serialise(r Request) []byte {
@@ -278,9 +282,12 @@ func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Se
 // generate sends the plan's requests, emits batches of records every batch_s, then the end.
 func generate(plan *Plan, out *output, stop <-chan struct{}) {
 	l := &load{plan: plan, timeout: seconds(plan.TimeoutS)}
+	timeoutValue := strconv.FormatInt(int64(math.Round(plan.TimeoutS*1000)), 10)
 	for _, r := range plan.Requests {
 		l.payloads = append(l.payloads, serialise(r))
-		md := metadata.MD{}
+		// The deadline as sent, so the server can tell how long the call waited to be taken
+		// (mesh.resilience.intake.TIMEOUT_KEY; tests/unit/tools/test_loadgen_source.py).
+		md := metadata.MD{timeoutKey: []string{timeoutValue}}
 		if plan.APIKey != nil && *plan.APIKey != "" {
 			md.Set("authorization", "Bearer "+*plan.APIKey)
 		}

@@ -29,6 +29,7 @@ from mesh.resilience.clock import Clock
 from mesh.resilience.criticality import Criticality
 from mesh.resilience.errors import ShedError
 from mesh.resilience.events import CallShed, ConcurrencyLimitChanged, EventBus
+from mesh.resilience.intake import IntakeGate
 from mesh.resilience.limits import (
     FixedLimit,
     Gradient2Limit,
@@ -79,6 +80,7 @@ class Admission:
         self._algorithm = "static"
         self._limit: Limit | None = None
         self._queue = WaitQueue(policy.queue, clock)
+        self.intake = IntakeGate(policy.intake, clock)
         self.in_flight = 0
         self.expected_s: float | None = None
         self.idle_s: float | None = None
@@ -95,6 +97,7 @@ class Admission:
         self._announce()
         self._policy = policy.limit
         self._queue.policy = policy.queue
+        self.intake.policy = policy.intake
         self._pushback_s = policy.shed_pushback_ms / 1000.0
         declared_s = policy.pool.service_time_s if policy.pool.workers else None
         self.expected_s = self.idle_s = declared_s
@@ -108,7 +111,7 @@ class Admission:
     @property
     def active(self) -> bool:
         """Whether admission can refuse anything (else the layer steps aside, as today)."""
-        return self._limit is not None or self._policy.deadline_aware
+        return self._limit is not None or self._policy.deadline_aware or self.intake.enabled
 
     @property
     def queued(self) -> int:
@@ -131,11 +134,18 @@ class Admission:
         return await self.queue_for(method, criticality, remaining_s)
 
     def admit_now(
-        self, method: str, criticality: Criticality, remaining_s: float | None
+        self,
+        method: str,
+        criticality: Criticality,
+        remaining_s: float | None,
+        waited_s: float | None = None,
     ) -> Place | None:
         """`acquire` without waiting: a place, ShedError, or None when the call is to queue for
         one (`queue_for`). The server layer calls this first: most calls get their place
-        here, without a coroutine of their own."""
+        here, without a coroutine of their own. `waited_s`: the call's wait in front of
+        admission (mesh.resilience.intake), if known."""
+        if waited_s is not None and self.intake.enabled and self.intake.refuses(waited_s):
+            raise self._refuse("intake", method, criticality, remaining_s or 0.0, waited_s=waited_s)
         expected_s = self.expected_now_s() if self._policy.deadline_aware else None
         if expected_s is not None and remaining_s is not None and remaining_s < expected_s:
             raise self._refuse("deadline", method, criticality, remaining_s, expected_s)
@@ -230,8 +240,8 @@ class Admission:
         who: Criticality | Waiter,
         remaining_s: float = 0.0,
         expected_s: float = 0.0,
+        waited_s: float = 0.0,
     ) -> ShedError:
-        waited_s = 0.0
         if isinstance(who, Waiter):
             waited_s = self._clock.now() - who.enqueued_s
             who = who.criticality

@@ -129,6 +129,33 @@ class QueuePolicy(_Model):
         return self
 
 
+class IntakePolicy(_Model):
+    """The wait in front of admission: grpc core queues the calls a server has not taken
+    yet (grpc.aio takes them one at a time on the event loop), where no limit inside the
+    process sees them. A caller's `mesh-timeout-ms` (its deadline as it sent the call, like
+    Envoy's x-envoy-expected-rq-timeout-ms) less what is left of it at admission is that wait
+    (plus the hop). CoDel's rule ("Fail at Scale") on it: a call that waited more than N is
+    refused, or more than M once every call for the last N has waited more than M."""
+
+    discipline: Literal["none", "codel"] = Field(
+        default="none",
+        description="none: the wait is not looked at (today's); codel: a call that waited "
+        "longer than codel_interval_s (N) before admission is refused, or longer than "
+        "codel_target_s (M) once every call for N has waited longer than M",
+    )
+    codel_target_s: float = Field(default=0.005, gt=0, le=10, description="(0, 10]: M")
+    codel_interval_s: float = Field(default=0.1, gt=0, le=60, description="(0, 60]: N")
+
+    @model_validator(mode="after")
+    def _target_below_interval(self) -> IntakePolicy:
+        if self.codel_target_s >= self.codel_interval_s:
+            raise ValueError(
+                f"codel_target_s ({self.codel_target_s}) must be < codel_interval_s "
+                f"({self.codel_interval_s})"
+            )
+        return self
+
+
 class PoolPolicy(_Model):
     """A declared backend resource: calls wait for one of `workers`, then hold it for a service
     time drawn from `distribution` (mean `service_time_s`) without using the CPU."""
@@ -184,4 +211,5 @@ class ServerPolicy(_Model):
     )
     limit: LimitPolicy = Field(default_factory=LimitPolicy)
     queue: QueuePolicy = Field(default_factory=QueuePolicy)
+    intake: IntakePolicy = Field(default_factory=IntakePolicy)
     pool: PoolPolicy = Field(default_factory=PoolPolicy)

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import grpc
 import grpc.aio
 
-from mesh.resilience import classify, criticality
+from mesh.resilience import classify, criticality, intake
 from mesh.resilience.clock import Clock
 from mesh.resilience.context import CallContext, Next
 from mesh.resilience.events import AttemptFinished, AttemptStarted, EventBus
@@ -75,10 +75,15 @@ def _carry_criticality(metadata: grpc.aio.Metadata) -> criticality.Criticality |
 
 
 async def send_on_wire(ctx: CallContext) -> Any:
-    """Starts the attempt with its own deadline and metadata; returns the finished call object
+    """Starts the attempt with its own deadline and metadata (the deadline also as
+    `mesh-timeout-ms`, mesh.resilience.intake); returns the finished call object
     (awaiting it again yields the response, and its trailing metadata stays readable)."""
     details = ctx.details
     timeout_s = ctx.attempt_timeout_s if ctx.attempt_timeout_s != float("inf") else None
+    if timeout_s is not None:  # so the server can tell how long the call waited to be taken
+        if ctx.attempt_metadata is None:
+            ctx.attempt_metadata = grpc.aio.Metadata()
+        ctx.attempt_metadata[intake.TIMEOUT_KEY] = intake.timeout_value(timeout_s)
     attempt_details = grpc.aio.ClientCallDetails(
         details.method, timeout_s, ctx.attempt_metadata, details.credentials, details.wait_for_ready
     )

@@ -164,8 +164,10 @@ class CallShed(NamedTuple):
 
     `reason`: limit (no place, no queue), queue_full, queue_timeout (waited its longest for
     a place), deadline (less time left than the call is expected to take), criticality (over
-    its criticality's share, or pushed out of a full queue by a more critical call).
-    `criticality` is the call's (SRE's names); `waited_s` its time in the queue. A deadline
+    its criticality's share, or pushed out of a full queue by a more critical call), intake
+    (waited too long in front of admission, mesh.resilience.intake).
+    `criticality` is the call's (SRE's names); `waited_s` its time in the queue (intake: in
+    front of admission). A deadline
     refusal also has the deadline left (`deadline_left_s`) and the time it was expected to take
     (`expected_s`); 0 for the other reasons."""
 

@@ -10,8 +10,8 @@
                                     pushback (the dependency said "do not"), pushback-past-
                                     deadline (its pushback outlived the deadline), attempts
     shed(SERVICE:LIMIT)             refused by a service's admission (limit, queue_full,
-                                    queue_timeout, deadline, criticality, rate-limit) or by our
-                                    own bulkhead to a dependency (bulkhead-DEP)
+                                    queue_timeout, deadline, criticality, intake, rate-limit)
+                                    or by our own bulkhead to a dependency (bulkhead-DEP)
     client-throttled(DEP)           our adaptive throttle refused the call to DEP locally
                                     (client-throttled(loadgen): the load generator found no
                                     free slot and never sent it, CLIENT_DROPPED)

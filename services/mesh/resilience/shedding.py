@@ -1,6 +1,6 @@
 """Server-side admission, the one layer: unary calls through mesh.resilience.admission (a
-static, Vegas or Gradient2 limit, deadline-aware, queued, sheddable first), streams against
-their own static limit."""
+static, Vegas or Gradient2 limit, deadline-aware, queued, sheddable first, CoDel on the wait in
+front of the server), streams against their own static limit."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from mesh.resilience import criticality
+from mesh.resilience import criticality, intake
 from mesh.resilience.admission import Admission
 from mesh.resilience.admission_policy import ServerPolicy
 from mesh.resilience.clock import Clock, SystemClock
@@ -126,8 +126,12 @@ class SheddingInterceptor(ServerLayer):
             if level is None:
                 level = criticality.DEFAULT
             remaining_s = context.time_remaining()
+            waited_s = None
+            if admission.intake.enabled:
+                sent_s = intake.sent_timeout_s(context.invocation_metadata())
+                waited_s = intake.waited_s(sent_s, remaining_s)
             try:  # most calls get their place at once, without a coroutine of their own
-                now = admission.admit_now(method, level, remaining_s)
+                now = admission.admit_now(method, level, remaining_s, waited_s)
                 place = (
                     now
                     if now is not None

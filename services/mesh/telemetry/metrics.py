@@ -41,7 +41,7 @@ attempts, budget, pushback, not_retryable_method, retries_off; `stage` is attemp
 and ended CANCELLED or DEADLINE_EXCEEDED, how long it kept running past that deadline (0 when
 it stopped in time): how fast cancellation reaches this service.
 `mesh_server_shed_total` counts unary calls and streams refused by admission; `reason` is
-limit, queue_full, queue_timeout, deadline or criticality (mesh.resilience.admission);
+limit, queue_full, queue_timeout, deadline, criticality or intake (mesh.resilience.admission);
 `mesh_request_fates_total` counts each unary call received by its fate
 (mesh.resilience.fates: ok, ok-after-retry(N), shed(SERVICE:LIMIT), ...);
 `mesh_server_concurrency_limit` is the unary calls' current limit (static `max_in_flight`, or

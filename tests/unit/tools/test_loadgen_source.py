@@ -11,6 +11,7 @@ from pathlib import Path
 import grpc
 
 from loadgen.generator import METHODS, TICK_S
+from mesh.resilience import intake
 from mesh.resilience.classify import RETRYABLE_CODES
 from mesh.resilience.errors import PUSHBACK_KEY
 from mesh.v1 import gateway_pb2, payment_pb2
@@ -61,9 +62,10 @@ def test_status_code_names_are_grpcs() -> None:
     assert go_strings("codeNames") == [code.name for code in by_number]
 
 
-def test_retryable_codes_and_pushback_key_are_the_meshs() -> None:
+def test_retryable_codes_and_metadata_keys_are_the_meshs() -> None:
     assert set(go_strings("retryable")) == {code.name for code in RETRYABLE_CODES}
     assert f'const pushbackKey = "{PUSHBACK_KEY}"' in SOURCE
+    assert f'const timeoutKey = "{intake.TIMEOUT_KEY}"' in SOURCE
 
 
 def test_methods_and_tick_are_the_python_generators() -> None:
