@@ -18,6 +18,12 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
+def _codel_target_below_interval(target_s: float, interval_s: float) -> None:
+    """CoDel's M must be shorter than its N (a queue and the intake gate alike)."""
+    if target_s >= interval_s:
+        raise ValueError(f"codel_target_s ({target_s}) must be < codel_interval_s ({interval_s})")
+
+
 class VegasPolicy(_Model):
     """`VegasLimit.Builder`'s settings and defaults (alpha 3 and beta 6 x log10 of the limit)."""
 
@@ -121,11 +127,7 @@ class QueuePolicy(_Model):
 
     @model_validator(mode="after")
     def _target_below_interval(self) -> QueuePolicy:
-        if self.codel_target_s >= self.codel_interval_s:
-            raise ValueError(
-                f"codel_target_s ({self.codel_target_s}) must be < codel_interval_s "
-                f"({self.codel_interval_s})"
-            )
+        _codel_target_below_interval(self.codel_target_s, self.codel_interval_s)
         return self
 
 
@@ -148,11 +150,7 @@ class IntakePolicy(_Model):
 
     @model_validator(mode="after")
     def _target_below_interval(self) -> IntakePolicy:
-        if self.codel_target_s >= self.codel_interval_s:
-            raise ValueError(
-                f"codel_target_s ({self.codel_target_s}) must be < codel_interval_s "
-                f"({self.codel_interval_s})"
-            )
+        _codel_target_below_interval(self.codel_target_s, self.codel_interval_s)
         return self
 
 
