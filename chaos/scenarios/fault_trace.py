@@ -15,13 +15,14 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 from chaos.registry import CheckContext, check
 from mesh import topology
 from mesh.telemetry.names import EV_FAULT
-from meshctl.traces import Span, group_traces, load_spans, trace_files
+from meshctl.traces import Span, group_traces, spans_of, trace_files
 
 TRACE_WAIT_S = 10.0
 """How long the span files may take to hold the phase's traces (written by a thread each)."""
@@ -49,11 +50,14 @@ def _failed(span: Span) -> bool:
 
 def _read(path: Path, trace_ids: set[str], names: tuple[str, str]) -> dict[str, list[Span]]:
     """trace id -> its attempt and server spans of the method, for the traces found."""
-    found: dict[str, list[Span]] = {}
-    for trace_id, spans in group_traces(load_spans(trace_files(path))).items():
-        if trace_id in trace_ids:
-            found[trace_id] = [s for s in spans if s.get("name") in names]
-    return found
+    spans: list[Span] = []
+    for file in trace_files(path):
+        with suppress(OSError), file.open("rb") as lines:
+            spans.extend(spans_of(lines, trace_ids))
+    return {
+        trace_id: [s for s in found if s.get("name") in names]
+        for trace_id, found in group_traces(spans).items()
+    }
 
 
 def _measures(traces: dict[str, list[Span]], names: tuple[str, str]) -> dict[str, float]:

@@ -14,8 +14,10 @@ each stream (its `stream ended` event: committed, retried-before-first-message o
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections import Counter
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +31,7 @@ from mesh.topology import replica_of
 from mesh.v1 import admin_pb2, admin_pb2_grpc, gateway_pb2_grpc
 from meshctl.counters import Snapshot, scrape
 from meshctl.stream_client import StreamRead, read_stream
-from meshctl.traces import group_traces, load_spans, trace_files
+from meshctl.traces import spans_of, trace_files
 
 STREAM = "/mesh.v1.RecommendationService/StreamRecommend"
 OUTCOMES = ("committed", "retried-before-first-message", "partial")
@@ -49,6 +51,7 @@ STREAM_CUT_METRICS = (
     "retries",
     "retries_skipped_committed",
     "faults_injected",
+    "breaker_rejections",
     "traces_found",
     *(f"trace_{o.replace('-', '_')}" for o in OUTCOMES),
 )
@@ -70,28 +73,51 @@ async def _set_fault(ctx: ScenarioContext, fault: admin_pb2.Fault | None) -> Non
                 await stub.SetFault(admin_pb2.SetFaultRequest(fault=fault), timeout=2, metadata=md)
 
 
-def _outcomes_in(path: Path, trace_ids: set[str]) -> dict[str, str]:
-    """trace id -> the outcome of the gateway's `stream ended` event, for the traces found."""
+def _gateway_files(path: Path) -> list[Path]:
+    """The gateway's span files (its replicas' too): its attempt spans carry the outcome."""
+    return [f for f in trace_files(path) if f.name.startswith("gateway")]
+
+
+def _sizes(path: Path) -> dict[int, int]:
+    """How far each of the gateway's span files is written now, by inode (rotation renames a
+    file and keeps its inode)."""
+    sizes: dict[int, int] = {}
+    for f in _gateway_files(path) if path.is_dir() else ():
+        with suppress(OSError):
+            stat = f.stat()
+            sizes[stat.st_ino] = stat.st_size
+    return sizes
+
+
+def _outcomes_in(path: Path, trace_ids: set[str], since: dict[int, int]) -> dict[str, str]:
+    """trace id -> the outcome of the gateway's `stream ended` event, for the traces found in
+    what its span files gained after `since` (a file new since then is read whole)."""
+    spans = []
+    for f in _gateway_files(path):
+        with suppress(OSError), f.open("rb") as lines:
+            lines.seek(since.get(os.fstat(lines.fileno()).st_ino, 0))
+            spans.extend(spans_of(lines, trace_ids))
     found: dict[str, str] = {}
-    for trace_id, spans in group_traces(load_spans(trace_files(path))).items():
-        if trace_id not in trace_ids:
+    for span in spans:
+        if not span.get("name", "").startswith("Sent.mesh.v1.RecommendationService"):
             continue
-        for span in spans:
-            if not span.get("name", "").startswith("Sent.mesh.v1.RecommendationService"):
-                continue
-            for event in span.get("events") or ():
-                if event.get("name") == "stream ended":
-                    found[trace_id] = str(event.get("attributes", {}).get("mesh.stream_outcome"))
+        for event in span.get("events") or ():
+            if event.get("name") == "stream ended":
+                found[span["trace_id"]] = str(
+                    event.get("attributes", {}).get("mesh.stream_outcome")
+                )
     return found
 
 
-async def _trace_outcomes(ctx: ScenarioContext, trace_ids: set[str], expected: int) -> Counter[str]:
+async def _trace_outcomes(
+    ctx: ScenarioContext, trace_ids: set[str], expected: int, since: dict[int, int]
+) -> Counter[str]:
     """The outcomes the traces show, once `expected` of them are written (or the wait ends)."""
     path = ctx.target.state_dir / "traces"
     deadline = time.monotonic() + TRACE_WAIT_S
     found: dict[str, str] = {}
     while path.is_dir():
-        found = await asyncio.to_thread(_outcomes_in, path, trace_ids)
+        found = await asyncio.to_thread(_outcomes_in, path, trace_ids, since)
         if len(found) >= expected or time.monotonic() > deadline:
             break
         await asyncio.sleep(0.25)
@@ -108,6 +134,7 @@ def _counted(diff: Snapshot) -> dict[str, float]:
         "faults_injected": diff.total(
             "mesh_faults_injected_total", "recommendation", method=STREAM
         ),
+        "breaker_rejections": diff.total("mesh_breaker_rejections_total", "gateway", method=STREAM),
     }
 
 
@@ -135,6 +162,7 @@ async def stream_cut(ctx: ScenarioContext) -> ScenarioResult:
         first_attempt_only=bool(p.get("first_attempt_only", False)),
     )
     before = await scrape(ctx.target.metrics)
+    written = _sizes(ctx.target.state_dir / "traces")
     await _set_fault(ctx, fault)
     reads: list[tuple[StreamRead, str]] = []
     try:
@@ -159,7 +187,9 @@ async def stream_cut(ctx: ScenarioContext) -> ScenarioResult:
         "flag_matches": float(sum(1 for r in failed if r.flagged_messages == len(r.items))),
         **_counted(diff),
     }
-    outcomes = await _trace_outcomes(ctx, {t for _, t in reads}, n)
+    # A stream the open breaker refused sent no attempt, so its trace has no outcome to wait for.
+    attempted = n - int(metrics["breaker_rejections"])
+    outcomes = await _trace_outcomes(ctx, {t for _, t in reads}, attempted, written)
     metrics["traces_found"] = float(sum(outcomes.values()))
     for outcome in OUTCOMES:
         metrics[f"trace_{outcome.replace('-', '_')}"] = float(outcomes[outcome])
