@@ -69,3 +69,10 @@ def test_fault_trace_tells_an_abort_before_the_server_from_one_on_it_and_where_a
     assert got["trace_attempts"] == 3 and got["trace_failed_attempts"] == 2
     assert got["trace_failed_unserved"] == 1 and got["trace_fault_events"] == 1
     assert (got["trace_lead_ms_p50"], got["trace_lag_ms_p50"]) == (50.5, 1.0)
+
+
+def test_fault_trace_settles_longer_than_a_span_writer_waits() -> None:
+    from chaos.scenarios.fault_trace import SETTLE_S
+    from mesh.telemetry.tracing.jsonl_exporter import DEFAULT_DELAY_S
+
+    assert SETTLE_S > DEFAULT_DELAY_S
