@@ -167,9 +167,9 @@ class CallShed(NamedTuple):
     its criticality's share, or pushed out of a full queue by a more critical call), intake
     (waited too long in front of admission, mesh.resilience.intake).
     `criticality` is the call's (SRE's names); `waited_s` its time in the queue (intake: in
-    front of admission). A deadline
-    refusal also has the deadline left (`deadline_left_s`) and the time it was expected to take
-    (`expected_s`); 0 for the other reasons."""
+    front of admission). A deadline or intake refusal also has the deadline left
+    (`deadline_left_s`); a deadline refusal the time it was expected to take (`expected_s`);
+    0 for the other reasons."""
 
     service: str
     method: str
