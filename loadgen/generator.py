@@ -62,12 +62,12 @@ class _Load:
         self.plan = plan
         self.stop = stop
         self.payloads = [serialise(r) for r in plan.requests]
-        auth: tuple[tuple[str, str], ...] = (
+        every: tuple[tuple[str, str], ...] = (
             (intake.TIMEOUT_KEY, intake.timeout_value(plan.timeout_s)),  # as the mesh's clients
             *((("authorization", f"Bearer {plan.api_key}"),) if plan.api_key else ()),
         )
         self.metadata = [
-            (*auth, ("traceparent", f"00-{r.trace_id}-{r.span_id}-01")) if r.trace_id else auth
+            (*every, ("traceparent", f"00-{r.trace_id}-{r.span_id}-01")) if r.trace_id else every
             for r in plan.requests
         ]
         self.calls = {rpc: channel.unary_unary(m) for rpc, m in METHODS.items()}
