@@ -138,15 +138,22 @@ def figures(
     warmup_s: float = 0.0,
     pool_waits: list[float] | None = None,
 ) -> Figures:
-    """Of the calls sent after `warmup_s` (an adaptive limit starts from its initial limit):
-    goodput is OK calls per second of load (all within their deadline: a late one ends
-    DEADLINE_EXCEEDED); p50/p99 are of the accepted (OK) calls. CPU is the whole run's."""
+    """Goodput is the OK calls that ended in the window from `warmup_s` (an adaptive limit
+    starts from its initial limit) to the end of the load, per second of it, as the overload
+    sweep counts it (`window_goodput_per_s`): a queue's calls that end after the load are not
+    the server's rate. Of the calls sent after `warmup_s`: p50/p99 of the accepted (OK) calls
+    and the codes. CPU is the whole run's."""
     steady = [o for o in outcomes if o.sent_s >= warmup_s]
     ok = [o.latency_s for o in steady if o.code is grpc.StatusCode.OK]
+    in_window = [
+        o
+        for o in outcomes
+        if o.code is grpc.StatusCode.OK and warmup_s <= o.sent_s + o.latency_s <= duration_s
+    ]
     codes = Counter(o.code.name for o in steady)
     return Figures(
         offered_per_s=rate_per_s,
-        goodput_per_s=len(ok) / (duration_s - warmup_s),
+        goodput_per_s=len(in_window) / (duration_s - warmup_s),
         p50_s=percentile(ok, 50) if ok else float("nan"),
         p99_s=percentile(ok, 99) if ok else float("nan"),
         refused=codes.get("RESOURCE_EXHAUSTED", 0),
