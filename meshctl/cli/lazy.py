@@ -35,7 +35,34 @@ def load(name: str, target: str) -> click.Command:
         holder.add_typer(obj, name=name)
     else:
         holder.command(name)(obj)
-    return typer.main.get_group(holder).commands[name]
+    command = typer.main.get_group(holder).commands[name]
+    _reflow(command)
+    return command
+
+
+def reflow(text: str) -> str:
+    """A docstring's paragraphs after the first, each on one line where it is prose.
+
+    Typer 0.29's rich help joins the first paragraph's lines but prints the others' line
+    breaks as they are in the source, so a docstring wrapped at 100 columns came out cut
+    mid-sentence in an 80-column terminal. A paragraph with an indented, listed or `\b`-marked
+    line is left as written (examples, lists)."""
+    first, *rest = text.split("\n\n")
+    kept = [
+        p
+        if any(line[:1] in (" ", "-", "*", "\b") for line in p.split("\n")[1:])
+        else " ".join(p.split("\n"))
+        for p in rest
+    ]
+    return "\n\n".join([first, *kept])
+
+
+def _reflow(command: click.Command) -> None:
+    if command.help:
+        command.help = reflow(command.help)
+    if isinstance(command, TyperGroup):
+        for sub in command.commands.values():
+            _reflow(sub)
 
 
 def _nothing() -> None:
