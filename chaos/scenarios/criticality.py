@@ -24,6 +24,7 @@ import grpc.aio
 from chaos.registry import ScenarioContext, ScenarioResult, scenario
 from loadgen.in_process import percentile
 from mesh.customers import USER_COUNT, user_id
+from mesh.resilience.admission import SHED_REASONS
 from mesh.resilience.criticality import METADATA_KEY
 from mesh.topology import REPLICAS, replica_of
 from mesh.v1 import recommendation_pb2, recommendation_pb2_grpc
@@ -31,7 +32,6 @@ from meshctl.counters import scrape
 from meshctl.launch.state import STATE_FILE
 
 KINDS = ("critical", "sheddable")
-SHED_REASONS = ("limit", "queue_full", "queue_timeout", "deadline", "criticality")
 CRITICALITY_METRICS = (
     *(f"shed_{r}" for r in SHED_REASONS),
     "declared_capacity_per_s",

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from typing import Literal, get_args
 
 from mesh.resilience.admission_policy import LimitPolicy, ServerPolicy
 from mesh.resilience.admission_queue import Waiter, WaitQueue
@@ -40,6 +41,11 @@ from mesh.resilience.limits import (
     WindowedLimit,
     WindowedSettings,
 )
+
+ShedReason = Literal["limit", "queue_full", "queue_timeout", "deadline", "criticality", "intake"]
+SHED_REASONS: tuple[ShedReason, ...] = get_args(ShedReason)
+"""Every `reason` of a refusal here: `mesh_server_shed_total`'s label, the `call shed` event's
+`mesh.reason`, the LIMIT of a `shed(SERVICE:LIMIT)` fate."""
 
 EXPECTED_RTT_WEIGHT = 0.2
 """Weight of each new RTT in the expected times (exponential averages)."""
@@ -235,7 +241,7 @@ class Admission:
 
     def _refuse(
         self,
-        reason: str,
+        reason: ShedReason,
         method: str,
         who: Criticality | Waiter,
         remaining_s: float = 0.0,
