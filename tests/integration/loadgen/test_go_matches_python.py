@@ -18,6 +18,7 @@ import pytest
 from loadgen.generator import serialise
 from loadgen.in_process import LoadGenerator, LoadResult, Outcome, generator_command
 from loadgen.protocol import Plan, Request, decode
+from mesh.resilience.intake import TIMEOUT_KEY, timeout_value
 from mesh.v1 import gateway_pb2, payment_pb2
 from tests.support.peers import peer_binary
 
@@ -53,7 +54,7 @@ class FakeGateway:
     A user in `held` waits on its event (or forever) before answering."""
 
     address: str = ""
-    received: list[tuple[str, bytes, str, str]] = field(default_factory=list)
+    received: list[tuple[str, bytes, str, str, str]] = field(default_factory=list)
     attempts: Counter[str] = field(default_factory=Counter)
     held: dict[str, asyncio.Event] = field(default_factory=dict)
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
@@ -63,7 +64,8 @@ class FakeGateway:
     ) -> bytes:
         md = dict(context.invocation_metadata() or ())
         trace = str(md.get("traceparent", ""))
-        self.received.append((rpc, request, str(md.get("authorization", "")), trace))
+        auth, sent_timeout = str(md.get("authorization", "")), str(md.get(TIMEOUT_KEY, ""))
+        self.received.append((rpc, request, auth, trace, sent_timeout))
         if rpc == "home":
             user = gateway_pb2.GetHomeRequest.FromString(request).user_id
         else:
@@ -223,8 +225,10 @@ async def test_closed_loop_with_client_retries_reports_alike(
     assert outcome[5].latency_s >= 0.01
     # The same requests on the wire, byte for byte, with the same metadata; 3 tries at most.
     assert sorted(gateway.received) == sent_by_python
-    assert {body for rpc, body, _, _ in gateway.received} == {serialise(r) for r in base.requests}
-    assert {auth for _, _, auth, _ in gateway.received} == {"Bearer k1"}
+    assert {body for _, body, *_ in gateway.received} == {serialise(r) for r in base.requests}
+    assert {auth for _, _, auth, *_ in gateway.received} == {"Bearer k1"}
+    # Every try carries its deadline for the server's intake gate, as the mesh's clients do.
+    assert {sent for *_, sent in gateway.received} == {timeout_value(base.timeout_s)}
     assert max(gateway.attempts.values()) == 3 and gateway.attempts.total() == len(sent_by_python)
     # started_s is on this process's perf_counter clock.
     assert all(before <= o.started_s <= after for o in go.outcomes)
