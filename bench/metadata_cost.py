@@ -39,9 +39,7 @@ class Echo:
     def __init__(self) -> None:
         self.carried = 0
 
-    async def call(
-        self, request: bytes, context: grpc.aio.ServicerContext[bytes, bytes]
-    ) -> bytes:
+    async def call(self, request: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
         self.carried += any(key == TIMEOUT_KEY for key, _ in context.invocation_metadata() or ())
         return request
 
