@@ -79,12 +79,18 @@ async def cpu_per_call_us(calls: int, rounds: int) -> dict[str, list[float]]:
 
 
 def report(figures: dict[str, list[float]]) -> list[str]:
-    floor = statistics.median(figures["no entry"])
-    lines = ["metadata          CPU us/call (median)  x no entry  rounds"]
+    """Per variant: the median CPU per call, its ratio to the floor's, and the median of each
+    round's difference from the floor's same round (the machine's drift cancels in a pair)."""
+    floors = figures["no entry"]
+    floor = statistics.median(floors)
+    lines = ["metadata          CPU us/call (median)  x no entry  paired +us  rounds"]
     for name, values in figures.items():
         median = statistics.median(values)
+        paired = statistics.median(v - f for v, f in zip(values, floors, strict=True))
         shown = ", ".join(f"{v:.0f}" for v in values)
-        lines.append(f"{name:<17} {median:>20.1f}  {median / floor:>10.3f}  {shown}")
+        lines.append(
+            f"{name:<17} {median:>20.1f}  {median / floor:>10.3f}  {paired:>9.1f}  {shown}"
+        )
     return lines
 
 

@@ -11,7 +11,12 @@ from typing import Any
 
 import grpc.aio
 
-from mesh.resilience.attempt import AttemptHook, AttemptObserver, send_on_wire
+from mesh.resilience.attempt import (
+    AttemptHook,
+    AttemptObserver,
+    send_on_wire,
+    send_without_wait_header,
+)
 from mesh.resilience.breaker import BreakerStrategy
 from mesh.resilience.bulkhead import Bulkhead
 from mesh.resilience.clock import Clock, SystemClock
@@ -75,6 +80,8 @@ class Pipeline:
         wire: Next = send_on_wire,
     ) -> None:
         self.strategies = tuple(strategies)
+        self.wire = wire
+        """The innermost step, which puts each attempt on the wire."""
         self._call_observer = call_observer
         self._bus = bus
         self._clock = clock
@@ -139,10 +146,13 @@ def build_pipeline(
     attempt_observer: AttemptObserver | None = None,
     bulkhead_pools: dict[str, Bulkhead] | None = None,
     call_observer: CallObserver | None = None,
+    wait_header: bool = True,
 ) -> Pipeline:
     """Builds the enabled strategies of `policy` in the order it selects (ORDERS).
 
     Pipelines whose bulkhead names the same `pool` share one Bulkhead through `bulkhead_pools`.
+    `wait_header`: every attempt carries its deadline as `mesh-timeout-ms`, which the server's
+    intake gate reads (mesh.resilience.intake); off where the server has none.
     """
     clock = clock or SystemClock()
 
@@ -178,4 +188,5 @@ def build_pipeline(
         "attempt_hook": lambda: AttemptHook(bus, clock, attempt_observer),
     }
     strategies = [s for s in (factories[name]() for name in ORDERS[policy.order]) if s is not None]
-    return Pipeline(strategies, bus, clock, call_observer)
+    wire = send_on_wire if wait_header else send_without_wait_header
+    return Pipeline(strategies, bus, clock, call_observer, wire)

@@ -127,7 +127,7 @@ class Edges:
             raise ValueError(f"{self.wiring.caller}: the edge to {dependency} is already open")
         edge_policy = self.edge_policy(policy, dependency)
         interceptor = ResilienceInterceptor(
-            self._pipeline(dependency, edge_policy, self._pools),
+            self._pipeline(dependency, edge_policy, self._pools, _gated(policy, dependency)),
             dependency=dependency,
             clock=SystemClock(),
         )
@@ -143,7 +143,9 @@ class Edges:
         plans: list[tuple[Edge[object], EdgePolicy, Pipeline, grpc.aio.Channel | None]] = []
         for edge in self._edges.values():
             edge_policy = self.edge_policy(policy, edge.dependency)
-            pipeline = self._pipeline(edge.dependency, edge_policy, pools)
+            pipeline = self._pipeline(
+                edge.dependency, edge_policy, pools, _gated(policy, edge.dependency)
+            )
             channel = None
             if edge_policy.native_retry != edge.policy.native_retry:
                 channel = self._channel(edge.dependency, edge.interceptor, edge_policy)
@@ -167,9 +169,10 @@ class Edges:
             await close_edge_channel(edge.channel)
 
     def _pipeline(
-        self, dependency: str, policy: EdgePolicy, pools: dict[str, Bulkhead]
+        self, dependency: str, policy: EdgePolicy, pools: dict[str, Bulkhead], gated: bool
     ) -> Pipeline:
-        """The one way an edge's pipeline is built, at start and on every policy swap."""
+        """The one way an edge's pipeline is built, at start and on every policy swap; `gated`:
+        the dependency's servers have an intake gate, so each attempt sends its deadline."""
         tracing = self.wiring.tracing
         return build_pipeline(
             policy,
@@ -179,6 +182,7 @@ class Edges:
             bulkhead_pools=pools,
             attempt_observer=tracing.attempt_observer if tracing else None,
             call_observer=tracing.call_observer if tracing else None,
+            wait_header=gated,
         )
 
     def _channel(
@@ -200,3 +204,9 @@ class Edges:
             bus=self.wiring.bus,
             dependency=dependency,
         )
+
+
+def _gated(policy: MeshPolicy, dependency: str) -> bool:
+    """Whether `dependency` has an intake gate under `policy` (mesh.resilience.intake): only
+    then does it read `mesh-timeout-ms`, so only then is it sent."""
+    return policy.server(dependency).intake.discipline != "none"

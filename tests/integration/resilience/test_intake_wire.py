@@ -1,6 +1,7 @@
 """The wait in front of admission over real hops: the mesh's client sends each attempt's
-deadline as `mesh-timeout-ms`, and a server with `intake: codel` refuses a call whose header
-says it waited past N, with RESOURCE_EXHAUSTED, a pushback and the reason counted."""
+deadline as `mesh-timeout-ms` to a server with an intake gate (to no other), and a server with
+`intake: codel` refuses a call whose header says it waited past N, with RESOURCE_EXHAUSTED, a
+pushback and the reason counted."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from tests.integration.resilience.test_deadlines_wire import REQUEST, intercepto
 CODEL = {"discipline": "codel", "codel_target_s": 0.005, "codel_interval_s": 0.1}
 
 
-async def test_the_mesh_client_sends_each_attempts_deadline() -> None:
+async def test_the_mesh_client_sends_each_attempts_deadline_where_it_is_read() -> None:
     bus = EventBus()
     seen: list[str | None] = []
 
@@ -35,14 +36,17 @@ async def test_the_mesh_client_sends_each_attempts_deadline() -> None:
         seen.append(dict(context.invocation_metadata() or ()).get(TIMEOUT_KEY))
 
     async with serving(profile_servicer(ProfileFake(handler)), interceptors("b", bus)) as b:
-        pipeline = build_pipeline(roomy_edge(), dependency="b", bus=bus, clock=SystemClock())
-        channel = resilient_channel(
-            b, ResilienceInterceptor(pipeline, dependency="b", clock=SystemClock())
-        )
-        stub = profile_pb2_grpc.ProfileServiceStub(channel)
-        await stub.GetProfile(REQUEST, timeout=1.5)
-        await channel.close()
-    assert seen == ["1500"]
+        for wait_header in (True, False):  # False: the server has no intake gate
+            pipeline = build_pipeline(
+                roomy_edge(), dependency="b", bus=bus, clock=SystemClock(), wait_header=wait_header
+            )
+            channel = resilient_channel(
+                b, ResilienceInterceptor(pipeline, dependency="b", clock=SystemClock())
+            )
+            stub = profile_pb2_grpc.ProfileServiceStub(channel)
+            await stub.GetProfile(REQUEST, timeout=1.5)
+            await channel.close()
+    assert seen == ["1500", None]
 
 
 async def test_a_call_that_waited_past_n_is_refused_and_a_fresh_one_served() -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from mesh.policy.loading import load_policy, load_policy_text
 from mesh.policy.model import MeshPolicy
+from mesh.resilience.attempt import send_on_wire, send_without_wait_header
 from mesh.runtime.policy_admin import PolicyAdminServicer
 from mesh.runtime.server import Runtime
 from mesh.v1 import admin_pb2, profile_pb2_grpc
@@ -59,6 +60,26 @@ async def test_a_swap_that_keeps_grpc_retries_keeps_the_channel() -> None:
         assert (edge.channel, edge.stub) == (channel, stub)
         assert edge.pipeline is not pipeline
         assert len(runtime.edges.retiring) == 0
+    finally:
+        await runtime.edges.close()
+
+
+GATED = """
+name: gated
+servers:
+  profile: {intake: {discipline: codel, codel_target_s: 0.005, codel_interval_s: 0.03}}
+"""
+
+
+async def test_an_edge_sends_the_deadline_header_only_to_a_server_that_reads_it() -> None:
+    runtime = recommendation_runtime()
+    edge = runtime.edge("profile", profile_pb2_grpc.ProfileServiceStub)
+    try:
+        assert edge.pipeline.wire is send_without_wait_header  # full: profile has no gate
+        runtime.apply_policy(load_policy_text(GATED, environ={}))
+        assert edge.pipeline.wire is send_on_wire  # the gate reads mesh-timeout-ms
+        runtime.apply_policy(load_policy("full", {}))
+        assert edge.pipeline.wire is send_without_wait_header
     finally:
         await runtime.edges.close()
 
