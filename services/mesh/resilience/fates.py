@@ -27,7 +27,7 @@ trailers and in `mesh_request_fates_total`.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import grpc
 import grpc.aio
@@ -59,10 +59,12 @@ KINDS = (
 class FateFacts:
     """What one call received has gone through so far (mutated by the events of its context)."""
 
-    __slots__ = ("cause", "degraded", "final", "retries", "service", "shed", "skipped")
+    __slots__ = ("cause", "degraded", "final", "on_final", "retries", "service", "shed", "skipped")
 
-    def __init__(self, service: str) -> None:
+    def __init__(self, service: str, on_final: Callable[[str], None] | None = None) -> None:
         self.service = service
+        self.on_final = on_final
+        """Called with the fate once it is final (the fate layer counts it there)."""
         self.retries = 0
         self.skipped: dict[str, str] = {}
         self.degraded: list[str] = []
@@ -70,6 +72,14 @@ class FateFacts:
         self.cause: tuple[str, grpc.aio.AioRpcError] | None = None
         self.final: str | None = None
         """The fate once written into an abort's trailers (then nothing changes it)."""
+
+    def settle(self, fate: str) -> str:
+        """Make `fate` final and tell `on_final`: before an abort sends it, so a caller that
+        has the answer and then reads the metrics finds the call counted."""
+        self.final = fate
+        if self.on_final is not None:
+            self.on_final(fate)
+        return fate
 
 
 current: contextvars.ContextVar[FateFacts | None] = contextvars.ContextVar(
@@ -185,8 +195,7 @@ def trailers_with_fate(
     facts = current.get()
     if facts is None:
         return tuple(trailers)
-    facts.final = fate_of(facts, code, time_left_s)
-    return (*trailers, (FATE_KEY, facts.final))
+    return (*trailers, (FATE_KEY, facts.settle(fate_of(facts, code, time_left_s))))
 
 
 def seen_by_caller(

@@ -53,9 +53,11 @@ class FateLayer(ServerLayer):
 
     def _wrap(self, inner: Behaviour, method: str) -> Behaviour:
         service = self._service
+        count = self._count
+        on_final = None if count is None else (lambda fate: count(method, fate))
 
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            facts = fates.FateFacts(service)
+            facts = fates.FateFacts(service, on_final)
             token = fates.current.set(facts)
             code = grpc.StatusCode.UNKNOWN
             try:
@@ -81,14 +83,12 @@ class FateLayer(ServerLayer):
         code: grpc.StatusCode,
         context: grpc.aio.ServicerContext,
     ) -> None:
-        fate = facts.final
+        fate = facts.final  # an abort wrote it, and counted it before the status went out
         if fate is None:  # no abort wrote it: an answer, or a failure the handler raised
-            fate = fates.fate_of(facts, code, context.time_remaining())
+            fate = facts.settle(fates.fate_of(facts, code, context.time_remaining()))
             if code is grpc.StatusCode.OK:
                 trailers = tuple(context.trailing_metadata() or ())
                 context.set_trailing_metadata((*trailers, (fates.FATE_KEY, fate)))
         span = current_server_span.get()
         if span is not None and span.is_recording():
             span.set_attribute(n.FATE, fate)
-        if self._count is not None:
-            self._count(method, fate)
