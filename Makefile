@@ -34,7 +34,7 @@ PIP_INSTALL := PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(BIN)/
 # what they install (pip does by default, uv with --compile-bytecode: 8 s more for the demo's
 # set): under PYTHONDONTWRITEBYTECODE=1 nothing else would, and every process would compile
 # grpc, protobuf, redis and OpenTelemetry again at each start (a receipt worker's imports took
-# 1.5-2.2 s without it, 0.7-0.9 s with it).
+# 1.5-2.2 s without it, 0.7-0.9 s with it; `make test`'s pytest 853 s without, 714 s with).
 INSTALL = $(PIP_INSTALL) uv && $(BIN)/uv pip install --quiet --native-tls --compile-bytecode \
 	--python $(BIN)/python $(1) \
 	|| { echo "uv could not install; pip will (slower)"; \
