@@ -75,7 +75,10 @@ class FateFacts:
 
     def settle(self, fate: str) -> str:
         """Make `fate` final and tell `on_final`: before an abort sends it, so a caller that
-        has the answer and then reads the metrics finds the call counted."""
+        has the answer and then reads the metrics finds the call counted. Once only: a call
+        has one status (grpc.aio refuses a second abort), so a later fate is not counted."""
+        if self.final is not None:
+            return self.final
         self.final = fate
         if self.on_final is not None:
             self.on_final(fate)

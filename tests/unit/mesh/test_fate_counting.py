@@ -10,6 +10,7 @@ from typing import Any
 import grpc
 import pytest
 
+from mesh.resilience import fates
 from mesh.resilience.events import EventBus
 from mesh.runtime.bearer import rejection
 from mesh.telemetry.fate_layer import FateLayer
@@ -79,3 +80,11 @@ async def test_an_answer_is_counted_once_and_carries_its_fate() -> None:
     assert await handler.unary_unary(b"", context) == b"reply"
     assert counted == [(GET_HOME, "ok")]
     assert context.trailers == (("mesh-fate", "ok"),)
+
+
+def test_a_fate_is_settled_and_counted_once() -> None:
+    counted: list[str] = []
+    facts = fates.FateFacts("gateway", counted.append)
+    assert facts.settle("shed(gateway:rate-limit)") == "shed(gateway:rate-limit)"
+    assert facts.settle("failed-deadline") == "shed(gateway:rate-limit)"
+    assert counted == ["shed(gateway:rate-limit)"]
