@@ -14,25 +14,20 @@ from mesh.resilience import fates
 from mesh.resilience.events import EventBus
 from mesh.runtime.bearer import rejection
 from mesh.telemetry.fate_layer import FateLayer
+from tests.unit.mesh.test_refusals import Aborted, FakeContext
 
 Details = namedtuple("Details", "method invocation_metadata")
 GET_HOME = "/mesh.v1.Gateway/GetHome"
 
 
-class Aborted(Exception):
-    pass
-
-
-class Context:
+class Context(FakeContext):
     """A servicer context whose abort notes what had been counted when the status was sent."""
 
     def __init__(self, counted: list[tuple[str, str]]) -> None:
+        super().__init__()
         self._counted = counted
         self.counted_at_send: list[tuple[str, str]] | None = None
         self.trailers: tuple[tuple[str, str], ...] = ()
-
-    def time_remaining(self) -> float | None:
-        return None
 
     def trailing_metadata(self) -> tuple[tuple[str, str], ...]:
         return self.trailers
@@ -43,10 +38,10 @@ class Context:
     def code(self) -> None:
         return None
 
-    async def abort(self, code: grpc.StatusCode, details: str, trailers: Any) -> None:
+    async def abort(self, code: grpc.StatusCode, details: str, trailers: Any = ()) -> None:
         self.counted_at_send = list(self._counted)
         self.trailers = tuple(trailers)
-        raise Aborted(details)
+        await super().abort(code, details, trailers)
 
 
 def layer(counted: list[tuple[str, str]]) -> FateLayer:
