@@ -91,6 +91,7 @@ def test_a_supervisor_brings_back_a_crash_but_not_a_deliberate_kill_or_a_worker(
 
     mesh.kill("notification", signal.SIGKILL)  # an experiment's kill, through the API
     os.kill(worker.popen.pid, signal.SIGKILL)
+    worker.popen.wait(5)  # SIGKILL is delivered asynchronously: reap it before asking alive()
     payment = next(p for p in mesh.procs if p.name == "payment")
     os.kill(payment.popen.pid, signal.SIGKILL)  # a crash nobody asked for
     payment.popen.wait(5)
