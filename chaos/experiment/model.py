@@ -218,6 +218,11 @@ class Variant(_Model):
     policy: str = "full"
     overrides: dict[str, Any] = {}
     load: dict[str, Any] = Field(default={}, description="fields of `load` to change")
+    demo_load: dict[str, Any] = Field(
+        default={},
+        description="fields of `load` to change in the demo's short form only (`mesh demo`), "
+        "over `load`; the file says why the variant's bounds still hold",
+    )
     faults: list[Fault] | None = Field(default=None, description="replaces the faults")
     params: dict[str, Any] = Field(default={}, description="scenario parameters to change")
     xds: bool = Field(

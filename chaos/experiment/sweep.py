@@ -136,15 +136,28 @@ def _point(line: dict[str, Any], sweep: Sweep, x: float, duration_s: float) -> d
     }
 
 
+def _with_demo_load(variant: Any) -> Any:
+    """A raw variant with its `demo_load` merged over its `load` (the demo's form of it)."""
+    if not isinstance(variant, dict) or not isinstance(variant.get("demo_load"), dict):
+        return variant
+    load = variant.get("load")
+    return {**variant, "load": {**(load if isinstance(load, dict) else {}), **variant["demo_load"]}}
+
+
 def demo_subset(data: Any) -> Any:
-    """The raw experiment with only its `demo_variants` and their expectations (all without);
-    a scenario's declared `expected_s` (all variants) scaled to the ones kept."""
+    """The raw experiment with only its `demo_variants` and their expectations (all without),
+    each kept variant's `demo_load` over its `load`; a scenario's declared `expected_s` (all
+    variants) scaled to the ones kept."""
     keep = data.get("demo_variants") if isinstance(data, dict) else None
     variants = data.get("variants") if isinstance(data, dict) else None
-    if not keep or not isinstance(keep, list) or not isinstance(variants, list):
+    if not isinstance(variants, list):
         return data
+    if not keep or not isinstance(keep, list):
+        return {**data, "variants": [_with_demo_load(v) for v in variants]}
     expectations = data.get("expectations") or []
-    kept = [v for v in variants if not isinstance(v, dict) or v.get("name") in keep]
+    kept = [
+        _with_demo_load(v) for v in variants if not isinstance(v, dict) or v.get("name") in keep
+    ]
     subset = {
         **data,
         "variants": kept,

@@ -139,6 +139,21 @@ def scenario_table(result: ExperimentResult, width: int = 120) -> RenderableType
     return table.render(width)
 
 
+def _demo_load_notes(result: ExperimentResult) -> list[str]:
+    """A note per variant that ran its `demo_load` (the demo's form of the file): its seed row,
+    if any, was measured under the file's own load, so its times do not compare."""
+    notes = []
+    for v in result.variants:
+        changed = v.variant.demo_load
+        if changed and all(v.variant.load.get(k) == val for k, val in changed.items()):
+            load = ", ".join(f"{k} {val}" for k, val in changed.items())
+            notes.append(
+                f"{v.variant.name}: the demo's load ({load}; `mesh chaos run {result.name}` runs "
+                "the file's): its counts compare with the seed's, its times do not"
+            )
+    return notes
+
+
 def _zero_note(headers: list[str]) -> list[str]:
     """The columns left out for being 0 in every row (a fate no request had goes unsaid)."""
     return ["0 in every row: " + ", ".join(headers)] if headers else []
@@ -174,6 +189,7 @@ def experiment_table(result: ExperimentResult, width: int = 120) -> RenderableTy
         caption=f"hypothesis: {exp.hypothesis}",
         notes=[
             *_failed_variants(result),
+            *_demo_load_notes(result),
             *_zero_note([headers[k][0] for k in zero if not k.startswith("fate.")]),
         ],
     )

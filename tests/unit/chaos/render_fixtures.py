@@ -57,9 +57,10 @@ def _scenario_phase(exp: Experiment, params: dict[str, object], seed: int) -> Ph
     return PhaseResult(LoadResult(), Snapshot(), metrics, rows=rows)
 
 
-def demo_result(name: str) -> ExperimentResult:
-    """What `mesh demo` prints for `name`, with figures as wide as a real run's."""
-    path, exp = load_experiment(name)
+def demo_result(name: str, short: bool = False) -> ExperimentResult:
+    """What `mesh demo` prints for `name`, with figures as wide as a real run's (`short`: the
+    file's demo form, as `mesh demo` loads it; else the whole file, as `mesh chaos run`)."""
+    path, exp = load_experiment(name, short_sweep=short)
     result = ExperimentResult(name, Path(path), exp)
     for seed, variant in enumerate(exp.variants):
         v = VariantResult(variant, variant.policy)

@@ -68,6 +68,18 @@ def test_a_long_header_is_wrapped_or_abbreviated_never_its_values() -> None:
     assert "giveup_" in text or "gls = giveup_last_s" in text
 
 
+def test_a_variant_run_under_its_demo_load_says_its_times_do_not_compare_with_the_seed() -> None:
+    def render(short: bool) -> str:
+        console = Console(width=120, record=True, file=io.StringIO())
+        print_result(console, demo_result("provider-outage", short=short))
+        return " ".join(console.export_text().split())
+
+    demo, full = render(short=True), render(short=False)
+    assert "retry-only: the demo's load (concurrency 50;" in demo
+    assert "its counts compare with the seed's, its times do not" in demo
+    assert "the demo's load" not in full
+
+
 def test_columns_that_are_zero_everywhere_are_named_not_shown() -> None:
     result = demo_result("pushback")
     for v in result.variants:

@@ -96,6 +96,33 @@ def test_the_demo_runs_only_an_experiments_demo_variants_and_their_expectations(
     assert full.expected_s and demo.expected_s == full.expected_s * 2 / 4  # the subset's share
 
 
+def test_a_variants_demo_load_changes_its_load_in_the_demo_only(tmp_path: Path) -> None:
+    doc = {
+        "title": "t",
+        "hypothesis": "h",
+        "load": {"rpc": ["home"], "requests": 100, "concurrency": 10},
+        "variants": [
+            {"name": "storm", "load": {"requests": 90}, "demo_load": {"concurrency": 50}},
+            {"name": "cure"},
+        ],
+        "demo_variants": ["storm", "cure"],
+    }
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    for demo_variants in (["storm", "cure"], []):  # with and without a demo subset
+        path.write_text(yaml.safe_dump({**doc, "demo_variants": demo_variants}))
+        _, full = load_experiment(str(path))
+        _, demo = load_experiment(str(path), short_sweep=True)
+        loads = {
+            form: {v.name: (e.load_for(v).requests, e.load_for(v).concurrency) for v in e.variants}
+            for form, e in (("full", full), ("demo", demo))
+        }
+        assert loads == {
+            "full": {"storm": (90, 10), "cure": (100, 10)},
+            "demo": {"storm": (90, 50), "cure": (100, 10)},
+        }
+
+
 def test_an_unknown_demo_variant_is_refused_naming_it(tmp_path: Path) -> None:
     doc = {
         "title": "t",
