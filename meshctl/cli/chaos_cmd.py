@@ -5,11 +5,9 @@ and its Chaos Toolkit export (meshctl/cli/chaos_export.py)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -31,10 +29,8 @@ from rich.text import Text
 from chaos.experiment.lesson_order import in_lesson_order
 from chaos.experiment.loading import load_experiment
 from chaos.experiment.model import EXPERIMENTS_DIR, Experiment, ExperimentError
-from chaos.export.journal import to_journal
-from chaos.report.index import report_folder, write_index
 from chaos.report.result_json import to_json
-from chaos.report.tables import print_result, write_report
+from chaos.report.tables import print_result
 from chaos.results import ExperimentResult
 from chaos.run.eta import Eta, about, kind
 from chaos.run.plan import plan
@@ -48,6 +44,7 @@ from meshctl.cli.chaos_results import PageOpt, ResultsPage, RunFigures, chaos_ru
 from meshctl.cli.chaos_verdict import verdict_screen
 from meshctl.cli.chaos_xds import XdsRunOpt, XdsRunRefused, with_xds
 from meshctl.cli.json_out import JsonOpt, human_output_to_stderr, write_json
+from meshctl.cli.report_writer import ReportFailed, ReportWriter
 from meshctl.cli.toxiproxy import ServerChoice, choose_server
 from meshctl.launch.mesh import Mesh
 from meshctl.launch.ports import Ports
@@ -173,7 +170,7 @@ async def _run_all(
     runner: Runner,
     experiments: list[tuple[str, Path, Experiment]],
     shown: RunProgress,
-    reports: Path,
+    writer: ReportWriter,
     repeat: int = 1,
 ) -> list[ExperimentResult]:
     """Run the experiments in order, the whole list `repeat` times on the same mesh (capacity
@@ -181,7 +178,7 @@ async def _run_all(
     carrying all its runs in `repeats`."""
     runs: dict[str, list[ExperimentResult]] = {}
     try:
-        await _rounds(runner, experiments, shown, reports, repeat, runs)
+        await _rounds(runner, experiments, shown, writer, repeat, runs)
     finally:
         await runner.close()
     return [found[-1] for found in runs.values()]
@@ -191,7 +188,7 @@ async def _rounds(
     runner: Runner,
     experiments: list[tuple[str, Path, Experiment]],
     shown: RunProgress,
-    reports: Path,
+    writer: ReportWriter,
     repeat: int,
     runs: dict[str, list[ExperimentResult]],
 ) -> None:
@@ -212,13 +209,7 @@ async def _rounds(
             else:
                 runs[name] = [result]
             print_result(shown.progress.console, result)
-            with warnings.catch_warnings(), shared_files():  # reports are meant to be shared
-                warnings.simplefilter("ignore")  # a plot's library warning is not the user's
-                folder = report_folder(reports, name)
-                write_report(result, folder, runner.target.state_dir / "traces")
-                journal = to_journal(result, started, ended)  # Chaos Toolkit's, for `chaos report`
-                (folder / "journal.json").write_text(json.dumps(journal, indent=1))
-                write_index(reports, runner.target.state_dir)
+            writer.submit(result, started, ended)  # written while the next one runs
             shown.finish()
 
 
@@ -257,9 +248,11 @@ def execute(
         with _progress() as progress:
             shown = RunProgress(progress, [exp for _, _, exp in resolved] * repeat)
             runner = Runner(tgt, shown.step)
-            results = asyncio.run(_run_all(runner, resolved, shown, reports, repeat))
-    except LaunchError as err:
-        console.print(f"[red]could not start the mesh:[/red] {err}")
+            with ReportWriter(reports, tgt.state_dir) as writer:
+                results = asyncio.run(_run_all(runner, resolved, shown, writer, repeat))
+    except (LaunchError, ReportFailed) as err:  # a report's failure: every experiment ran
+        said = f"could not start the mesh: {err}" if isinstance(err, LaunchError) else str(err)
+        console.print(f"[red]{escape(said)}[/red]")
         raise typer.Exit(1) from None
     except PolicyError as err:
         _refuse(err)
@@ -270,11 +263,7 @@ def execute(
     finally:
         if mesh is not None:
             mesh.stop()
-    if mesh is not None:
-        _index_traces(state_dir / "traces")
-    if json_path is not None:
-        with shared_files():
-            write_json(json_path, [to_json(r) for r in results])
+    _after_run(mesh is not None, state_dir, json_path, results)
     took_s = time.monotonic() - started
     _summary(results, repeat, reports, took_s, runner)
     if page is not None and runner is not None:
@@ -282,6 +271,17 @@ def execute(
         page.write(results, RunFigures(took_s, start_s, runner.capacity, line, repeat, xds))
         console.print(f"wrote {page.path}")
     return results
+
+
+def _after_run(
+    embedded: bool, state_dir: Path, json_path: Path | None, results: list[ExperimentResult]
+) -> None:
+    """The embedded mesh's traces indexed (it has stopped), and the run's JSON written."""
+    if embedded:
+        _index_traces(state_dir / "traces")
+    if json_path is not None:
+        with shared_files():
+            write_json(json_path, [to_json(r) for r in results])
 
 
 def _start(mesh: Mesh) -> float:

@@ -25,9 +25,10 @@ from chaos.results import ExperimentResult, VariantResult
 from chaos.run.eta import Eta, about, expected_s
 from chaos.run.runner import Runner
 from chaos.run.target import Target
-from meshctl.cli import chaos_cmd
+from meshctl.cli import chaos_cmd, report_writer
 from meshctl.cli.app import app
 from meshctl.cli.chaos_verdict import verdict_screen
+from meshctl.cli.report_writer import ReportWriter
 from tests.unit.chaos.render_fixtures import demo_result
 
 
@@ -144,7 +145,7 @@ async def test_writing_reports_lets_no_library_warning_through(
         warnings.warn("No artists with labels found to put in legend.", UserWarning, stacklevel=1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(chaos_cmd, "write_report", noisy)
+    monkeypatch.setattr(report_writer, "write_report", noisy)
     # The figures' own warnings are test_plots.py's; drawn here they were 12 of this test's 13 s.
     monkeypatch.setattr(tables, "plot", lambda *args: [])
 
@@ -164,6 +165,7 @@ async def test_writing_reports_lets_no_library_warning_through(
         warnings.simplefilter("error")  # a leaked warning fails the test
         with Progress(console=console, auto_refresh=False) as progress:
             shown = chaos_cmd.RunProgress(progress, [e for _, _, e in resolved])
-            await chaos_cmd._run_all(Replay(), resolved, shown, tmp_path)  # type: ignore[arg-type]
+            with ReportWriter(tmp_path, tmp_path, inline=True) as writer:  # warnings seen here
+                await chaos_cmd._run_all(Replay(), resolved, shown, writer)  # type: ignore[arg-type]
     assert (tmp_path / "provider-outage" / "report.md").exists()
     assert "No artists" not in capsys.readouterr().err + console.export_text()

@@ -17,6 +17,7 @@ from chaos.report import tables
 from chaos.results import ExperimentResult
 from chaos.run.target import Target
 from meshctl.cli import chaos_cmd
+from meshctl.cli.report_writer import ReportWriter
 from tests.unit.chaos.render_fixtures import demo_result
 
 
@@ -43,7 +44,8 @@ async def test_each_experiment_is_announced_as_n_of_total(
     console = Console(width=120, record=True, file=io.StringIO())
     with Progress(console=console, auto_refresh=False) as progress:
         shown = chaos_cmd.RunProgress(progress, [e for _, _, e in resolved])
-        await chaos_cmd._run_all(Replay(tmp_path), resolved, shown, tmp_path)  # type: ignore[arg-type]
+        with ReportWriter(tmp_path, tmp_path, inline=True) as writer:  # plot() patched here
+            await chaos_cmd._run_all(Replay(tmp_path), resolved, shown, writer)  # type: ignore[arg-type]
     text = console.export_text()
     assert "1/2 provider-outage" in text and "2/2 worker-crash" in text
     assert text.index("1/2 provider-outage") < text.index("2/2 worker-crash")

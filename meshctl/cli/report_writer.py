@@ -1,0 +1,124 @@
+"""Each experiment's report (report.md, its plots, result.json, the Chaos Toolkit journal and
+the index) written by one worker process at idle priority while the next experiment runs.
+
+Rendering took 0.3-1.2 s an experiment (matplotlib, mostly), about 14 s of a demo spent between
+experiments with the mesh idle. The worker is a process of its own, not a thread: a thread
+would share the runner's GIL (and a thread niced by the OS while it holds the GIL would stall
+the runner behind it). At nice 19 it takes a core only when the mesh leaves one free: the CFS
+scheduler gives it 15 of 1039 weight against one busy process at nice 0, so a CPU-bound
+experiment loses about 1.5% of a core while a report renders. One worker, so the reports are
+written in the order the experiments ran (the index reads them all). `close()` waits for every
+report and raises the first error, naming its experiment, as rendering in line did.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import warnings
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from chaos.export.journal import to_journal
+from chaos.report.index import report_folder, write_index
+from chaos.report.tables import write_report
+from chaos.results import ExperimentResult
+from meshctl.launch.private import shared_files
+
+IDLE_NICE = 19
+
+
+class ReportFailed(RuntimeError):
+    """Writing one experiment's report failed (the experiment itself ran)."""
+
+
+def write_reports(
+    result: ExperimentResult,
+    reports: Path,
+    state_dir: Path,
+    started: float,
+    ended: float,
+) -> Path:
+    """One experiment's report folder written in full, and the index over every folder; the
+    folder. Runs in the worker (or in line, where no worker could start)."""
+    with warnings.catch_warnings(), shared_files():  # reports are meant to be shared
+        warnings.simplefilter("ignore")  # a plot's library warning is not the user's
+        folder = report_folder(reports, result.name)
+        write_report(result, folder, state_dir / "traces")
+        journal = to_journal(result, started, ended)  # Chaos Toolkit's, for `chaos report`
+        (folder / "journal.json").write_text(json.dumps(journal, indent=1))
+        write_index(reports, state_dir)
+    return folder
+
+
+def _failed(name: str, err: Exception) -> ReportFailed:
+    return ReportFailed(f"the report of {name} could not be written: {type(err).__name__}: {err}")
+
+
+def _idle_worker() -> None:
+    os.nice(IDLE_NICE)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the runner's to handle
+
+
+@dataclass
+class ReportWriter:
+    """Reports written in the background, in order; `inline=True` writes each at once."""
+
+    reports: Path
+    state_dir: Path
+    inline: bool = False
+    _pool: ProcessPoolExecutor | None = None
+    _pending: list[tuple[str, Future[Path]]] = field(default_factory=list)
+
+    def __enter__(self) -> ReportWriter:
+        if not self.inline:
+            self._pool = ProcessPoolExecutor(
+                max_workers=1,
+                mp_context=multiprocessing.get_context("spawn"),  # the runner has threads
+                initializer=_idle_worker,
+            )
+        return self
+
+    def submit(self, result: ExperimentResult, started: float, ended: float) -> None:
+        if self._pool is None:
+            try:
+                write_reports(result, self.reports, self.state_dir, started, ended)
+            except Exception as err:
+                raise _failed(result.name, err) from err
+            return
+        future = self._pool.submit(
+            write_reports, result, self.reports, self.state_dir, started, ended
+        )
+        self._pending.append((result.name, future))
+
+    def close(self) -> None:
+        """Wait for every report; the first that failed raises ReportFailed."""
+        try:
+            for name, future in self._pending:
+                try:
+                    future.result()
+                except Exception as err:
+                    raise _failed(name, err) from err
+        finally:
+            self._pending.clear()
+            if self._pool is not None:
+                self._pool.shutdown(wait=True, cancel_futures=True)
+                self._pool = None
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        err: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Every experiment that ran gets its report, however the run ended; a report's
+        failure is raised only where nothing else was."""
+        try:
+            self.close()
+        except ReportFailed:
+            if kind is None:
+                raise
