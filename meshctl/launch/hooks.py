@@ -42,7 +42,7 @@ class MeshHooks(MeshProcesses):
             proc.stopped = True
             if proc.popen.poll() is None:
                 proc.popen.send_signal(sig)
-            return proc.popen.wait(15)
+        return proc.popen.wait(15)  # outside the lock: kills side by side wait together
 
     def alive(self) -> list[str]:
         return [p.name for p in self.procs if p.popen.poll() is None]

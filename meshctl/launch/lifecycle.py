@@ -241,8 +241,9 @@ class MeshProcesses:
             self.procs = [p for p in self.procs if p.name != name]
             proc = self._spawn(name, ["-m", module or spec.module], worker_env, supervised=False)
             self.procs.append(proc)
-            self._wait_serving(spec, worker_env, proc)
-            return proc.popen.pid
+        # Outside the lock: workers started side by side wait for their imports together.
+        self._wait_serving(spec, worker_env, proc)
+        return proc.popen.pid
 
     def stop(self, timeout_s: float = GRACE_S) -> dict[str, int | None]:
         """SIGTERM every process (callers first), wait, SIGKILL what is left; return codes.

@@ -31,6 +31,8 @@ from mesh.contracts.receipt_job import STALLED_REASON, ReceiptRetry
 from meshctl.launch.processes import LaunchError
 from meshctl.queue_admin import JobView, QueueAdmin
 
+RUN_SENDS_S = 0.5
+"""After a run's drill has blocked, what its send may take (the SMTP peer answers in ms)."""
 MAX_STARTS = 30
 """More worker starts than any variant needs (k+1 deaths plus the pool): a bound, not a wait."""
 
@@ -49,18 +51,27 @@ class WorkerPool:
     started: int = 0
 
     async def start(self) -> None:
+        """Start workers until `size` are live, those missing side by side (a start is mostly
+        the new process's imports: ~1 s each, one after the other, at every pool's start)."""
         while len(self.live) < self.size:
             if self.started >= MAX_STARTS:
                 raise RuntimeError(f"{self.prefix}: {self.started} workers started, giving up")
-            self.started += 1
-            name = f"{self.prefix}-{self.started}"
-            try:
-                await asyncio.to_thread(self.h.mesh.start_worker, name, self.env, DRILL_WORKER)
-            except LaunchError:
-                # A poison job waiting in the queue can kill a worker before it reports ready.
-                self.deaths += 1
-                continue
-            self.live.append(name)
+            wanted = min(self.size - len(self.live), MAX_STARTS - self.started)
+            names = [f"{self.prefix}-{self.started + i + 1}" for i in range(wanted)]
+            self.started += wanted
+            for name in await asyncio.gather(*(self._start_one(n) for n in names)):
+                if name is None:
+                    # A poison job waiting in the queue can kill a worker before it is ready.
+                    self.deaths += 1
+                else:
+                    self.live.append(name)
+
+    async def _start_one(self, name: str) -> str | None:
+        try:
+            await asyncio.to_thread(self.h.mesh.start_worker, name, self.env, DRILL_WORKER)
+        except LaunchError:
+            return None
+        return name
 
     async def replace_dead(self) -> None:
         alive = set(self.h.mesh.alive())
@@ -72,10 +83,16 @@ class WorkerPool:
             await self.start()
 
     async def stop(self) -> None:
+        """SIGTERM every live worker, side by side (one whose loop a drill blocks answers
+        only when it wakes), and wait for each."""
         alive = set(self.h.mesh.alive())
-        for name in self.live:
-            if name in alive:
-                await asyncio.to_thread(self.h.mesh.kill, name, signal.SIGTERM)
+        await asyncio.gather(
+            *(
+                asyncio.to_thread(self.h.mesh.kill, name, signal.SIGTERM)
+                for name in self.live
+                if name in alive
+            )
+        )
 
 
 def _worker_env(queue: str, p: dict[str, Any]) -> dict[str, str]:
@@ -262,8 +279,10 @@ async def false_stall(ctx: ScenarioContext) -> ScenarioResult:
         ctx.progress(f"{ctx.variant.name}: a handler blocking {block_s:g} s", 0, 1)
         await h.wait_finished(queue, [job_id], timeout_s=float(p.get("timeout_s", 30)))
         # The first handler may still be blocked when BullMQ has finished the job: let every
-        # run end (each blocks block_s at most) before reading the mailbox.
-        await asyncio.sleep(block_s)
+        # run end (each blocks block_s after its pickup, then sends) before reading the mailbox.
+        picked_so_far = _times(await h.events(queue), "active", job_id)
+        last_run_ends = max(picked_so_far, default=time.time()) + block_s + RUN_SENDS_S
+        await asyncio.sleep(max(0.0, last_run_ends - time.time()))
         ctx.progress(f"{ctx.variant.name}: finished", 1, 1)
         events = await h.events(queue)
         view = await admin.show(job_id)
