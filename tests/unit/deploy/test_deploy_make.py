@@ -146,6 +146,16 @@ def test_the_demo_says_each_stage_and_how_long_it_took() -> None:
     assert demo.index("[start]") < demo.index(".venv/bin/mesh demo")
 
 
+def test_the_demo_builds_the_load_generator_beside_the_install() -> None:
+    """One after the other they added up (a cold Go build 26 s, the install 19 s); the build
+    runs with the machine's python, since .venv may not exist yet."""
+    demo = run_make("-n", "-o", ".venv/.installed-tools", "demo").stdout
+    assert "-j2 .venv/.installed-tools demo-loadgen" in demo, demo
+    build = next(line for line in demo.splitlines() if "-m tools.peers --only mesh-loadgen" in line)
+    assert ".venv/bin/python" not in build, build
+    assert demo.index("tools.peers") < demo.index("[start]")
+
+
 def test_the_editable_warning_filter_silences_it_and_only_it() -> None:
     filters = {"PYTHONWARNINGS": "ignore:Editable installation:UserWarning"}
     code = (
