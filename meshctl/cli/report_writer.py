@@ -27,7 +27,7 @@ from chaos.export.journal import to_journal
 from chaos.report.index import report_folder, write_index
 from chaos.report.tables import write_report
 from chaos.results import ExperimentResult
-from meshctl.launch.private import shared_files
+from meshctl.launch.private import shared_files, user_umask
 
 IDLE_NICE = 19
 
@@ -59,8 +59,9 @@ def _failed(name: str, err: Exception) -> ReportFailed:
     return ReportFailed(f"the report of {name} could not be written: {type(err).__name__}: {err}")
 
 
-def _idle_worker() -> None:
+def _idle_worker(umask: int) -> None:
     os.nice(IDLE_NICE)
+    os.umask(umask)  # reports are shared: the user's umask, not the runner's private one
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the runner's to handle
 
 
@@ -80,6 +81,7 @@ class ReportWriter:
                 max_workers=1,
                 mp_context=multiprocessing.get_context("spawn"),  # the runner has threads
                 initializer=_idle_worker,
+                initargs=(user_umask(),),
             )
         return self
 

@@ -29,6 +29,16 @@ def private_umask() -> None:
         _user_umask.append(old)
 
 
+def user_umask() -> int:
+    """The umask the user had (before private_umask()), else the process's own: what a
+    process writing reports for this one starts with."""
+    if _user_umask:
+        return _user_umask[0]
+    current = os.umask(PRIVATE_UMASK)
+    os.umask(current)
+    return current
+
+
 @contextmanager
 def shared_files() -> Iterator[None]:
     """Files created inside get the user's own umask (reports: meant to be shared)."""

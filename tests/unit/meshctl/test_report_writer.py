@@ -11,6 +11,7 @@ import pytest
 from chaos.results import ExperimentResult
 from meshctl.cli import report_writer
 from meshctl.cli.report_writer import IDLE_NICE, ReportFailed, ReportWriter
+from meshctl.launch import private
 from tests.unit.chaos.render_fixtures import demo_result
 
 
@@ -62,3 +63,19 @@ def test_a_report_that_fails_is_raised_naming_its_experiment(
     ):
         (tmp_path / "file").write_text("not a folder")
         writer.submit(_result("pushback"), 0.0, 1.0)
+
+
+def test_the_worker_writes_reports_under_the_users_umask_not_the_runners_private_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runner sets umask 077 for the mesh's state (private_umask); reports are shared."""
+    monkeypatch.setattr(private, "_user_umask", [0o022])  # as private_umask() records it
+    before = os.umask(private.PRIVATE_UMASK)
+    try:
+        with ReportWriter(tmp_path / "reports", tmp_path) as writer:
+            writer.submit(_result("pushback"), 0.0, 1.0)
+    finally:
+        os.umask(before)
+    for name in ("report.md", "result.json", "journal.json"):
+        mode = (tmp_path / "reports" / "pushback" / name).stat().st_mode & 0o777
+        assert mode == 0o644, (name, oct(mode))
