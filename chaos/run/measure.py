@@ -190,7 +190,9 @@ class CpuTally:
 
     def line(self, generator: str | None = None) -> str:
         """The run's summary; `generator` names the one that ran ("go", "python")."""
-        per = self.generator_s * 1000 / self.requests if self.requests else 0.0
+        if not self.requests:  # scenarios only: they drive the mesh themselves
+            return "load generator: sent no request (the experiments run drive the mesh themselves)"
+        per = self.generator_s * 1000 / self.requests
         share = self.share
         shown = "n/a (a mesh this process did not start)" if share is None else f"{share:.1%}"
         which = f" ({generator})" if generator else ""

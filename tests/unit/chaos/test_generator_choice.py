@@ -67,3 +67,10 @@ def test_the_summary_names_the_generator_that_ran() -> None:
     tally.add(0.05, 2.5, 1000)
     assert tally.line("go").startswith("load generator (go): 0.05 ms CPU per request, 2.0% ")
     assert tally.line().startswith("load generator: 0.05 ms")
+
+
+def test_a_run_that_sent_no_request_says_so_not_that_the_mesh_was_foreign() -> None:
+    """Scenario experiments alone (the job scenarios) send nothing through the generator;
+    the line used to say "n/a (a mesh this process did not start)" of a mesh it had started."""
+    line = CpuTally().line("go")
+    assert line.startswith("load generator: sent no request") and "did not start" not in line
