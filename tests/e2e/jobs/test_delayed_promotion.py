@@ -81,7 +81,7 @@ async def test_a_delayed_job_runs_soon_after_its_wake_up_was_lost_in_transit(
         toxi = ToxiproxyClient(proxy_server.base_url)
         made = await asyncio.to_thread(toxi.create_proxy, "redis", "127.0.0.1:0", redis_server.addr)
         via_proxy = str(made["listen"])
-        run_worker(worker_config(via_proxy, smtp_sink.addr, queue_name))
+        worker = run_worker(worker_config(via_proxy, smtp_sink.addr, queue_name))
         await _blocked_in_bzpopmin(redis_server.addr, queue_name)
         await asyncio.to_thread(
             toxi.add_toxic, "redis", "timeout", "downstream", 1.0, {"timeout": 0}, "blackhole"
@@ -90,4 +90,9 @@ async def test_a_delayed_job_runs_soon_after_its_wake_up_was_lost_in_transit(
         await asyncio.sleep(0.5)
         await asyncio.to_thread(toxi.remove_toxic, "redis", "blackhole")
         lateness_s = await _lateness_s(queue, job_id, due_s, timeout_s=30)
+        # Closed while its proxy still listens: the fixture's close, after the proxy had gone,
+        # reached Redis through a dead address, retried past the test's timeout, and left
+        # bullmq's close spinning on its cancelled teardown when the loop shut down (a CI
+        # worker hung there for minutes).
+        await worker.close()
     assert lateness_s <= 2.5, f"ran {lateness_s:.3f} s after it was due"
