@@ -14,7 +14,7 @@ from mesh.runtime.admin_auth import AdminTokenLayer
 from mesh.runtime.config import ServiceConfig
 from mesh.runtime.connections import connection_options
 from mesh.runtime.decoding import RequestDecodingInterceptor
-from mesh.runtime.grpc_options import bind, message_size_options
+from mesh.runtime.grpc_options import bind, exclusive_port_options, message_size_options
 from mesh.runtime.policy_admin import PolicyAdminServicer
 from mesh.runtime.reflection import enable_reflection
 from mesh.runtime.server_chain import ServerChain
@@ -40,6 +40,7 @@ async def start_admin(
         interceptors=[ServerChain([*gate, RequestDecodingInterceptor()])],
         options=[
             *message_size_options(config.max_message_bytes),
+            *exclusive_port_options(),
             *connection_options(
                 max_connections, config.handshake_timeout_s, config.settings_ack_timeout_s
             ),

@@ -35,7 +35,12 @@ from mesh.runtime.connections import (
     connection_options,
 )
 from mesh.runtime.edges import Edge, Edges, EdgeWiring
-from mesh.runtime.grpc_options import bind, message_size_options, pending_call_options
+from mesh.runtime.grpc_options import (
+    bind,
+    exclusive_port_options,
+    message_size_options,
+    pending_call_options,
+)
 from mesh.runtime.log_limit import limit_invalid_metadata_logs
 from mesh.runtime.logging import setup_logging
 from mesh.runtime.policy_admin import PolicyAdminServicer
@@ -257,6 +262,7 @@ def _public_server(
         interceptors=[ServerChain(layers)],
         options=[
             *message_size_options(config.max_message_bytes),
+            *exclusive_port_options(),
             *pending_call_options(),
             *connection_options(
                 max_connections, config.handshake_timeout_s, config.settings_ack_timeout_s

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
+import grpc
 import pytest
 
 from mesh.profile.servicer import build
@@ -19,6 +21,19 @@ def taken_port() -> Iterator[str]:
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         yield f"127.0.0.1:{sock.getsockname()[1]}"
+
+
+@pytest.fixture
+def port_of_a_grpc_server() -> Iterator[str]:
+    """127.0.0.1:<port> where another gRPC server listens, with grpc's defaults (SO_REUSEPORT
+    on): a second server with those defaults binds it too, without an error."""
+    server = grpc.server(ThreadPoolExecutor(max_workers=1))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.stop(0)
 
 
 def run_profile(monkeypatch: pytest.MonkeyPatch, **addrs: str) -> int:
@@ -47,6 +62,20 @@ def test_an_address_in_use_is_named_and_exits_2(
     assert "Traceback" not in err
     [line] = [ln for ln in err.splitlines() if "configuration error" in ln]
     assert line.startswith(f"profile: configuration error: {var}={taken_port!r} cannot be bound")
+
+
+@pytest.mark.parametrize("var", ["LISTEN_ADDR", "ADMIN_ADDR"])
+def test_a_port_another_grpc_server_holds_is_refused_not_shared(
+    var: str,
+    port_of_a_grpc_server: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = run_profile(monkeypatch, **{var: port_of_a_grpc_server})
+    err = capsys.readouterr().err
+    assert code == 2, err
+    [line] = [ln for ln in err.splitlines() if "configuration error" in ln]
+    assert line.startswith(f"profile: configuration error: {var}={port_of_a_grpc_server!r}")
 
 
 def test_an_address_not_of_this_host_is_named_and_exits_2(
