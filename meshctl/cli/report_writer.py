@@ -25,7 +25,7 @@ from types import TracebackType
 
 from chaos.export.journal import to_journal
 from chaos.report.index import report_folder, write_index
-from chaos.report.tables import write_report
+from chaos.report.report_md import write_report
 from chaos.results import ExperimentResult
 from meshctl.launch.private import shared_files, user_umask
 
@@ -98,13 +98,17 @@ class ReportWriter:
         self._pending.append((result.name, future))
 
     def close(self) -> None:
-        """Wait for every report; the first that failed raises ReportFailed."""
+        """Wait for every report (one failing stops none of the others); the first that
+        failed raises ReportFailed."""
+        first: ReportFailed | None = None
         try:
             for name, future in self._pending:
                 try:
                     future.result()
                 except Exception as err:
-                    raise _failed(name, err) from err
+                    first = first or _failed(name, err)
+            if first is not None:
+                raise first
         finally:
             self._pending.clear()
             if self._pool is not None:

@@ -65,6 +65,19 @@ def test_a_report_that_fails_is_raised_naming_its_experiment(
         writer.submit(_result("pushback"), 0.0, 1.0)
 
 
+def test_a_failed_report_stops_none_of_the_reports_after_it(tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "pushback").write_text("a file where its folder goes")
+    with (
+        pytest.raises(ReportFailed, match="the report of pushback"),
+        ReportWriter(reports, tmp_path) as writer,
+    ):
+        writer.submit(_result("pushback"), 0.0, 1.0)
+        writer.submit(_result("worker-crash"), 1.0, 2.0)
+    assert (reports / "worker-crash" / "report.md").is_file()
+
+
 def test_the_worker_writes_reports_under_the_users_umask_not_the_runners_private_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
