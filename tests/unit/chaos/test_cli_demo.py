@@ -18,9 +18,10 @@ from chaos.experiment.lesson_order import LESSON_ORDER, in_lesson_order
 from chaos.experiment.loading import catalogue
 from chaos.experiment.model import EXPERIMENTS_DIR, Experiment, Variant
 from chaos.registry import SCENARIOS, ScenarioContext, ScenarioResult, scenario
-from chaos.report import tables
+from chaos.report import report_md
 from chaos.report.missed import missed_line
-from chaos.report.tables import showed, write_report
+from chaos.report.report_md import write_report
+from chaos.report.tables import showed
 from chaos.results import ExperimentResult, VariantResult
 from chaos.run.eta import Eta, about, expected_s
 from chaos.run.runner import Runner
@@ -147,7 +148,7 @@ async def test_writing_reports_lets_no_library_warning_through(
 
     monkeypatch.setattr(report_writer, "write_report", noisy)
     # The figures' own warnings are test_plots.py's; drawn here they were 12 of this test's 13 s.
-    monkeypatch.setattr(tables, "plot", lambda *args: [])
+    monkeypatch.setattr(report_md, "plot", lambda *args: [])
 
     class Replay:  # a runner that returns a recorded result
         target = Target("127.0.0.1:1", None, {}, {}, state_dir=tmp_path)

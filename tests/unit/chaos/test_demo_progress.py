@@ -13,7 +13,7 @@ from rich.progress import Progress
 
 from chaos.experiment.loading import catalogue
 from chaos.experiment.model import Experiment
-from chaos.report import tables
+from chaos.report import report_md
 from chaos.results import ExperimentResult
 from chaos.run.target import Target
 from meshctl.cli import chaos_cmd
@@ -38,7 +38,7 @@ async def test_each_experiment_is_announced_as_n_of_total(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The figures are test_plots.py's: drawn here they were 12 of this test's 13 s.
-    monkeypatch.setattr(tables, "plot", lambda *args: [])
+    monkeypatch.setattr(report_md, "plot", lambda *args: [])
     names = ["provider-outage", "worker-crash"]
     resolved = [(n, *next((p, e) for p, e in catalogue() if p.stem == n)) for n in names]
     console = Console(width=120, record=True, file=io.StringIO())

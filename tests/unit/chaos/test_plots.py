@@ -19,7 +19,7 @@ from chaos.report.breaker_marks import breaker_moves
 from chaos.report.index import write_index
 from chaos.report.job_plots import scenario_figures
 from chaos.report.plots import calls_figure, latency_figure, plot
-from chaos.report.tables import write_report
+from chaos.report.report_md import write_report
 from chaos.results import ExperimentResult, FaultEvent, PhaseResult, VariantResult
 from loadgen.in_process import LoadResult, Outcome
 from meshctl.counters import Snapshot
