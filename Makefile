@@ -118,9 +118,14 @@ browser: $(STAMP) ## Install Debian's chromium for the browser tests (root with 
 	else echo "no /usr/bin/chromium and no root apt: the browser tests will skip"; fi
 
 .PHONY: peers
+# The Go and Maven builds and the Chaos Toolkit's venv side by side: the builds are mostly CPU,
+# the venv mostly fetching and unpacking (uv). The builds' exit status is the target's; a venv
+# that did not install only skips its tests.
 peers: $(STAMP) ## Build real Toxiproxy, Jaeger v2, Mailpit, mesh-loadgen, mesh-xds, the limits differential, ghz into .peers/bin, Chaos Toolkit into .peers/ctk (once; needs go, mvn)
-	PATH="$(GO_DIR):$$PATH" $(BIN)/python -m tools.peers
-	@$(BIN)/python -m tools.ctk_venv || echo "Chaos Toolkit did not install: its tests will skip"
+	@echo 'PATH="$(GO_DIR):$$PATH" $(BIN)/python -m tools.peers & $(BIN)/python -m tools.ctk_venv'
+	@PATH="$(GO_DIR):$$PATH" $(BIN)/python -m tools.peers & built=$$!; \
+		$(BIN)/python -m tools.ctk_venv || echo "Chaos Toolkit did not install: its tests will skip"; \
+		wait $$built
 
 # deploy/k8s on a real control plane (issue 31): etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler and kubectl v1.34.3 built once from the Go module proxy into .peers/bin (cold:
