@@ -1,6 +1,6 @@
 """provider-outage and flapping-dependency through real Toxiproxy 2.12 and through the embedded
 server, as `mesh chaos run --toxiproxy real|embedded` runs them; the calls that reached the
-dependency agree.
+dependency, the failures while it was down and the recovery after it agree.
 
 Shortened copies of the catalogue's files keep this to about a minute: provider-outage's `full`
 variant only (its fault and recovery unchanged), flapping-dependency over one down/up cycle.
@@ -68,11 +68,17 @@ def test_dependency_calls_agree_between_real_and_embedded_toxiproxy(tmp_path: Pa
     # first attempts and at most 4 retries through (the expectation's C + T - 1 = 14).
     for metrics in (real, embedded):
         assert 10 <= metrics["provider-outage"]["dependency_calls"] <= 14, metrics
-    # flapping-dependency: the proxy is disabled 4 s of the 10 s; the share of checkouts that
-    # reached payment depends only on when the proxy was up, so it is the same through both.
-    share = {
-        name: m["flapping-dependency"]["dependency_calls"] / m["flapping-dependency"]["requests"]
-        for name, m in (("real", real), ("embedded", embedded))
-    }
-    assert all(0.1 <= value <= 0.9 for value in share.values()), share
-    assert abs(share["real"] - share["embedded"]) <= 0.2, share
+    # flapping-dependency: the proxy is disabled 4 s (1-5 s), then up. Through both servers a
+    # checkout that starts while it is down fails, unless it is still retrying when the proxy
+    # comes back (backoff at most 0.5 s: the window's last 0.5 s of 4, 12.5%); and checkouts
+    # succeed again within the breaker's 2 s open time + 1 s after the up (the experiment's own
+    # bound). The share of checkouts that reached payment is not compared between the two: it
+    # turns on whether the breaker's probe failed just before the up (then it stays open up to
+    # 2 s of the 4 s up), which differs from run to run whichever proxy runs (05e2c75: real
+    # 0.40 after a 1.89 s recovery, embedded 0.60 after 0.02 s).
+    for name, m in (("real", real), ("embedded", embedded)):
+        flap = m["flapping-dependency"]
+        assert flap["outages"] == 1, (name, flap)
+        assert flap["errors_while_down"] >= 0.85 * flap["requests_while_down"] > 0, (name, flap)
+        assert flap["recover_max_s"] <= 3.0, (name, flap)
+        assert 0.1 <= flap["dependency_calls"] / flap["requests"] <= 0.9, (name, flap)
