@@ -212,6 +212,13 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("bench.counted needs valgrind (apt install valgrind)", file=sys.stderr)
         return 2
+    if not args.policy.is_file():
+        print(
+            f"bench.counted: no policy at {args.policy} (run it from the tree's root, or pass"
+            " --policy)",
+            file=sys.stderr,
+        )
+        return 2
     bench: Any = importlib.import_module(args.module)
     out_dir = args.keep or Path(tempfile.mkdtemp(prefix="mesh-counted-"))
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -86,12 +86,12 @@ def installers(venv: Path) -> list[list[str]]:
     Both byte-compile (pip by default): under PYTHONDONTWRITEBYTECODE=1 nothing else would,
     and every `chaos run` would compile its imports again."""
     python = str(venv / "bin" / "python")
-    found = []
     uv = Path(sys.executable).parent / "uv"
-    if uv.is_file():
-        found.append([str(uv), "pip", "install", "--quiet", "--native-tls", "--compile-bytecode"])
-        found[-1] += ["--python", python]
-    return [*found, [python, "-m", "pip", "install", "--quiet"]]
+    pip = [python, "-m", "pip", "install", "--quiet"]
+    if not uv.is_file():
+        return [pip]
+    flags = ["--quiet", "--native-tls", "--compile-bytecode", "--python", python]
+    return [[str(uv), "pip", "install", *flags], pip]
 
 
 def _install(venv: Path, packages: list[str]) -> None:

@@ -4,6 +4,7 @@ included once it has exited; every process of this interpreter runs under callgr
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -79,3 +80,12 @@ def test_without_valgrind_it_says_what_to_install(
 
 def test_a_running_process_is_not_taken_for_an_exited_one() -> None:
     assert not counted._zombie(os.getpid())
+
+
+def test_a_missing_policy_is_named_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        pytest.skip("valgrind is not installed: main() stops before the policy")
+    assert counted.main(["--policy", str(tmp_path / "none.yaml")]) == 2
+    assert f"no policy at {tmp_path / 'none.yaml'}" in capsys.readouterr().err
