@@ -105,7 +105,8 @@ class ExperimentResult:
     verdicts: list[Verdict] = field(default_factory=list)
     aborted: str = ""
     capacity: dict[str, float] = field(default_factory=dict)
-    """The run's capacity (measured once per run): capacity_per_s, capacity_p99_ms."""
+    """The run's capacity (measured once per run, or right before this experiment when its
+    load has `capacity_per_experiment`): capacity_per_s, capacity_p99_ms."""
     generator_share: float | None = None
     """The load generator's CPU as a share of the mesh's, over the run so far (None: n/a)."""
 

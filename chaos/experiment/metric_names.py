@@ -7,7 +7,8 @@ Where each metric comes from (the runner measures them; a unit test pins the run
 - every gateway-load phase (fault and recovery): LOAD; `<rpc>_ok_rate`, `<rpc>_p95_ms` and
   `<rpc>_p99_ms` for each RPC in that phase's load; `code.<STATUS>`; COUNTERS;
   `calls.<Method>` for each method of the experiment's `dependency`;
-- the fault phase also: FAULT_ONLY (capacity is measured once per run; `*_vs_steady` divide
+- the fault phase also: FAULT_ONLY (capacity is measured once per run, or
+  right before the experiment with `capacity_per_experiment`; `*_vs_steady` divide
   by the same variant's steady state; `fault_exposure` only when the variant has faults; the
   CPU figures only on a mesh this process started); `<rpc>_p95_vs_steady` and
   `<rpc>_p99_vs_steady` for an RPC in both the steady-state and the fault load; CAPACITY

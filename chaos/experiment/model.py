@@ -70,6 +70,12 @@ class LoadSpec(_Model):
     )
     capacity_concurrency: int = Field(default=16, ge=1, le=512)
     capacity_requests: int = Field(default=1000, ge=10, le=20_000)
+    capacity_per_experiment: bool = Field(
+        default=False,
+        description="measure the capacity again right before this experiment (its variants "
+        "share it) rather than once per run: for bounds that are ratios to it, since this "
+        "machine's speed moves by a quarter within minutes",
+    )
 
 
 class Probe(_Model):

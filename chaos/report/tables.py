@@ -336,14 +336,21 @@ def print_result(console: Console, result: ExperimentResult) -> None:
 
 def run_line(result: ExperimentResult) -> str:
     """The run's capacity for this experiment's request mix (measured once per run per mix:
-    each mix has its own) and the load generator's CPU share."""
+    each mix has its own; right before the experiment when its load says so) and the load
+    generator's CPU share."""
     cap = result.capacity
     parts = []
     if cap:
-        mix = "+".join(result.experiment.load.rpc)
+        load = result.experiment.load
+        mix = "+".join(load.rpc)
+        when = (
+            "right before this experiment"
+            if load.capacity_per_experiment
+            else "once per run for that request mix"
+        )
         parts.append(
-            f"capacity {cap['capacity_per_s']:.0f} req/s for {mix} (measured once per run for "
-            f"that request mix, closed loop; p99 {cap['capacity_p99_ms']:.0f} ms)"
+            f"capacity {cap['capacity_per_s']:.0f} req/s for {mix} (measured {when}, closed "
+            f"loop; p99 {cap['capacity_p99_ms']:.0f} ms)"
         )
     share = result.generator_share
     parts.append(

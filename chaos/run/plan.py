@@ -3,7 +3,8 @@
 What the files fix: each variant's loads (steady state before and after, the load under fault,
 the recovery phase; chaos.run.eta.expected_s, which also counts a per-variant overhead and
 guesses a closed loop's latency), a sweep's declared service time, the capacity measurement
-(once per RPC mix per run, at most CALIBRATION_S), and the services' restarts into and out of
+(once per RPC mix per run, or for each experiment whose load has `capacity_per_experiment`; at
+most CALIBRATION_S), and the services' restarts into and out of
 xDS (a variant with `xds: true` after one without, or the other way round, across experiment
 boundaries: the mesh stays as the last variant left it). What they cannot fix (how long a
 backlog takes to drain, a steady state that has to be probed again, how loaded the machine
@@ -56,7 +57,9 @@ def plan(experiments: Iterable[tuple[str, Experiment]], xds: bool = False) -> li
             if variant.xds != xds:
                 restarts += 1
                 xds = variant.xds
-        mixes = set() if exp.scenario is not None else _mixes(exp) - measured
+        mixes = set() if exp.scenario is not None else _mixes(exp)
+        if not exp.load.capacity_per_experiment:
+            mixes -= measured
         measured |= mixes
         loads_s = expected_s(exp) + _pool_s(exp)
         out.append(Planned(name, len(exp.variants), loads_s, restarts, len(mixes) * CALIBRATION_S))

@@ -81,7 +81,10 @@ class Runner:
         )
         self._swapped = False
         self.capacity: dict[tuple[str, ...], dict[str, float]] = {}
-        """Capacity measured once per run (per RPC mix), whatever the experiments or repeats."""
+        """Capacity measured once per run (per RPC mix), whatever the experiments or repeats;
+        again before each experiment whose load has `capacity_per_experiment`."""
+        self.remeasured: set[tuple[str, ...]] = set()
+        """The mixes measured again for an experiment: `capacity` holds their last measure."""
         self.cpu = CpuTally()
         """The load generator's and the mesh's CPU over every load of the run."""
         self.generator = LoadGenerator()
@@ -150,7 +153,8 @@ class Runner:
         """The mesh's capacity for `spec`'s RPC mix: closed-loop goodput at
         `capacity_concurrency` with no think time (for at most CALIBRATION_S), measured the
         first time this run needs that mix and kept for every later experiment, variant and
-        repeat."""
+        repeat (an experiment with `capacity_per_experiment` has it measured again first:
+        `forget_capacity`)."""
         spec = spec or LoadSpec()
         key = tuple(spec.rpc)
         if key not in self.capacity:
@@ -161,12 +165,23 @@ class Runner:
                 deadline_s=spec.deadline_s,
                 max_duration_s=CALIBRATION_S,
             )
-            metrics = load_metrics(await self._load("measuring capacity (once per run)", probe))
+            when = "for this experiment" if key in self.remeasured else "once per run"
+            metrics = load_metrics(await self._load(f"measuring capacity ({when})", probe))
             self.capacity[key] = {
                 "capacity_per_s": metrics["goodput_per_s"],
                 "capacity_p99_ms": metrics["p99_ms"],
             }
         return self.capacity[key]
+
+    def forget_capacity(self, exp: Experiment) -> None:
+        """Drops what was measured for `exp`'s RPC mixes (its load's and each variant's), so
+        that the next `calibrate` measures them now: a ratio to a capacity measured in the
+        same minute, not 40 minutes earlier on a machine whose speed has moved since (home
+        capacity 337 and 461 req/s twelve minutes apart on one idle mesh, 2026-12-04)."""
+        for spec in (exp.load, *(exp.load_for(v) for v in exp.variants)):
+            key = tuple(spec.rpc)
+            self.capacity.pop(key, None)
+            self.remeasured.add(key)
 
     async def _steady(self, exp: Experiment, label: str) -> dict[str, float]:
         metrics = load_metrics(await self._load(label, exp.steady_state.load))
@@ -345,6 +360,8 @@ class Runner:
         try:
             if exp.scenario is None:  # before any variant's policy: on the mesh as it started
                 await self.injector.reset_all()
+                if exp.load.capacity_per_experiment:
+                    self.forget_capacity(exp)
                 out.capacity = dict(await self.calibrate(exp.load))
             for variant in exp.variants:
                 try:

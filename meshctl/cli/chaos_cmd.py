@@ -174,8 +174,8 @@ async def _run_all(
     repeat: int = 1,
 ) -> list[ExperimentResult]:
     """Run the experiments in order, the whole list `repeat` times on the same mesh (capacity
-    measured once); each report shows every run so far. The last run of each is returned,
-    carrying all its runs in `repeats`."""
+    measured once, or per experiment where its load asks); each report shows every run so far.
+    The last run of each is returned, carrying all its runs in `repeats`."""
     runs: dict[str, list[ExperimentResult]] = {}
     try:
         await _rounds(runner, experiments, shown, writer, repeat, runs)
@@ -333,10 +333,12 @@ def _summary(
     )
     if runner is not None:
         for key, cap in runner.capacity.items():
-            console.print(
-                f"capacity ({'+'.join(key)}): {cap['capacity_per_s']:.0f} req/s, measured once "
-                "for the whole run"
+            when = (
+                "the last of its measures (an experiment that asks for it measures its own)"
+                if key in runner.remeasured
+                else "measured once for the whole run"
             )
+            console.print(f"capacity ({'+'.join(key)}): {cap['capacity_per_s']:.0f} req/s, {when}")
         console.print(runner.cpu.line(runner.generator.kind))
 
 
@@ -368,7 +370,8 @@ def run(
         typer.Option(
             min=1,
             max=20,
-            help="Run the experiments N times on the same mesh (capacity measured once); "
+            help="Run the experiments N times on the same mesh (capacity measured once, "
+            "or before each experiment whose load asks); "
             "report each expectation's median [min-max] and how many runs held it. A "
             "hypothesis holds only if it held in every run.",
         ),

@@ -68,6 +68,44 @@ def test_capacity_is_measured_once_per_run(runner: Runner) -> None:
     assert first == second and first["capacity_per_s"] == pytest.approx(GOODPUT)
 
 
+def test_an_experiment_whose_load_asks_measures_the_capacity_again(runner: Runner) -> None:
+    _, shedding = load_experiment("load-shedding")
+    _, flapping = load_experiment("flapping-dependency")  # checkout, measured once per run
+    assert shedding.load.capacity_per_experiment and not flapping.load.capacity_per_experiment
+
+    async def two_rounds() -> None:
+        for _ in range(2):
+            await runner.calibrate(flapping.load)
+            runner.forget_capacity(shedding)  # what run() does first for such an experiment
+            await runner.calibrate(shedding.load)
+
+    asyncio.run(two_rounds())
+    measured = [sorted({r.rpc for r in plan.requests}) for plan in _plans(runner)]
+    assert measured == [["checkout"], ["home"], ["home"]]  # home again for round 2's shedding
+    assert runner.remeasured == {("home",)}
+    assert set(runner.capacity) == {("home",), ("checkout",)}
+
+
+def test_run_forgets_the_capacity_only_for_an_experiment_that_asks(
+    runner: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    forgotten: list[str] = []
+
+    async def nothing(*_: object) -> None:
+        return None
+
+    async def no_variant(_name: str, _path: Path, _exp: object, variant: object) -> VariantResult:
+        raise RuntimeError("not run here")
+
+    monkeypatch.setattr(runner.injector, "reset_all", nothing)
+    monkeypatch.setattr(runner, "run_variant", no_variant)
+    monkeypatch.setattr(runner, "forget_capacity", lambda exp: forgotten.append(exp.title))
+    for name in ("load-shedding", "bulkhead-isolation"):
+        path, exp = load_experiment(name)
+        asyncio.run(runner.run(name, path, exp))
+    assert forgotten == [load_experiment("load-shedding")[1].title]
+
+
 def test_rate_x_capacity_offers_that_fraction_of_the_measured_capacity(runner: Runner) -> None:
     spec = LoadSpec(requests=30, concurrency=8, rate_x_capacity=0.3)
     result = asyncio.run(runner._load("under fault", spec))

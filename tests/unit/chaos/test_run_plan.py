@@ -41,6 +41,13 @@ def test_capacity_is_measured_once_per_rpc_mix_and_never_for_a_scenario() -> Non
     assert budget.total_s == expected_s(load_experiment("deadline-budget")[1]) + CALIBRATION_S
 
 
+def test_an_experiment_that_measures_its_own_capacity_plans_the_measure() -> None:
+    budget, shedding, pushback = plan(_named("deadline-budget", "load-shedding", "pushback"))
+    assert budget.capacity_s == CALIBRATION_S  # home, the first time
+    assert shedding.capacity_s == CALIBRATION_S  # home again: capacity_per_experiment
+    assert pushback.capacity_s == 0.0  # home, measured already
+
+
 def test_a_sweep_adds_its_declared_service_time_to_each_point() -> None:
     _, exp = load_experiment("overload-sweep", short_sweep=True)
     (swept,) = plan([("overload-sweep", exp)])
