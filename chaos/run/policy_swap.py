@@ -16,6 +16,7 @@ import grpc
 import grpc.aio
 
 from mesh.runtime.admin_auth import admin_metadata
+from mesh.topology import INSTANCES
 from mesh.v1 import admin_pb2, admin_pb2_grpc
 
 SWAP_TIMEOUT_S = 5.0
@@ -138,3 +139,17 @@ async def _put_back(
         except grpc.aio.AioRpcError:
             stuck.append(service)
     return stuck
+
+
+class NoAdminAddress(Exception):
+    """The target names no admin address for some service: its policy cannot be swapped."""
+
+
+async def swap_every_service(admin: Mapping[str, str], token: str | None, text: str) -> None:
+    """`swap_over` on every service of the mesh, replicas included: NoAdminAddress when
+    `admin` lacks one, PolicySwapFailed when a service refuses (the others put back)."""
+    services = sorted({s.name for s in INSTANCES})
+    missing = [s for s in services if s not in admin]
+    if missing:
+        raise NoAdminAddress(f"no admin address for {', '.join(missing)}")
+    await swap_over({s: admin[s] for s in services}, token, text)

@@ -37,7 +37,7 @@ from chaos.run.measure import (
     load_metrics,
     vs_steady,
 )
-from chaos.run.policy_swap import PolicySwapFailed, swap_over
+from chaos.run.policy_swap import NoAdminAddress, PolicySwapFailed, swap_every_service
 from chaos.run.progress_file import ProgressFile
 from chaos.run.return_watch import load_until_back
 from chaos.run.target import Target
@@ -45,7 +45,6 @@ from chaos.run.xds_wiring import wire_xds
 from embedded_toxiproxy.client import ToxiproxyClient
 from loadgen.in_process import LoadGenerator, LoadResult, Outcome, plan_for
 from loadgen.procstat import cpu_by_name
-from mesh.topology import INSTANCES
 from meshctl.counters import Snapshot, scrape
 
 log = logging.getLogger("chaos.runner")
@@ -55,10 +54,6 @@ CALIBRATION_S = 3.0
 closed loop's goodput is steady within a second or two, and `make demo` has 5 minutes."""
 Progress = Callable[[str, int, int], None]
 """progress(label, done, total): called as requests complete."""
-
-
-class NoAdminAddress(Exception):
-    """The target names no admin address for some service: its policy cannot be swapped."""
 
 
 class Runner:
@@ -80,11 +75,11 @@ class Runner:
             client, target.admin, target.mesh, admin_token=token, xds_admin=target.plane_admin
         )
         self._swapped = False
+        self._start_policy = target.policy or (target.mesh.policy if target.mesh else None)
         self.capacity: dict[tuple[str, ...], dict[str, float]] = {}
         """Capacity measured once per run (per RPC mix), whatever the experiments or repeats;
-        again before each experiment whose load has `capacity_per_experiment`."""
+        again for an experiment with `capacity_per_experiment` (its mixes: `remeasured`)."""
         self.remeasured: set[tuple[str, ...]] = set()
-        """The mixes measured again for an experiment: `capacity` holds their last measure."""
         self.cpu = CpuTally()
         """The load generator's and the mesh's CPU over every load of the run."""
         self.generator = LoadGenerator()
@@ -174,10 +169,8 @@ class Runner:
         return self.capacity[key]
 
     def forget_capacity(self, exp: Experiment) -> None:
-        """Drops what was measured for `exp`'s RPC mixes (its load's and each variant's), so
-        that the next `calibrate` measures them now: a ratio to a capacity measured in the
-        same minute, not 40 minutes earlier on a machine whose speed has moved since (home
-        capacity 337 and 461 req/s twelve minutes apart on one idle mesh, 2026-12-04)."""
+        """Drops what was measured for `exp`'s RPC mixes, so that `calibrate` measures them
+        now: its ratios are to a capacity of the same minute (the machine's speed moves)."""
         for spec in (exp.load, *(exp.load_for(v) for v in exp.variants)):
             key = tuple(spec.rpc)
             self.capacity.pop(key, None)
@@ -254,12 +247,7 @@ class Runner:
         """Swap every service's policy in place through its loopback PolicyAdmin: fresh
         breakers, budgets and bulkheads without a restart, on every service or on none
         (chaos.run.policy_swap). PolicySwapFailed says why not."""
-        services = sorted({s.name for s in INSTANCES})  # every replica
-        missing = [s for s in services if s not in self.target.admin]
-        if missing:
-            raise NoAdminAddress(f"no admin address for {', '.join(missing)}")
-        addrs = {s: self.target.admin[s] for s in services}
-        await swap_over(addrs, self.target.admin_token, policy_text(source))
+        await swap_every_service(self.target.admin, self.target.admin_token, policy_text(source))
 
     async def run_variant(
         self, name: str, path: Path, exp: Experiment, variant: Variant
@@ -361,6 +349,7 @@ class Runner:
             if exp.scenario is None:  # before any variant's policy: on the mesh as it started
                 await self.injector.reset_all()
                 if exp.load.capacity_per_experiment:
+                    await self._back_on_start_policy()
                     self.forget_capacity(exp)
                 out.capacity = dict(await self.calibrate(exp.load))
             for variant in exp.variants:
@@ -383,6 +372,20 @@ class Runner:
         out.verdicts = evaluate(out)
         out.generator_share = self.cpu.share
         return out
+
+    async def _back_on_start_policy(self) -> None:
+        """The policy this run began with, for a capacity measured again as the first was (on
+        our mesh the last variant stays; a shedding one refused the probe's calls)."""
+        if (policy := self._start_policy) is None or not self._swapped:
+            return
+        try:
+            await self._set_policy(policy)
+        except (NoAdminAddress, PolicySwapFailed, OSError) as err:
+            log.warning("capacity measured on the last variant's policy: %s", err)
+            return
+        if self.target.mesh is not None:
+            self.target.mesh.record_policy(policy)
+        self._swapped = False
 
     async def _restore_policy(self) -> None:
         """A mesh we did not start goes back to the policy it ran before the variants."""

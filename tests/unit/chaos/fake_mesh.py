@@ -19,6 +19,7 @@ class FakeMesh:
             gateway="127.0.0.1:1", toxiproxy=None, services={}, api_key=None, admin_token=None
         )
         self.stopped = False
+        self.policy = "full"  # the policy a real Mesh starts its services under
         FakeMesh.made.append(self)
 
     def start(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import io
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -86,24 +87,48 @@ def test_an_experiment_whose_load_asks_measures_the_capacity_again(runner: Runne
     assert set(runner.capacity) == {("home",), ("checkout",)}
 
 
-def test_run_forgets_the_capacity_only_for_an_experiment_that_asks(
-    runner: Runner, monkeypatch: pytest.MonkeyPatch
+def test_an_experiment_that_asks_measures_again_on_the_runs_starting_policy(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    forgotten: list[str] = []
+    """On a mesh the run started, the last variant stays in place: a shedding one refused the
+    next probe's own calls."""
+
+    class OurMesh:
+        policy = "full"
+        procs: list[object] = []  # no process: no CPU to read
+
+        def record_policy(self, policy: str) -> None:
+            done.append(f"recorded {policy}")
+
+    mesh: Any = OurMesh()
+    target = Target(gateway="127.0.0.1:1", toxiproxy=None, admin={}, metrics={}, mesh=mesh)
+    runner = Runner(target)
+    runner.generator = FakeGenerator()  # type: ignore[assignment]
+    done: list[str] = []
 
     async def nothing(*_: object) -> None:
         return None
 
-    async def no_variant(_name: str, _path: Path, _exp: object, variant: object) -> VariantResult:
+    async def set_policy(source: str) -> None:
+        done.append(f"policy {source}")
+
+    async def a_variant(_name: str, _path: Path, _exp: object, variant: object) -> VariantResult:
+        runner._swapped = True  # what a variant's swap leaves
         raise RuntimeError("not run here")
 
+    def forget(exp: object) -> None:
+        done.append("forget")
+
     monkeypatch.setattr(runner.injector, "reset_all", nothing)
-    monkeypatch.setattr(runner, "run_variant", no_variant)
-    monkeypatch.setattr(runner, "forget_capacity", lambda exp: forgotten.append(exp.title))
-    for name in ("load-shedding", "bulkhead-isolation"):
+    monkeypatch.setattr(runner, "_set_policy", set_policy)
+    monkeypatch.setattr(runner, "run_variant", a_variant)
+    monkeypatch.setattr(runner, "forget_capacity", forget)
+    for name in ("load-shedding", "bulkhead-isolation", "load-shedding"):
         path, exp = load_experiment(name)
         asyncio.run(runner.run(name, path, exp))
-    assert forgotten == [load_experiment("load-shedding")[1].title]
+    # bulkhead-isolation measures nothing again; each load-shedding first puts the starting
+    # policy back where a variant swapped it (the first: nothing swapped yet), then forgets
+    assert done == ["forget", "policy full", "recorded full", "forget"]
 
 
 def test_rate_x_capacity_offers_that_fraction_of_the_measured_capacity(runner: Runner) -> None:
