@@ -346,7 +346,8 @@ class Runner:
         out = ExperimentResult(name, path, exp)
         self.progress_file.experiment = name
         try:
-            if exp.scenario is None:  # before any variant's policy: on the mesh as it started
+            if exp.scenario is None:  # before this experiment's variants (on our mesh, the
+                # policy of the last experiment's last variant, unless measuring again)
                 await self.injector.reset_all()
                 if exp.load.capacity_per_experiment:
                     await self._back_on_start_policy()
@@ -374,14 +375,15 @@ class Runner:
         return out
 
     async def _back_on_start_policy(self) -> None:
-        """The policy this run began with, for a capacity measured again as the first was (on
-        our mesh the last variant stays; a shedding one refused the probe's calls)."""
+        """Back to the policy this run began with, where a variant swapped it: a capacity
+        measured again is measured as the first was (on our mesh the last variant stays, and
+        a shedding one refused the probe's calls); a mesh we did not start, after its run."""
         if (policy := self._start_policy) is None or not self._swapped:
             return
         try:
             await self._set_policy(policy)
         except (NoAdminAddress, PolicySwapFailed, OSError) as err:
-            log.warning("capacity measured on the last variant's policy: %s", err)
+            log.error("could not put the mesh back on its policy %s: %s", policy, err)
             return
         if self.target.mesh is not None:
             self.target.mesh.record_policy(policy)
@@ -389,11 +391,5 @@ class Runner:
 
     async def _restore_policy(self) -> None:
         """A mesh we did not start goes back to the policy it ran before the variants."""
-        if not self._swapped or self.target.mesh is not None or self.target.policy is None:
-            return
-        try:
-            await self._set_policy(self.target.policy)
-        except (NoAdminAddress, PolicySwapFailed, OSError) as err:
-            log.error("could not put the target back on its policy %s: %s", self.target.policy, err)
-        else:
-            self._swapped = False
+        if self.target.mesh is None:
+            await self._back_on_start_policy()
