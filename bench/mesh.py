@@ -50,6 +50,8 @@ class Variant:
     direct: bool = False
     tracing: str = "off"
     """off, file (JSON lines in the mesh's traces dir) or otlp (to the discarding sink)."""
+    relay: bool = True
+    """The gateway's connection relay (PUBLIC_FRONT) in front of its public port."""
 
 
 VARIANTS: dict[str, Variant] = {
@@ -57,11 +59,14 @@ VARIANTS: dict[str, Variant] = {
     for v in (
         Variant(FLOOR, "plain grpc.aio, same servicers, no interceptors/proxies/tracing"),
         Variant("direct", "mesh, --direct, tracing off", direct=True),
+        Variant("direct-no-relay", "mesh, --direct, tracing off, no relay", True, relay=False),
         Variant("proxied", "mesh, proxied, tracing off"),
         Variant("traced", "mesh, proxied, tracing on (file export, the default)", tracing="file"),
         Variant("traced-otlp", "mesh, proxied, tracing on (OTLP to a sink)", tracing="otlp"),
     )
 }
+DEFAULT_VARIANTS = tuple(v for v in VARIANTS if v != "direct-no-relay")
+"""What a run measures unless told: the relay's own cost is measured when asked for."""
 PATH_PROCESSES = ("gateway", "recommendation", "profile", "proxy", "client")
 """The processes a GetHome crosses (the proxy only when proxied), whose CPU is the total."""
 SETTLE_S = 0.7
@@ -169,6 +174,7 @@ def _mesh_env(variant: Variant, sink: str | None) -> dict[str, str]:
         "OTEL_EXPORTER_OTLP_ENDPOINT": "",
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "",
         "MESH_TLS": "0",
+        "PUBLIC_FRONT": "1" if variant.relay else "0",
     }
     if variant.tracing == "otlp":
         assert sink is not None
@@ -322,7 +328,7 @@ def run_mesh_bench(
     requests: int = 1500,
     concurrency: int = 16,
     rounds: int = 3,
-    variants: tuple[str, ...] = tuple(VARIANTS),
+    variants: tuple[str, ...] = DEFAULT_VARIANTS,
     warmup: int = 200,
     work_dir: Path | None = None,
     ghz: bool = False,

@@ -187,7 +187,8 @@ def mesh_cmd(
         list[str] | None,
         typer.Option(
             "--variant",
-            help="Measure only these (repeatable): direct, proxied, traced, traced-otlp. "
+            help="Measure only these (repeatable): direct, direct-no-relay, proxied, traced, "
+            "traced-otlp. "
             "The floor is always measured.",
         ),
     ] = None,
@@ -204,9 +205,9 @@ def mesh_cmd(
 ) -> None:
     """CPU per GetHome in every process: the mesh's variants against plain grpc.aio."""
     from bench.ghz import GhzError
-    from bench.mesh import VARIANTS, run_mesh_bench
+    from bench.mesh import DEFAULT_VARIANTS, VARIANTS, run_mesh_bench
 
-    chosen = tuple(variant) if variant else tuple(VARIANTS)
+    chosen = tuple(variant) if variant else DEFAULT_VARIANTS
     unknown = [v for v in chosen if v not in VARIANTS]
     if unknown or client not in ("ours", "ghz"):
         bad = f"variant {unknown[0]!r}" if unknown else f"client {client!r} (ours or ghz)"

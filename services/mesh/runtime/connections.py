@@ -11,7 +11,10 @@ that says when a port is full (grpc core closes the connections past its cap wit
   how long a silent connection, from anyone, holds a place. `grpc.http2.settings_timeout`
   (grpc's default: 60 s) disconnects a peer that does not ACK the server's SETTINGS in time:
   until that ACK grpc core enforces the HTTP/2 default header-list limit (16 MiB), not ours
-  (16 KiB): docs/upstream/grpc-preauth-metadata.md.
+  (16 KiB): docs/upstream/grpc-preauth-metadata.md. On the gateway a relay owns the public port
+  and bounds both per source address and in bytes (mesh.runtime.front).
+- `idle_options()`: `grpc.max_connection_idle_ms`, the one limit that closes a connection that
+  finished its handshake and then carries no call (the gateway's public port only).
 - `ConnectionWatch`: the port's established connections (Linux /proc/net/tcp and tcp6); at
   the cap it logs one WARNING, and one INFO when there is room again. `ConnectionWatches` runs
   a process's watches every `interval_s`, reading the tables once for all, and only when the
@@ -49,11 +52,13 @@ def raise_descriptor_limit() -> tuple[int, int]:
     return soft, soft
 
 
-def connection_cap(wanted: int, descriptor_limit: int) -> int:
-    """`wanted`, or fewer when the descriptor limit leaves no room for that many."""
+def connection_cap(wanted: int, descriptor_limit: int, per_connection: int = 1) -> int:
+    """`wanted`, or fewer when the descriptor limit leaves no room for that many connections
+    of `per_connection` descriptors each (3 through the relay: the client's socket, the
+    relay's to grpc and grpc's own)."""
     if descriptor_limit == resource.RLIM_INFINITY:
         return wanted
-    return max(1, min(wanted, descriptor_limit - DESCRIPTOR_RESERVE))
+    return max(1, min(wanted, (descriptor_limit - DESCRIPTOR_RESERVE) // per_connection))
 
 
 @dataclass(frozen=True)
@@ -64,12 +69,13 @@ class ConnectionCaps:
     admin: int
 
     @classmethod
-    def at_start(cls, public: int, admin: int) -> ConnectionCaps:
-        """Raise the soft descriptor limit to the hard one (logged once), then fit the caps."""
+    def at_start(cls, public: int, admin: int, per_public: int = 1) -> ConnectionCaps:
+        """Raise the soft descriptor limit to the hard one (logged once), then fit the caps;
+        each public connection holds `per_public` descriptors."""
         before, after = raise_descriptor_limit()
         if after != before:
             log.info("descriptor limit raised", extra={"from": before, "to": after})
-        caps = cls(connection_cap(public, after), connection_cap(admin, after))
+        caps = cls(connection_cap(public, after, per_public), connection_cap(admin, after))
         if caps.public < public:
             log.warning(
                 "connection cap lowered to fit the descriptor limit",
@@ -90,6 +96,14 @@ def connection_options(
         ("grpc.server_handshake_timeout_ms", _ms(handshake_timeout_s)),
         ("grpc.http2.settings_timeout", _ms(settings_ack_timeout_s)),
     ]
+
+
+def idle_options(idle_timeout_s: float | None) -> list[tuple[str, Any]]:
+    """A connection that carries no call for `idle_timeout_s` is closed with a GOAWAY, however
+    many frames it sends (None: never, grpc's default)."""
+    if idle_timeout_s is None:
+        return []
+    return [("grpc.max_connection_idle_ms", _ms(idle_timeout_s))]
 
 
 def established(port: int, tables: Iterable[Path] = TCP_TABLES) -> int | None:

@@ -33,15 +33,18 @@ from mesh.runtime.connections import (
     ConnectionWatch,
     ConnectionWatches,
     connection_options,
+    idle_options,
 )
 from mesh.runtime.edges import Edge, Edges, EdgeWiring
+from mesh.runtime.front import RELAY_DESCRIPTORS, Front, front_for, listen
 from mesh.runtime.grpc_options import (
     bind,
     exclusive_port_options,
     message_size_options,
     pending_call_options,
 )
-from mesh.runtime.log_limit import limit_invalid_metadata_logs
+from mesh.runtime.internal_auth import internal_gate, internal_metadata
+from mesh.runtime.log_limit import limit_ended_call_logs, limit_invalid_metadata_logs
 from mesh.runtime.logging import setup_logging
 from mesh.runtime.policy_admin import PolicyAdminServicer
 from mesh.runtime.reflection import enable_reflection
@@ -85,6 +88,7 @@ class Runtime:
             self.config.grace_s,
             tls=self.tls,
             tracing=self.tracing,
+            credential=internal_metadata(self.config.internal_token),
         )
 
     def edge(self, dependency: str, make_stub: Callable[[grpc.aio.Channel], S]) -> Edge[S]:
@@ -120,6 +124,9 @@ class Service:
     criticality: AssignCriticality | None = None
     """The service's own criticality per RPC, ignoring its callers' (the gateway's, from
     policy); None: each call keeps the `mesh-criticality` its caller sent."""
+    own_traces: bool = False
+    """Each call starts a trace of its own instead of continuing its caller's traceparent (the
+    gateway with MESH_PUBLIC_TRACEPARENT=link: its callers are outsiders)."""
 
 
 def _update_server_layer(
@@ -138,27 +145,42 @@ async def serve(
     env = settings.env_or_os(environ)
     config = ServiceConfig.from_env(name, env)
     _setup_process(name, env)
-    caps = ConnectionCaps.at_start(config.max_connections, config.admin_max_connections)
+    per_public = RELAY_DESCRIPTORS if config.public_front else 1
+    caps = ConnectionCaps.at_start(config.max_connections, config.admin_max_connections, per_public)
     runtime = _runtime(config, env)
     built = await build(runtime)
-    server, health_servicer, port = _public_server(runtime, built, caps.public)
+    front = front_for(config, runtime.tls, caps.public)
+    server, health_servicer, port = _public_server(runtime, built, caps.public, front)
     await server.start()
-    side = await _start_side_servers(runtime, server, port, caps)
+    if front is not None:
+        port = await _listen_in_front(front, server, config.listen_addr)
+    try:
+        side = await _start_side_servers(runtime, server, port, caps, watch_public=front is None)
+    except ConfigError:
+        if front is not None:
+            await front.close()
+        raise
     await _announce_serving(health_servicer, built, runtime, side)
     await _until_stopped(stop_event)
     log.info("draining", extra={"grace_s": config.grace_s})
     await side.stop_watching()
     await health_servicer.enter_graceful_shutdown()
     await side.admin.stop(0)
+    if front is not None:
+        front.stop_accepting()
     await server.stop(config.grace_s)
+    if front is not None:
+        await front.close()
     await _close(runtime, built)
     log.info("stopped")
 
 
 def _setup_process(name: str, env: Mapping[str, str]) -> None:
-    """JSON logs, and grpc's per-value traceback for non-UTF-8 metadata limited."""
+    """JSON logs, and grpc's tracebacks a caller can provoke (non-UTF-8 metadata, an answer
+    to a call already ended) cut to one short line per interval."""
     setup_logging(name, env)
     limit_invalid_metadata_logs()
+    limit_ended_call_logs()
 
 
 @dataclass
@@ -174,8 +196,23 @@ class _SideServers:
         await self.watches.stop()
 
 
+async def _listen_in_front(front: Front, server: grpc.aio.Server, addr: str) -> int:
+    """The relay on the public address (mesh.runtime.front); on a bad address the server
+    stops and the ConfigError goes on."""
+    try:
+        return await listen(front, "LISTEN_ADDR", addr)
+    except ConfigError:
+        await server.stop(0)
+        await front.close()
+        raise
+
+
 async def _start_side_servers(
-    runtime: Runtime, server: grpc.aio.Server, port: int, caps: ConnectionCaps
+    runtime: Runtime,
+    server: grpc.aio.Server,
+    port: int,
+    caps: ConnectionCaps,
+    watch_public: bool = True,
 ) -> _SideServers:
     """The admin server (faults and the policy swap) and /metrics; on a bad address, what
     already started stops and the ConfigError goes on."""
@@ -194,7 +231,7 @@ async def _start_side_servers(
         raise
     watches = ConnectionWatches(
         [
-            ConnectionWatch("MAX_CONNECTIONS", port, caps.public),
+            *([ConnectionWatch("MAX_CONNECTIONS", port, caps.public)] if watch_public else []),
             ConnectionWatch("ADMIN_MAX_CONNECTIONS", admin_port, caps.admin),
         ]
     )
@@ -240,17 +277,19 @@ def _runtime(config: ServiceConfig, env: Mapping[str, str]) -> Runtime:
 
 
 def _public_server(
-    runtime: Runtime, built: Service, max_connections: int
+    runtime: Runtime, built: Service, max_connections: int, front: Front | None = None
 ) -> tuple[grpc.aio.Server, health.aio.HealthServicer, int]:
-    """The service's own port: its servicers behind the server chain, health and reflection."""
+    """The service's own port: its servicers behind the server chain, health and reflection;
+    with `front`, on the relay's unix socket (grpc's cap there only a backstop: the relay
+    holds `max_connections`, and closes some of them as new ones arrive)."""
     config, name = runtime.config, runtime.config.name
     layers = server_layers(
         name,
         runtime.policy.server(name),
         runtime.bus,
         runtime.faults,
-        tracing=server_tracing(runtime.tracing),
-        front=built.front,
+        tracing=server_tracing(runtime.tracing, built.own_traces),
+        front=(*internal_gate(name, config.internal_token), *built.front),
         admission=built.admission,
         assign_criticality=built.criticality,
         count_fate=runtime.metrics.count_fate,
@@ -265,8 +304,11 @@ def _public_server(
             *exclusive_port_options(),
             *pending_call_options(),
             *connection_options(
-                max_connections, config.handshake_timeout_s, config.settings_ack_timeout_s
+                max_connections if front is None else 2 * max_connections,
+                config.handshake_timeout_s,
+                config.settings_ack_timeout_s,
             ),
+            *idle_options(config.idle_timeout_s),
         ],
     )
     built.register(server)
@@ -274,7 +316,9 @@ def _public_server(
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     enable_reflection((*built.names, health.SERVICE_NAME), server)  # this port's files only
     tls = runtime.tls
-    if tls is not None and tls.serves_tls(name):
+    if front is not None:
+        port = bind("LISTEN_ADDR", front.upstream_addr, server.add_insecure_port)
+    elif tls is not None and tls.serves_tls(name):
         credentials = tls.server_credentials(name)
         port = bind(
             "LISTEN_ADDR", config.listen_addr, lambda a: server.add_secure_port(a, credentials)

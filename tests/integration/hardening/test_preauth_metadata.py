@@ -1,7 +1,9 @@
 """Header blocks sent before the client ACKs the gateway's SETTINGS: grpc core then holds them to
 the HTTP/2 default limit (16 MiB), not the gateway's 16 KiB (docs/upstream/
-grpc-preauth-metadata.md), so what bounds them is time: a peer that does not ACK within
-SETTINGS_ACK_TIMEOUT_S is disconnected, and what it sent is freed."""
+grpc-preauth-metadata.md), so what bounds them in grpc core is time: a peer that does not ACK
+within SETTINGS_ACK_TIMEOUT_S is disconnected, and what it sent is freed. That is tested here
+without the relay (PUBLIC_FRONT=0, as the services behind the gateway run); with it, the relay
+closes such a connection past 16 KiB (test_preauth_flood)."""
 
 from __future__ import annotations
 
@@ -77,7 +79,11 @@ async def _closed_by_server(reader: asyncio.StreamReader) -> float:
 
 
 async def test_unacked_header_blocks_are_dropped_with_their_connection() -> None:
-    env = {"MESH_API_KEYS": "preauth-key", "SETTINGS_ACK_TIMEOUT_S": str(SETTINGS_ACK_TIMEOUT_S)}
+    env = {
+        "MESH_API_KEYS": "preauth-key",
+        "SETTINGS_ACK_TIMEOUT_S": str(SETTINGS_ACK_TIMEOUT_S),
+        "PUBLIC_FRONT": "0",
+    }
     async with serving(env=env) as served:
         before = _rss_mib()
         started = time.monotonic()

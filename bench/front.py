@@ -1,0 +1,152 @@
+"""What the gateway's connection relay (mesh.runtime.front) costs per call: the same unary
+workload straight to a grpc.aio server's TCP port and through the relay to its unix socket, in
+interleaved rounds (in reverse order every other round) in one process.
+
+Client, relay and server share the process and its event loop, as the relay shares the
+gateway's: the difference between the two variants' CPU per call is the relay's. Both the
+loop thread's CPU (`time.thread_time()`, where the relay runs) and the whole process's
+(`time.process_time()`, grpc core's threads included) are reported.
+Run: python -m bench.front [--calls N] [--concurrency N] [--rounds N] [--results PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import grpc
+import grpc.aio
+
+from bench.results import Machine, markdown_table, rewrite
+from loadgen.percentile import percentile
+from mesh.runtime.front import Front, FrontLimits
+from mesh.v1 import profile_pb2, profile_pb2_grpc
+
+_PROFILE = profile_pb2.GetProfileResponse(
+    profile=profile_pb2.Profile(user_id="u1", display_name="Ada", interests=["books", "tea"])
+)
+_REQUEST = profile_pb2.GetProfileRequest(user_id="u1")
+VARIANTS = ("direct", "relay")
+
+
+class _FixedProfile(profile_pb2_grpc.ProfileServiceServicer):
+    async def GetProfile(self, request: Any, context: Any) -> profile_pb2.GetProfileResponse:
+        return _PROFILE
+
+
+async def _round(stub: Any, calls: int, concurrency: int) -> dict[str, float]:
+    latencies_s: list[float] = []
+    remaining = calls
+
+    async def worker() -> None:
+        nonlocal remaining
+        while remaining > 0:
+            remaining -= 1
+            started = time.perf_counter()
+            await stub.GetProfile(_REQUEST, timeout=5.0)
+            latencies_s.append(time.perf_counter() - started)
+
+    wall, loop_cpu, cpu = time.perf_counter(), time.thread_time(), time.process_time()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    wall, loop_cpu = time.perf_counter() - wall, time.thread_time() - loop_cpu
+    cpu = time.process_time() - cpu
+    return {
+        "p50_ms": percentile(latencies_s, 50) * 1000,
+        "calls_per_s": calls / wall,
+        "loop_cpu_us_per_call": loop_cpu / calls * 1e6,
+        "cpu_us_per_call": cpu / calls * 1e6,
+    }
+
+
+async def run(calls: int, concurrency: int, rounds: int) -> dict[str, Any]:
+    """Each variant's figures per round, and the relay's CPU per call over direct."""
+    front = Front(FrontLimits())
+    server = grpc.aio.server()
+    profile_pb2_grpc.add_ProfileServiceServicer_to_server(_FixedProfile(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.add_insecure_port(front.upstream_addr)
+    await server.start()
+    front_port = await front.start("127.0.0.1", 0)
+    channels = {
+        "direct": grpc.aio.insecure_channel(f"127.0.0.1:{port}"),
+        "relay": grpc.aio.insecure_channel(f"127.0.0.1:{front_port}"),
+    }
+    stubs = {name: profile_pb2_grpc.ProfileServiceStub(ch) for name, ch in channels.items()}
+    try:
+        for stub in stubs.values():
+            await _round(stub, 200, concurrency)  # connections made, caches warm
+        per_round: list[dict[str, dict[str, float]]] = []
+        for i in range(rounds):
+            order = VARIANTS if i % 2 == 0 else VARIANTS[::-1]
+            per_round.append({v: await _round(stubs[v], calls, concurrency) for v in order})
+    finally:
+        for channel in channels.values():
+            await channel.close()
+        await server.stop(0)
+        await front.close()
+    return {"calls": calls, "concurrency": concurrency, "rounds": per_round}
+
+
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
+def results_block(result: dict[str, Any], machine: Machine, command: str) -> str:
+    heads = ("round", "variant", "p50 ms", "calls/s", "loop CPU us/call", "process CPU us/call")
+    rows = [
+        (
+            str(i + 1),
+            name,
+            f"{row['p50_ms']:.2f}",
+            f"{row['calls_per_s']:.0f}",
+            f"{row['loop_cpu_us_per_call']:.0f}",
+            f"{row['cpu_us_per_call']:.0f}",
+        )
+        for i, variants in enumerate(result["rounds"])
+        for name, row in sorted(variants.items())
+    ]
+    added = {
+        key: _median([r["relay"][key] - r["direct"][key] for r in result["rounds"]])
+        for key in ("loop_cpu_us_per_call", "cpu_us_per_call")
+    }
+    return (
+        f"{machine.line()}; a unary GetProfile on a fixed servicer, {result['calls']} calls x "
+        f"{len(result['rounds'])} interleaved rounds, {result['concurrency']} in flight.\n\n"
+        + markdown_table(heads, rows)
+        + f"\nThe relay's cost (median over rounds, relay minus direct): "
+        f"**{added['loop_cpu_us_per_call']:.0f} us** of loop CPU and "
+        f"**{added['cpu_us_per_call']:.0f} us** of process CPU per call.\n\n"
+        f"Reproduce: `{command}`\n"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--calls", type=int, default=3000)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--results", type=Path, default=None, help="rewrite this results page's measured block"
+    )
+    args = parser.parse_args(argv)
+    result = asyncio.run(run(args.calls, args.concurrency, args.rounds))
+    print(json.dumps(result, indent=2))
+    if args.results is not None:
+        command = (
+            f"python -m bench.front --calls {args.calls} --concurrency {args.concurrency} "
+            f"--rounds {args.rounds} --results {args.results}"
+        )
+        rewrite(
+            args.results,
+            "The gateway's connection relay",
+            results_block(result, Machine.now(), command),
+        )
+        print(f"wrote {args.results}")
+
+
+if __name__ == "__main__":
+    main()
