@@ -116,7 +116,8 @@ class RecommendationServicer(recommendation_pb2_grpc.RecommendationServiceServic
             )
         except grpc.aio.AioRpcError as err:
             # Retried here: then our callers are told not to retry it again.
-            await relay_failure(context, err, "profile", self._profiles.retries)
+            spent_s = self._profiles.policy.deadline.min_attempt_s
+            await relay_failure(context, err, "profile", self._profiles.retries, spent_s=spent_s)
         async with self.capacity.work(context):
             return personalised(list(reply.profile.interests), limit)
 

@@ -154,7 +154,9 @@ class Admission:
             raise self._refuse("intake", method, criticality, remaining_s or 0.0, waited_s=waited_s)
         expected_s = self.expected_now_s() if self._policy.deadline_aware else None
         if expected_s is not None and remaining_s is not None and remaining_s < expected_s:
-            raise self._refuse("deadline", method, criticality, remaining_s, expected_s)
+            raise self._refuse(
+                "deadline", method, criticality, remaining_s, expected_s, marked=True
+            )
         if self._limit is None:
             return self._take()
         may_take = self.in_flight < self.share(criticality)
@@ -171,10 +173,11 @@ class Admission:
     ) -> Place:
         """Waits in the queue for a place (after `admit_now` said to), or ShedError."""
         expected_s = self.expected_s if self._policy.deadline_aware else None
-        wait_s = self._queue.timeout_s()
+        queue_s = self._queue.timeout_s()
+        wait_s = queue_s
         if remaining_s is not None:
             wait_s = min(wait_s, remaining_s - (expected_s or 0.0))
-        return await self._wait(method, criticality, wait_s)
+        return await self._wait(method, criticality, wait_s, cut=wait_s < queue_s)
 
     def expected_now_s(self) -> float | None:
         """What a call admitted now is expected to take (None: nothing known yet)."""
@@ -201,7 +204,10 @@ class Admission:
         self.in_flight += 1
         return self._clock.now(), self.in_flight
 
-    async def _wait(self, method: str, criticality: Criticality, wait_s: float) -> Place:
+    async def _wait(
+        self, method: str, criticality: Criticality, wait_s: float, cut: bool = False
+    ) -> Place:
+        """Queues for a place for at most `wait_s`; `cut`: the call's own deadline set that."""
         if self._queue.full:
             victim = self._queue.evictable(criticality)
             if victim is None:
@@ -223,7 +229,7 @@ class Admission:
         if waiter.future.done():
             return waiter.future.result()  # a place, or the eviction's ShedError
         waiter.future.cancel()
-        raise self._refuse("queue_timeout", method, waiter)
+        raise self._refuse("queue_timeout", method, waiter, marked=cut)
 
     def _waiter_may_take(self) -> bool:
         """Whether a queued call may take a free place now (then it goes first); waiters the
@@ -247,7 +253,10 @@ class Admission:
         remaining_s: float = 0.0,
         expected_s: float = 0.0,
         waited_s: float = 0.0,
+        marked: bool = False,
     ) -> ShedError:
+        """The refusal, announced; `marked`: the call's own deadline was why (unmeetable, or
+        spent while it queued), which its trailers say (errors.CALLER_DEADLINE_KEY)."""
         if isinstance(who, Waiter):
             waited_s = self._clock.now() - who.enqueued_s
             who = who.criticality
@@ -265,7 +274,7 @@ class Admission:
                 expected_s,
             )
         )
-        return ShedError(self._service, self.limit, self._pushback_s, "call", reason)
+        return ShedError(self._service, self.limit, self._pushback_s, "call", reason, marked)
 
     def _announce(self) -> None:
         self._bus.emit(ConcurrencyLimitChanged(self._service, self._algorithm, self.limit))

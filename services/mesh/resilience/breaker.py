@@ -177,15 +177,15 @@ def _record(
     breaker: BreakerStateMachine, generation: int, err: grpc.aio.AioRpcError, own_timeout: bool
 ) -> None:
     """Health failures count; an answer (e.g. NOT_FOUND) shows the dependency alive; our own
-    rejections say nothing. With retry inside this breaker, an end that says nothing about
-    health (our deadline budget, the caller's deadline) after a failed attempt carries that
-    attempt's failure as its cause (retry chains it): a retried failure, so a health failure."""
-    says_nothing = isinstance(err, ResilienceError) or (
-        err.code() is grpc.StatusCode.DEADLINE_EXCEEDED and not own_timeout
-    )
+    rejections and the caller's own deadline (classify.callers_deadline) say nothing, neither
+    failure nor success, so short deadlines can neither open the breaker nor dilute the real
+    failures of others. With retry inside this breaker, an end that says nothing about health
+    (our deadline budget, the caller's deadline) after a failed attempt carries that attempt's
+    failure as its cause (retry chains it): a retried failure, so a health failure."""
+    says_nothing = isinstance(err, ResilienceError) or classify.callers_deadline(err, own_timeout)
     if says_nothing and isinstance(err.__cause__, grpc.aio.AioRpcError):
         breaker.record_failure(generation)
-    elif isinstance(err, ResilienceError):
+    elif says_nothing:
         breaker.record_ignored(generation)
     elif classify.counts_against_health(err.code(), own_timeout):
         breaker.record_failure(generation)

@@ -1,12 +1,25 @@
-"""Which failures are transient, which speak about a dependency's health, and server pushback."""
+"""Which failures are transient, which speak about a dependency's health, and server pushback.
+
+A failure the caller's own deadline caused says nothing about the dependency's health
+(`callers_deadline`): the breaker, the client throttle, the retry budget and outlier ejection
+all leave it out, so one caller's too-short deadlines cannot shut a dependency off for every
+other caller of the edge. It is recognised only when the attempt ran on the call's deadline,
+not the edge's own attempt timeout (`own_timeout` False: less time than the edge allows the
+dependency), and then ended with DEADLINE_EXCEEDED or with the server's word that the deadline
+was why (CALLER_DEADLINE_KEY: refused as unmeetable, or expired while queued). The marker is
+trusted from our own servers only in that case: on an attempt that had the edge's whole
+attempt timeout, a server refusing it as unmeetable is a dependency too slow for the edge, a
+health failure whatever its trailers say, so a caller cannot hide a sick dependency behind it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 import grpc
+import grpc.aio
 
-from mesh.resilience.errors import PUSHBACK_KEY
+from mesh.resilience.errors import CALLER_DEADLINE_KEY, PUSHBACK_KEY
 
 NO_RETRY = -1.0
 """`pushback_s` value for a negative or unparsable hint: the server asked us not to retry."""
@@ -66,3 +79,14 @@ def counts_against_health(code: grpc.StatusCode, own_timeout: bool) -> bool:
     if code is grpc.StatusCode.DEADLINE_EXCEEDED:
         return own_timeout
     return code in HEALTH_FAILURES
+
+
+def callers_deadline(err: grpc.aio.AioRpcError, own_timeout: bool) -> bool:
+    """The attempt ended for its caller's own deadline, not the dependency's health (see the
+    module docstring): only when it ran on less than the edge's attempt timeout."""
+    if own_timeout:
+        return False
+    if err.code() is grpc.StatusCode.DEADLINE_EXCEEDED:
+        return True
+    trailers = err.trailing_metadata()
+    return bool(trailers) and any(key == CALLER_DEADLINE_KEY for key, _ in trailers)

@@ -14,7 +14,8 @@ them to statuses (pushback trailers included) without special cases::
         │                                  or a backoff sleep
         ├── StreamBrokenError              the wire's code: a committed stream failed after
         │                                  part of its answer (never retried, gRFC A6)
-        ├── ShedError                      server side: RESOURCE_EXHAUSTED + pushback
+        ├── ShedError                      server side: RESOURCE_EXHAUSTED + pushback (+ the
+        │                                  caller-deadline marker when its deadline was why)
         ├── PoolFullError                  server side: RESOURCE_EXHAUSTED, no pushback: the
         │                                  declared pool's queue is full
         └── InjectedFaultError             server side: the code a configured fault chose
@@ -26,22 +27,34 @@ import grpc
 import grpc.aio
 
 PUSHBACK_KEY = "grpc-retry-pushback-ms"
+CALLER_DEADLINE_KEY = "mesh-caller-deadline"
+"""Trailer of a refusal the server made for the call's own deadline (its value: the reason,
+`deadline` or `queue_timeout`); a caller trusts it only as mesh.resilience.classify says."""
 
 
-def _trailers(pushback_s: float | None) -> grpc.aio.Metadata:
-    if pushback_s is None:
-        return grpc.aio.Metadata()
-    return grpc.aio.Metadata((PUSHBACK_KEY, str(max(round(pushback_s * 1000), 0))))
+def _trailers(pushback_s: float | None, callers_deadline: str = "") -> grpc.aio.Metadata:
+    trailers = grpc.aio.Metadata()
+    if pushback_s is not None:
+        trailers.add(PUSHBACK_KEY, str(max(round(pushback_s * 1000), 0)))
+    if callers_deadline:
+        trailers.add(CALLER_DEADLINE_KEY, callers_deadline)
+    return trailers
 
 
 class ResilienceError(grpc.aio.AioRpcError):  # type: ignore[misc]
     """Base of the errors raised by our strategies rather than received from the wire."""
 
-    def __init__(self, code: grpc.StatusCode, details: str, pushback_s: float | None = None):
+    def __init__(
+        self,
+        code: grpc.StatusCode,
+        details: str,
+        pushback_s: float | None = None,
+        callers_deadline: str = "",
+    ):
         super().__init__(
             code,
             initial_metadata=grpc.aio.Metadata(),
-            trailing_metadata=_trailers(pushback_s),
+            trailing_metadata=_trailers(pushback_s, callers_deadline),
             details=details,
         )
         self.pushback_s = pushback_s
@@ -115,16 +128,25 @@ class StreamBrokenError(ResilienceError):
 
 
 class ShedError(ResilienceError):
-    """The server refused the call because too many are in flight; retry after the pushback."""
+    """The server refused the call because too many are in flight; retry after the pushback.
+    `callers_deadline`: refused for the call's own deadline (unmeetable, or it ran out while
+    the call queued), said in the CALLER_DEADLINE_KEY trailer."""
 
     def __init__(
-        self, service: str, limit: int, pushback_s: float, kind: str = "call", reason: str = "limit"
+        self,
+        service: str,
+        limit: int,
+        pushback_s: float,
+        kind: str = "call",
+        reason: str = "limit",
+        callers_deadline: bool = False,
     ) -> None:
         why = f"{limit} {kind}s in flight" if reason == "limit" else reason.replace("_", " ")
         super().__init__(
             grpc.StatusCode.RESOURCE_EXHAUSTED,
             f"{service} shed the {kind}: {why}",
             pushback_s=pushback_s,
+            callers_deadline=reason if callers_deadline else "",
         )
         self.reason = reason
 

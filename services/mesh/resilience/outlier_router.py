@@ -25,6 +25,7 @@ import grpc
 import grpc.aio
 from google.protobuf import descriptor_pool, message_factory
 
+from mesh.resilience import classify
 from mesh.resilience.clock import Clock
 from mesh.resilience.events import Event, EventBus, ReplicaEjected, ReplicaReturned
 from mesh.resilience.outlier import OutlierDetector
@@ -40,7 +41,8 @@ REPLICA_FAILURES = frozenset(
     }
 )
 """Outcomes that say something about the replica (Envoy's 5xx / gateway failures); an answer
-such as NOT_FOUND or a shed RESOURCE_EXHAUSTED does not, nor a call its caller cancelled."""
+such as NOT_FOUND or a shed RESOURCE_EXHAUSTED does not, nor a call its caller cancelled, nor
+an attempt its caller's own deadline ended (mesh.resilience.classify.callers_deadline)."""
 
 Multicallable = Any
 
@@ -91,6 +93,9 @@ class ReplicaRouter:
         self._tasks: set[asyncio.Future[None]] = set()
         """Connectivity watchers, and streams' outcomes still to be judged (held so none is
         collected unfinished)."""
+        self.attempt_s = math.inf
+        """The edge's own attempt timeout (set by its Edge): a unary attempt sent with less ran
+        on its caller's deadline, and its end for that deadline says nothing of the replica."""
         self.use(policy)
 
     def use(self, policy: OutlierPolicy) -> None:
@@ -198,12 +203,16 @@ class ReplicaRouter:
             raise
         except grpc.aio.AioRpcError as err:
             _failed_on.set((request, address))
-            if self._ejecting:
+            if self._ejecting and not self._callers_deadline(details.timeout, err):
                 self.detector.record(address, err.code() in REPLICA_FAILURES)
             return call
         if self._ejecting:
             self.detector.record(address, False)
         return call
+
+    def _callers_deadline(self, timeout_s: float | None, err: grpc.aio.AioRpcError) -> bool:
+        own_timeout = timeout_s is None or timeout_s >= self.attempt_s
+        return classify.callers_deadline(err, own_timeout)
 
     async def open_stream(self, details: grpc.aio.ClientCallDetails, request: Any) -> Any:
         """One attempt of a server stream on the picked replica (a continuation's shape): the

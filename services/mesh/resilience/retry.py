@@ -109,6 +109,8 @@ class Retry:
         pushback = classify.pushback_s(err.trailing_metadata())
         if not classify.is_transient(code, pushback, ctx.own_timeout):
             raise err
+        if classify.callers_deadline(err, ctx.own_timeout):
+            raise err  # a retry would have still less time; and no token: not the dependency
         if self.budget is not None:
             self.budget.record_failure()
         skip = self._skip_reason(ctx.attempt, allowed, pushback)

@@ -12,8 +12,10 @@ relaying one), or UNAVAILABLE that carries a pushback (a server saying "busy, co
 Every other answer is an accept, errors included: the backend took the attempt. UNAVAILABLE
 without pushback is a transport failure (connection refused or reset), the breaker's and the
 outlier ejector's business; counting it here would let this throttle hold back the probes a
-half-open breaker needs. An attempt that never reached the wire (an open breaker inside) and
-one the caller cancelled count neither way.
+half-open breaker needs. An attempt that never reached the wire (an open breaker inside), one
+the caller cancelled and one that ended for the caller's own deadline (refused as unmeetable,
+expired in the server's queue or on the way: mesh.resilience.classify.callers_deadline) count
+neither way: one caller's short deadlines are no overload of the backend everyone shares.
 """
 
 from __future__ import annotations
@@ -126,7 +128,7 @@ class AdaptiveThrottle:
         try:
             call = await inner(ctx)
         except grpc.aio.AioRpcError as err:
-            if ctx.sent > sent:
+            if ctx.sent > sent and not classify.callers_deadline(err, ctx.own_timeout):
                 window.record(accepted=not is_overload_refusal(err))
             raise
         if ctx.sent > sent:

@@ -54,6 +54,13 @@ class Edge(Generic[S]):
         self.channel = channel
         self._make_stub = make_stub
         self.stub: S = make_stub(channel)
+        self._tell_router()
+
+    def _tell_router(self) -> None:
+        """The replica router (if any) learns the edge's attempt timeout: an attempt sent with
+        less ran on its caller's deadline, which ejects no replica (classify.callers_deadline)."""
+        if self.router is not None:
+            self.router.attempt_s = self.policy.deadline.attempt_s
 
     @property
     def pipeline(self) -> Pipeline:
@@ -79,9 +86,11 @@ class Edge(Generic[S]):
         if channel is None:
             if self.router is not None:  # ejection on or off, in place
                 self.router.use(policy.outlier)
+            self._tell_router()
             return None
         old, self.channel = self.channel, channel
         self.stub = self._make_stub(channel)  # its router, if any, is new, with this outlier
+        self._tell_router()
         return old
 
 
@@ -98,6 +107,8 @@ class EdgeWiring:
     """How long a channel a swap replaced may drain."""
     tls: MeshTls | None = None
     tracing: MeshTracing | None = None
+    credential: tuple[tuple[str, str], ...] = ()
+    """Metadata every attempt on every edge carries: the internal token's header, if any."""
 
 
 class Edges:
@@ -183,6 +194,7 @@ class Edges:
             attempt_observer=tracing.attempt_observer if tracing else None,
             call_observer=tracing.call_observer if tracing else None,
             wait_header=gated,
+            carry=self.wiring.credential,
         )
 
     def _channel(

@@ -1,8 +1,12 @@
 """Relaying a dependency's failure to our caller without multiplying retries across hops.
 
-- A dependency's DEADLINE_EXCEEDED while our own caller still has time is relayed as
-  UNAVAILABLE: it was our dependency's budget that ran out, not the caller's deadline, and
-  the caller may reasonably try again.
+- A dependency's DEADLINE_EXCEEDED while our own caller still has time (more than `spent_s`,
+  the edge's `min_attempt_s`: with less no attempt starts) is relayed as UNAVAILABLE: it was
+  our dependency's budget that ran out, not the caller's deadline, and the caller may
+  reasonably try again. With less, the caller's own deadline ran out on the way: it is
+  relayed as DEADLINE_EXCEEDED, which the caller's breaker, throttle and retry budget leave
+  out (mesh.resilience.classify.callers_deadline) instead of reading an outage.
+- A refusal marked as caused by the caller's deadline (CALLER_DEADLINE_KEY) keeps its mark.
 - A failure this hop already retried is sent on with `grpc-retry-pushback-ms: -1` so the
   caller does not retry it again (gRFC A6: a negative pushback means "do not retry"); 3
   attempts at each of two hops would otherwise be 9 calls to the dependency.
@@ -22,21 +26,23 @@ import grpc
 
 from mesh.resilience import fates
 from mesh.resilience.classify import RETRYABLE_CODES
-from mesh.resilience.errors import PUSHBACK_KEY, ResilienceError
+from mesh.resilience.errors import CALLER_DEADLINE_KEY, PUSHBACK_KEY, ResilienceError
 from mesh.runtime.refusal import abort
 
 
-def pushback_of(err: grpc.aio.AioRpcError) -> str | None:
-    for key, value in err.trailing_metadata() or ():
-        if key == PUSHBACK_KEY:
+def pushback_of(err: grpc.aio.AioRpcError, key: str = PUSHBACK_KEY) -> str | None:
+    for name, value in err.trailing_metadata() or ():
+        if name == key:
             return str(value)
     return None
 
 
-def relayed_code(err: grpc.aio.AioRpcError, caller_time_left_s: float | None) -> grpc.StatusCode:
+def relayed_code(
+    err: grpc.aio.AioRpcError, caller_time_left_s: float | None, spent_s: float = 0.0
+) -> grpc.StatusCode:
     code = err.code()
     if code == grpc.StatusCode.DEADLINE_EXCEEDED and (
-        caller_time_left_s is None or caller_time_left_s > 0
+        caller_time_left_s is None or caller_time_left_s > spent_s
     ):
         return grpc.StatusCode.UNAVAILABLE
     return code
@@ -49,11 +55,12 @@ async def relay_failure(
     retried_here: bool,
     busy_pushback_ms: int | None = None,
     trailers: Sequence[tuple[str, str]] = (),
+    spent_s: float = 0.0,
 ) -> NoReturn:
     """Abort the current RPC with the dependency's failure, mapped as the module says, with
     `trailers` added to the trailing metadata."""
     fates.note_cause(dependency, err)
-    code = relayed_code(err, context.time_remaining())
+    code = relayed_code(err, context.time_remaining(), spent_s)
     pushback = pushback_of(err)
     refused_here = isinstance(err, ResilienceError) and err.attempts_sent == 0
     busy = refused_here and code == grpc.StatusCode.RESOURCE_EXHAUSTED
@@ -63,6 +70,9 @@ async def relay_failure(
         pushback = "-1"
     if pushback is not None:
         trailers = (*trailers, (PUSHBACK_KEY, pushback))
+    marked = pushback_of(err, CALLER_DEADLINE_KEY)
+    if marked is not None:
+        trailers = (*trailers, (CALLER_DEADLINE_KEY, marked))
     if trailers:
         context.set_trailing_metadata(tuple(trailers))
     await abort(context, code, f"{dependency}: {err.details() or err.code().name}")
