@@ -1,4 +1,5 @@
-"""What one more metadata entry costs a grpc.aio call: the price of `mesh-timeout-ms`.
+"""What one more metadata entry costs a grpc.aio call: the price of `mesh-timeout-ms`, and of
+the internal token's `authorization: Bearer <43 characters>` (mesh.runtime.internal_auth).
 
 The mesh's client sends every attempt's deadline as `mesh-timeout-ms` (the intake gate's
 input, mesh.resilience.intake) beside the `grpc-timeout` grpc sends anyway. This measures what
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import secrets
 import statistics
 import time
 from collections.abc import Sequence
@@ -24,23 +26,26 @@ import grpc
 import grpc.aio
 
 from mesh.resilience.intake import TIMEOUT_KEY, timeout_value
+from mesh.runtime.internal_auth import internal_metadata
 
 METHOD = "/bench.Echo/Call"
 DEADLINE_S = 5.0
 VARIANTS: dict[str, tuple[tuple[str, str], ...]] = {
     "no entry": (),
     TIMEOUT_KEY: ((TIMEOUT_KEY, timeout_value(DEADLINE_S)),),
+    "internal token": internal_metadata(secrets.token_urlsafe(32)),  # as `mesh up` makes it
 }
+ENTRIES = frozenset(key for metadata in VARIANTS.values() for key, _ in metadata)
 
 
 class Echo:
-    """Answers at once; counts the calls that arrived carrying the entry."""
+    """Answers at once; counts the calls that arrived carrying an entry."""
 
     def __init__(self) -> None:
         self.carried = 0
 
     async def call(self, request: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
-        self.carried += any(key == TIMEOUT_KEY for key, _ in context.invocation_metadata() or ())
+        self.carried += any(key in ENTRIES for key, _ in context.invocation_metadata() or ())
         return request
 
 
@@ -73,7 +78,7 @@ async def cpu_per_call_us(calls: int, rounds: int) -> dict[str, list[float]]:
     sent = (200 + calls * rounds) * sum(1 for m in VARIANTS.values() if m)
     if echo.carried != sent:
         raise RuntimeError(
-            f"{TIMEOUT_KEY} reached the server on {echo.carried} calls, sent on {sent}"
+            f"the entries reached the server on {echo.carried} calls, sent on {sent}"
         )
     return figures
 

@@ -76,7 +76,8 @@ class Injector:
     observer: Callable[[Fault, bool], Awaitable[None]] | None = None
     """Awaited after each fault goes on or off (the runner reads counters there)."""
     admin_token: str | None = None
-    """Sent with every admin call (the Toxiproxy client carries its own)."""
+    """Sent with every admin call, the xDS plane's included (the Toxiproxy client carries its
+    own)."""
     restarting: set[str] = field(default_factory=set)
     """The processes this schedule's kill faults start again (those with a stop_s)."""
     xds_admin: Callable[[], str | None] = lambda: None
@@ -172,7 +173,7 @@ class Injector:
         elif isinstance(fault, KillFault):
             await self._kill(fault, on)
         elif isinstance(fault, XdsFault):
-            await set_xds_fault(self.xds_admin(), fault, on)
+            await set_xds_fault(self.xds_admin(), fault, on, self.admin_token)
         else:
             await self._app(fault, on)
         self._mark(label, on)
@@ -240,7 +241,7 @@ class Injector:
         """Remove every toxic, enable every proxy, clear every app fault and every xDS fault
         set at run time, start again what a kill fault left down. Never raises."""
         try:
-            await reset_xds_faults(self.xds_admin())
+            await reset_xds_faults(self.xds_admin(), self.admin_token)
         except Exception as err:  # the kill switch goes on with the rest
             log.error("removing the xDS faults failed: %s", err)
         for name in sorted(self.killed):

@@ -12,18 +12,20 @@ from meshctl.launch.xds_faults import PlaneAdmin, xds_edge
 OWNER = "experiment"
 
 
-def _plane(admin_url: str | None) -> PlaneAdmin:
+def _plane(admin_url: str | None, token: str | None) -> PlaneAdmin:
     if admin_url is None:
         raise RuntimeError(
             "an xds fault needs the mesh under xDS: a variant with `xds: true`, "
             "`mesh chaos run --xds`, or a --target started by `mesh up --xds`"
         )
-    return PlaneAdmin(admin_url)
+    return PlaneAdmin(admin_url, token)
 
 
-async def set_xds_fault(admin_url: str | None, fault: XdsFault, on: bool) -> None:
-    """Push the fault (on) or remove it from its route (off)."""
-    plane = _plane(admin_url)
+async def set_xds_fault(
+    admin_url: str | None, fault: XdsFault, on: bool, token: str | None = None
+) -> None:
+    """Push the fault (on) or remove it from its route (off); `token`: the run's admin token."""
+    plane = _plane(admin_url, token)
     edge = xds_edge(fault.edge)
     if not on:
         await asyncio.to_thread(plane.remove, edge, fault.method)
@@ -33,7 +35,7 @@ async def set_xds_fault(admin_url: str | None, fault: XdsFault, on: bool) -> Non
     await asyncio.to_thread(plane.add, edge, fault.route_method, OWNER, abort, delay)
 
 
-async def reset_xds_faults(admin_url: str | None) -> None:
+async def reset_xds_faults(admin_url: str | None, token: str | None = None) -> None:
     """Every fault set at run time removed from the plane (none: the mesh is not under xDS)."""
     if admin_url is not None:
-        await asyncio.to_thread(PlaneAdmin(admin_url).remove)
+        await asyncio.to_thread(PlaneAdmin(admin_url, token).remove)

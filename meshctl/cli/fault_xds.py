@@ -61,7 +61,7 @@ def checked(
 def plane_of(state: MeshState) -> PlaneAdmin | None:
     """The running mesh's control plane, or None when it runs without --xds."""
     url = state.extra.get("xds_admin")
-    return PlaneAdmin(url) if url else None
+    return PlaneAdmin(url, state.admin_token) if url else None
 
 
 def needed_plane(state: MeshState) -> PlaneAdmin:

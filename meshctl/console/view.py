@@ -159,7 +159,7 @@ class MeshView:
         if not url:
             return []
         try:
-            return PlaneAdmin(url).faults()
+            return PlaneAdmin(url, self.state.admin_token).faults()
         except XdsFaultError as err:
             errors.append(str(err))
             return []

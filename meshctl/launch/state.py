@@ -56,10 +56,13 @@ class MeshState:
     """`mesh up`'s control socket (how `mesh restart` reaches it); None: nothing supervises."""
     admin_token: str | None = None
     """The bearer token the admin ports and the embedded Toxiproxy's API require (None: open)."""
+    internal_token: str | None = None
+    """The bearer token the services behind the gateway require (mesh.runtime.internal_auth;
+    None: they answer anyone)."""
 
     def save(self, state_dir: Path) -> Path:
-        """Replace mesh.json atomically with a file born 0600 (it holds the API key and the admin
-        token)."""
+        """Replace mesh.json atomically with a file born 0600 (it holds the API key, the admin
+        token and the internal token)."""
         path = state_dir / STATE_FILE
         fd, tmp = tempfile.mkstemp(dir=state_dir, prefix=f".{STATE_FILE}.")  # mode 0600
         try:

@@ -15,7 +15,9 @@ from mesh.config_error import ConfigError
 from mesh.gateway.auth import API_KEYS, API_KEYS_FILE
 from mesh.runtime.admin_auth import TOKEN_ENV as ADMIN_TOKEN_ENV
 from mesh.runtime.admin_auth import admin_token
-from mesh.runtime.config import ADMIN_TOKEN
+from mesh.runtime.config import ADMIN_TOKEN, INTERNAL_TOKEN
+from mesh.runtime.internal_auth import TOKEN_ENV as INTERNAL_TOKEN_ENV
+from mesh.runtime.internal_auth import internal_token
 from mesh.runtime.tls import CA_CERT, TLS_DIR, tls_enabled
 from mesh.topology import (
     EDGES,
@@ -30,19 +32,26 @@ from mesh.topology import (
 from meshctl.launch.ports import Ports
 from meshctl.launch.processes import LaunchError
 from meshctl.launch.state import MeshState
-from meshctl.launch.xds_plane import XdsPlane
+from meshctl.launch.xds_plane import XDS_TOKEN_ENV, XdsPlane
 
 
 @dataclass(frozen=True)
 class Security:
     """The API key the load sends (and the one generated for the gateway, if none was
-    configured), the certificates' directory with MESH_TLS=1, and the admin token the admin
-    ports and Toxiproxy's API require (None: MESH_ADMIN_AUTH=off, both open)."""
+    configured), the certificates' directory with MESH_TLS=1, the admin token the admin
+    ports and Toxiproxy's API require (None: MESH_ADMIN_AUTH=off, both open), and the internal
+    token the services behind the gateway require (None: MESH_INTERNAL_AUTH=off, open)."""
 
     api_key: str | None
     generated_key: str | None
     tls_dir: Path | None
     admin_token: str | None = None
+    internal_token: str | None = None
+
+    @property
+    def tokens(self) -> tuple[str | None, str | None]:
+        """(admin token, internal token), as mesh.json records them."""
+        return self.admin_token, self.internal_token
 
 
 def _first_key(path: Path) -> str | None:
@@ -73,6 +82,26 @@ def control_token(env: Mapping[str, str]) -> str | None:
     return configured or secrets.token_urlsafe(32)
 
 
+INTERNAL_AUTH = settings.Var(
+    "MESH_INTERNAL_AUTH",
+    settings.lower_choice("on", "off"),
+    "on",
+    "off: `mesh up` gives the services no internal token (any local process may call them)",
+)
+
+
+def mesh_token(env: Mapping[str, str]) -> str | None:
+    """MESH_INTERNAL_TOKEN if set, else a fresh token for this run; None with
+    MESH_INTERNAL_AUTH=off (anyone on the host may then call the services behind the gateway)."""
+    if INTERNAL_AUTH.read(env) == "off":
+        return None
+    try:
+        configured = internal_token(INTERNAL_TOKEN.read(env))
+    except ConfigError as err:
+        raise LaunchError(str(err)) from None
+    return configured or secrets.token_urlsafe(32)
+
+
 def prepare_security(env_overrides: Mapping[str, str], state_dir: Path) -> Security:
     """The configured API key, else a fresh one; the admin token (meshctl.launch.wiring
     .control_token); with MESH_TLS=1, certificates (made once)."""
@@ -92,7 +121,7 @@ def prepare_security(env_overrides: Mapping[str, str], state_dir: Path) -> Secur
             from meshctl.launch.certs import write_certs
 
             write_certs(tls_dir)
-    return Security(api_key, generated, tls_dir, control_token(env))
+    return Security(api_key, generated, tls_dir, control_token(env), mesh_token(env))
 
 
 @dataclass
@@ -162,6 +191,7 @@ class Wiring:
         if self.xds is not None:
             env.update(self.xds.caller_env(replica_of(spec.name), own))
         env.update({ADMIN_TOKEN_ENV: security.admin_token or ""})
+        env.update({INTERNAL_TOKEN_ENV: security.internal_token or ""})
         if spec.name == "gateway" and security.generated_key:
             env["MESH_API_KEYS"] = security.generated_key
         if security.tls_dir is not None:
@@ -182,7 +212,7 @@ class Wiring:
             listen = self.listen(name)
             return ["-m", "meshctl.mail.smtp_sink", "--listen", listen, "--dir", mailbox], {}, True
         if name == "xds" and self.xds is not None:
-            return self.xds.args(), {}, False
+            return self.xds.args(), {XDS_TOKEN_ENV: security.admin_token or ""}, False
         if name == "toxiproxy":
             api = ["--host", "127.0.0.1", "--port", str(self.ports.toxiproxy_api)]
             config = ["--config", str(self.state_dir / "toxiproxy.json")]
@@ -198,6 +228,7 @@ class Wiring:
         api_key: str | None,
         control: str | None,
         admin_token: str | None = None,
+        internal_token: str | None = None,
     ) -> MeshState:
         """What mesh.json records about this mesh."""
         return MeshState(
@@ -225,6 +256,7 @@ class Wiring:
             state_dir=str(self.state_dir),
             api_key=api_key,
             admin_token=admin_token,
+            internal_token=internal_token,
             extra={
                 "redis": f"127.0.0.1:{self.ports.listen['redis']}",
                 "smtp": f"127.0.0.1:{self.ports.listen['smtp']}",

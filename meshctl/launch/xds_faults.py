@@ -154,14 +154,18 @@ def listed(config: dict[str, Any]) -> list[XdsFault]:
 
 
 class PlaneAdmin:
-    """The plane's admin HTTP (loopback): its config, read and replaced."""
+    """The plane's admin HTTP (loopback): its config, read and replaced, with the run's token
+    (`admin_token` in mesh.json, which `mesh up` gives the plane as MESH_XDS_TOKEN)."""
 
-    def __init__(self, admin_url: str, timeout_s: float = 2.0) -> None:
+    def __init__(self, admin_url: str, token: str | None = None, timeout_s: float = 2.0) -> None:
         self.admin_url = admin_url.rstrip("/")
         self.timeout_s = timeout_s
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
 
     def _request(self, method: str, path: str, body: bytes | None = None) -> bytes:
-        request = urllib.request.Request(f"{self.admin_url}{path}", data=body, method=method)
+        request = urllib.request.Request(
+            f"{self.admin_url}{path}", data=body, method=method, headers=self._headers
+        )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as answer:
                 raw: bytes = answer.read()

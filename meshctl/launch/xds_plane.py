@@ -19,6 +19,10 @@ from meshctl.launch.xds_config import XDS_CALLERS, bootstrap, plane_config, writ
 XDS_BINARY = Path(__file__).resolve().parents[2] / ".peers" / "bin" / "mesh-xds"
 """Built by `make peers` (tools/peers.py) from tools/xds-control."""
 
+XDS_TOKEN_ENV = "MESH_XDS_TOKEN"
+"""The token mesh-xds's admin requires (all but GET /healthz), from the environment only: its
+command line is readable by every user of the host. `mesh up` gives it the run's admin token."""
+
 BOOTSTRAP_ENV = "GRPC_XDS_BOOTSTRAP"
 """gRPC's own variable: the path of the bootstrap file its xDS client reads."""
 

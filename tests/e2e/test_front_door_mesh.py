@@ -52,6 +52,12 @@ def test_mesh_gateway_wants_the_launchers_key(mesh: Mesh) -> None:
         assert home(request, timeout=5, metadata=bearer(mesh.state.api_key))
 
 
+def _credential(mesh: Mesh, service: str) -> tuple[tuple[str, str], ...]:
+    """The gateway's API key, or the mesh's internal token that the services behind it want."""
+    assert mesh.state is not None
+    return bearer((mesh.state.api_key if service == "gateway" else mesh.state.internal_token) or "")
+
+
 def _ports(mesh: Mesh) -> list[tuple[str, str, str]]:
     assert mesh.state is not None
     methods = {
@@ -76,7 +82,7 @@ def test_oversized_requests_are_refused_and_every_port_stays_healthy(mesh: Mesh)
         with grpc.insecure_channel(addr, options=SIZE_OPTIONS) as channel:
             with pytest.raises(grpc.RpcError) as info:
                 channel.unary_unary(method)(
-                    oversized, timeout=5, metadata=bearer(mesh.state.api_key or "")
+                    oversized, timeout=5, metadata=_credential(mesh, name.split()[0])
                 )
             assert info.value.code() == SC.RESOURCE_EXHAUSTED, (name, info.value.details())
     assert_every_service_serving(mesh)
@@ -121,7 +127,7 @@ def test_key_and_key_newline_are_not_two_charges(mesh: Mesh) -> None:
 @pytest.mark.parametrize("service", ["gateway", "payment"])
 def test_get_charge_validates_its_input(mesh: Mesh, service: str) -> None:
     assert mesh.state is not None
-    md = bearer(mesh.state.api_key or "")
+    md = _credential(mesh, service)
     addr = mesh.state.services[service]["listen"]
     method = {
         "gateway": "/mesh.v1.Gateway/GetCharge",

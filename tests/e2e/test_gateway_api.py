@@ -145,7 +145,9 @@ def test_ledger_survives_a_restart_of_payment(mesh: Mesh, gateway, md) -> None: 
     assert mesh.state is not None
     with grpc.insecure_channel(mesh.state.services["payment"]["listen"]) as ch:
         direct = payment_pb2_grpc.PaymentServiceStub(ch).GetCharge(
-            payment_pb2.GetChargeRequest(charge_id=before.charge_id), timeout=2
+            payment_pb2.GetChargeRequest(charge_id=before.charge_id),
+            timeout=2,
+            metadata=(("authorization", f"Bearer {mesh.state.internal_token}"),),
         )
     assert direct.charge.idempotency_key == key
 

@@ -119,7 +119,7 @@ def test_every_xds_client_acked_what_the_plane_sends_it_as_sent(tmp_path: Path) 
     with mesh:
         assert mesh.state is not None
         state = mesh.state
-        admin = PlaneAdmin(plane.admin_url)
+        admin = PlaneAdmin(plane.admin_url, state.admin_token)
         with grpc.insecure_channel(state.gateway) as channel:
             for instance, addrs in sorted(state.services.items()):
                 node = replica_of(instance)

@@ -6,8 +6,10 @@
 //
 // Once serving it prints `mesh-xds: ads HOST:PORT admin HOST:PORT` and writes the same as
 // JSON into -ready. Admin (HTTP, loopback): GET /config, PUT /config, GET /resources?node=N
-// (what node N is sent, as JSON), GET /healthz. A file that does not parse is reported on
-// stderr and the last good config keeps serving.
+// (what node N is sent, as JSON), GET /healthz. With MESH_XDS_TOKEN set, every admin request
+// but GET /healthz needs `Authorization: Bearer <token>`, and every one a loopback Host naming
+// the admin's port (admin_gate.go). A file that does not parse is reported on stderr and the
+// last good config keeps serving.
 package main
 
 import (
@@ -70,7 +72,8 @@ func run(p *plane, adsAddr, adminAddr, ready string, poll time.Duration) error {
 	grpcServer := grpc.NewServer()
 	discovery.RegisterAggregatedDiscoveryServiceServer(grpcServer, serverv3.NewServer(ctx, p.cache, nil))
 	go func() { _ = grpcServer.Serve(adsLis) }()
-	admin := &http.Server{Handler: adminHandler(p), ReadHeaderTimeout: 5 * time.Second}
+	handler := gated(adminHandler(p), adminLis.Addr().(*net.TCPAddr), adminToken())
+	admin := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = admin.Serve(adminLis) }()
 	bound := map[string]string{"ads": adsLis.Addr().String(), "admin": adminLis.Addr().String()}
 	if err := writeReady(ready, bound); err != nil {

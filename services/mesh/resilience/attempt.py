@@ -25,19 +25,27 @@ _NO_OBSERVATION: AbstractContextManager[None] = nullcontext()
 
 class AttemptHook:
     """Emits AttemptStarted / AttemptFinished around each wire attempt and runs the observer;
-    each attempt carries the current criticality (mesh.resilience.criticality) as metadata."""
+    each attempt carries the current criticality (mesh.resilience.criticality) as metadata,
+    and `carry` (the edge's credential), which is set up once, not per call."""
 
     name: ClassVar[str] = "attempt_hook"
 
-    def __init__(self, bus: EventBus, clock: Clock, observer: AttemptObserver | None) -> None:
+    def __init__(
+        self,
+        bus: EventBus,
+        clock: Clock,
+        observer: AttemptObserver | None,
+        carry: tuple[tuple[str, str], ...] = (),
+    ) -> None:
         self._bus = bus
         self._clock = clock
         self._observer = observer
+        self._carry = carry
 
     async def execute(self, ctx: CallContext, inner: Next) -> Any:
         metadata = ctx.details.metadata
         # grpc.aio shares the caller's metadata object between attempts: copy per attempt.
-        ctx.attempt_metadata = grpc.aio.Metadata(*metadata) if metadata else grpc.aio.Metadata()
+        ctx.attempt_metadata = grpc.aio.Metadata(*self._carry, *(metadata or ()))
         ctx.criticality = _carry_criticality(ctx.attempt_metadata)
         emit = self._bus.emit
         emit(AttemptStarted(ctx.dependency, ctx.method, ctx.attempt, ctx.attempt_timeout_s))

@@ -147,12 +147,14 @@ def build_pipeline(
     bulkhead_pools: dict[str, Bulkhead] | None = None,
     call_observer: CallObserver | None = None,
     wait_header: bool = True,
+    carry: tuple[tuple[str, str], ...] = (),
 ) -> Pipeline:
     """Builds the enabled strategies of `policy` in the order it selects (ORDERS).
 
     Pipelines whose bulkhead names the same `pool` share one Bulkhead through `bulkhead_pools`.
     `wait_header`: every attempt carries its deadline as `mesh-timeout-ms`, which the server's
-    intake gate reads (mesh.resilience.intake); off where the server has none.
+    intake gate reads (mesh.resilience.intake); off where the server has none. `carry`: metadata
+    every attempt sends (the mesh's internal credential, mesh.runtime.internal_auth).
     """
     clock = clock or SystemClock()
 
@@ -185,7 +187,7 @@ def build_pipeline(
             else None
         ),
         "attempt_timeout": lambda: AttemptTimeout(policy.deadline, clock, bus),
-        "attempt_hook": lambda: AttemptHook(bus, clock, attempt_observer),
+        "attempt_hook": lambda: AttemptHook(bus, clock, attempt_observer, carry),
     }
     strategies = [s for s in (factories[name]() for name in ORDERS[policy.order]) if s is not None]
     wire = send_on_wire if wait_header else send_without_wait_header

@@ -10,14 +10,10 @@ the API, and `grpcurl list` must tell a user what is there.
 
 from __future__ import annotations
 
-import hmac
 import string
 
-import grpc
-
 from mesh.config_error import ConfigError
-from mesh.resilience.server_layer import ServerLayer
-from mesh.runtime.bearer import bearer_token, rejection
+from mesh.runtime.bearer import BearerTokenLayer, bearer_metadata
 
 TOKEN_ENV = "MESH_ADMIN_TOKEN"
 MIN_TOKEN_CHARS = 16
@@ -30,15 +26,15 @@ UNAUTHENTICATED_DETAILS = (
 )
 
 
-def admin_token(raw: str | None) -> str | None:
-    """The configured token, or None when unset or blank; a ConfigError naming the variable
+def admin_token(raw: str | None, variable: str = TOKEN_ENV) -> str | None:
+    """The configured token, or None when unset or blank; a ConfigError naming `variable`
     (never quoting the value: it is a secret) when it cannot be one."""
     value = (raw or "").strip()
     if not value:
         return None
     if not MIN_TOKEN_CHARS <= len(value) <= MAX_TOKEN_CHARS or not set(value) <= _TOKEN_CHARS:
         raise ConfigError(
-            f"{TOKEN_ENV}: expected {MIN_TOKEN_CHARS}..{MAX_TOKEN_CHARS} characters of "
+            f"{variable}: expected {MIN_TOKEN_CHARS}..{MAX_TOKEN_CHARS} characters of "
             "A-Z a-z 0-9 - . _ ~ + / = (e.g. python -c 'import secrets; "
             "print(secrets.token_urlsafe(32))')"
         )
@@ -47,25 +43,11 @@ def admin_token(raw: str | None) -> str | None:
 
 def admin_metadata(token: str | None) -> tuple[tuple[str, str], ...]:
     """The metadata an admin call carries: the bearer token, or nothing when there is none."""
-    return (("authorization", f"Bearer {token}"),) if token else ()
+    return bearer_metadata(token)
 
 
-class AdminTokenLayer(ServerLayer):
+class AdminTokenLayer(BearerTokenLayer):
     """Refuses admin calls without the token before anything else runs (mounted outermost)."""
 
     def __init__(self, token: str) -> None:
-        self._token = token.encode()
-        self._reject = rejection(grpc.StatusCode.UNAUTHENTICATED, UNAUTHENTICATED_DETAILS)
-
-    def refuse(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
-        if handler_call_details.method.startswith(OPEN_PREFIXES):
-            return None
-        presented = bearer_token(handler_call_details.invocation_metadata)
-        if presented is None or not hmac.compare_digest(presented, self._token):
-            return self._reject
-        return None
-
-    def wrap(
-        self, handler: grpc.RpcMethodHandler | None, handler_call_details: grpc.HandlerCallDetails
-    ) -> grpc.RpcMethodHandler | None:
-        return handler
+        super().__init__(token, OPEN_PREFIXES, UNAUTHENTICATED_DETAILS)

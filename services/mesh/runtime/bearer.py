@@ -1,8 +1,10 @@
-"""Bearer credentials in call metadata, and the handler that refuses a call before decoding it
-(the gateway's API keys and the admin port's token both use them)."""
+"""Bearer credentials in call metadata, the handler that refuses a call before decoding it, and
+the layer that asks for one token (the gateway's API keys, the admin port's token and the
+internal token all use them)."""
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,6 +12,7 @@ import grpc
 import grpc.aio
 
 from mesh.resilience import fates
+from mesh.resilience.server_layer import ServerLayer
 
 BEARER = "bearer "
 
@@ -40,3 +43,31 @@ def rejection(
         await context.abort(code, details, fates.trailers_with_fate(code, trailers, time_left_s))
 
     return grpc.unary_unary_rpc_method_handler(reject)
+
+
+def bearer_metadata(token: str | None) -> tuple[tuple[str, str], ...]:
+    """The metadata a call carries: the bearer token, or nothing when there is none."""
+    return (("authorization", f"Bearer {token}"),) if token else ()
+
+
+class BearerTokenLayer(ServerLayer):
+    """Refuses calls without `token` before any layer inside reads them (a missing and a wrong
+    token get the same answer, compared in constant time); methods under `open_prefixes` pass."""
+
+    def __init__(self, token: str, open_prefixes: tuple[str, ...], details: str) -> None:
+        self._token = token.encode()
+        self._open = open_prefixes
+        self._reject = rejection(grpc.StatusCode.UNAUTHENTICATED, details)
+
+    def refuse(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+        if handler_call_details.method.startswith(self._open):
+            return None
+        presented = bearer_token(handler_call_details.invocation_metadata)
+        if presented is None or not hmac.compare_digest(presented, self._token):
+            return self._reject
+        return None
+
+    def wrap(
+        self, handler: grpc.RpcMethodHandler | None, handler_call_details: grpc.HandlerCallDetails
+    ) -> grpc.RpcMethodHandler | None:
+        return handler

@@ -31,8 +31,9 @@ SERVER_ORDER: tuple[str, ...] = (
     "tracing",  # the server span (when tracing is on)
     "fates",  # each unary call's fate (mesh.resilience.fates) on that span, in its trailers
     # and counted: outside every layer that may refuse a call, so refusals get theirs too
-    "front",  # the service's own gate (the gateway's API key): an unauthenticated call is
-    # not counted, so nobody can inflate the metrics under method names of their choosing
+    "front",  # the service's own gate (the gateway's API key, the internal token behind it):
+    # an unauthenticated call is not counted, so nobody can inflate the metrics under method
+    # names of their choosing, and its criticality is never read
     "inbound",  # deadline and criticality capture for propagation (the gateway assigns its
     # own criticality per RPC), and counting of every call received
     "admission",  # the service's own admission (the gateway's per-key rate limit): inside
@@ -58,15 +59,18 @@ def server_layers(
     count_fate: CountFate | None = None,
 ) -> list[ServerLayer]:
     """The server's layers, outermost first, in `SERVER_ORDER`."""
+    streams = StreamGuard(service_name, policy, bus)
     return [
-        StreamGuard(service_name, policy, bus),
+        streams,
         RequestDecodingInterceptor(),
         *tracing,
         FateLayer(service_name, bus, count_fate),
         *front,
         InboundInterceptor(service_name, bus, assign_criticality),
         *admission,
-        SheddingInterceptor(service_name, policy, bus),
+        SheddingInterceptor(
+            service_name, policy, bus, make_stream_room=streams.end_longest_stalled
+        ),
         FaultInterceptor(service_name, faults, bus),
     ]
 

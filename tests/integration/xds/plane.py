@@ -6,6 +6,8 @@ listener afresh (gRPC also keeps one xDS client per target)."""
 from __future__ import annotations
 
 import json
+import os
+import secrets
 import signal
 import subprocess
 import time
@@ -28,6 +30,7 @@ from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import build_pipeline
 from meshctl.launch.processes import terminate
 from meshctl.launch.xds_config import bootstrap, write_json
+from meshctl.launch.xds_plane import XDS_TOKEN_ENV
 from tests.support.peers import peer_binary
 
 NODE = "gateway"
@@ -38,18 +41,33 @@ class Plane:
     ads: str
     admin: str
     config_path: Path
+    token: str
+    """What its admin requires (MESH_XDS_TOKEN), as `mesh up` gives it the run's admin token."""
 
     def write(self, config: dict[str, Any]) -> None:
         """Change the file the plane watches (it pushes within its 100 ms poll)."""
         write_json(self.config_path, config)
 
-    def put(self, config: dict[str, Any]) -> int:
-        """Replace the config through the admin HTTP; the version it pushed."""
+    def request(self, method: str, path: str, body: bytes | None = None) -> bytes:
+        """One admin request with the token; what it answered."""
         request = urllib.request.Request(
-            f"http://{self.admin}/config", data=json.dumps(config).encode(), method="PUT"
+            f"http://{self.admin}{path}",
+            data=body,
+            method=method,
+            headers={"Authorization": f"Bearer {self.token}"},
         )
         with urllib.request.urlopen(request, timeout=5) as answer:
-            return int(json.loads(answer.read())["version"])
+            raw: bytes = answer.read()
+            return raw
+
+    def config(self) -> dict[str, Any]:
+        found: dict[str, Any] = json.loads(self.request("GET", "/config"))
+        return found
+
+    def put(self, config: dict[str, Any]) -> int:
+        """Replace the config through the admin HTTP; the version it pushed."""
+        answer = self.request("PUT", "/config", json.dumps(config).encode())
+        return int(json.loads(answer)["version"])
 
 
 def listener_name() -> str:
@@ -62,16 +80,18 @@ def one_edge(name: str, endpoints: list[str], **policy: Any) -> dict[str, Any]:
 
 @contextmanager
 def running_plane(tmp_path: Path, config: dict[str, Any], poll_s: float = 0.1) -> Iterator[Plane]:
-    """mesh-xds serving `config` on loopback (reading its file every `poll_s`), and this
-    process's bootstrap pointing at it."""
+    """mesh-xds serving `config` on loopback (reading its file every `poll_s`) with a fresh admin
+    token, and this process's bootstrap pointing at it."""
     binary = peer_binary("mesh-xds")  # skips, naming `make peers`, when it is not built
     config_path, ready = tmp_path / "xds.json", tmp_path / "ready.json"
     write_json(config_path, config)
     log = (tmp_path / "mesh-xds.log").open("w")
+    token = secrets.token_urlsafe(32)
     proc = subprocess.Popen(
         [str(binary), "-config", str(config_path), "-ready", str(ready), f"-poll={poll_s}s"],
         stdout=log,
         stderr=subprocess.STDOUT,
+        env={**os.environ, XDS_TOKEN_ENV: token},
     )
     try:
         deadline = time.monotonic() + 10
@@ -83,7 +103,7 @@ def running_plane(tmp_path: Path, config: dict[str, Any], poll_s: float = 0.1) -
         with pytest.MonkeyPatch.context() as env:
             env.setenv("GRPC_XDS_BOOTSTRAP_CONFIG", json.dumps(bootstrap(bound["ads"], NODE)))
             env.delenv("GRPC_XDS_BOOTSTRAP", raising=False)
-            yield Plane(bound["ads"], bound["admin"], config_path)
+            yield Plane(bound["ads"], bound["admin"], config_path, token)
     finally:
         terminate(proc, signal.SIGTERM, 5.0)
         log.close()

@@ -3,9 +3,6 @@ goes off, and by the kill switch (reset_all), which leaves the policy's own A33 
 
 from __future__ import annotations
 
-import json
-import urllib.request
-
 import pytest
 
 from chaos.experiment.model import XdsFault
@@ -17,8 +14,7 @@ POLICY_FAULT = {"delay_percent": 1, "delay_s": 0.01}
 
 
 def faults(plane: Plane) -> list[dict[str, object]]:
-    with urllib.request.urlopen(f"http://{plane.admin}/config", timeout=5) as answer:
-        config = json.loads(answer.read())
+    config = plane.config()
     found: list[dict[str, object]] = config["nodes"]["gateway"]["recommendation"]["faults"]
     return found
 
@@ -28,7 +24,9 @@ async def test_an_xds_fault_goes_on_and_off_and_the_kill_switch_leaves_the_polic
 ) -> None:
     edge = {"endpoints": ["127.0.0.1:1"], "faults": [POLICY_FAULT]}
     plane.put({"nodes": {"gateway": {"recommendation": edge}}})
-    injector = Injector(None, {}, xds_admin=lambda: f"http://{plane.admin}")
+    injector = Injector(
+        None, {}, admin_token=plane.token, xds_admin=lambda: f"http://{plane.admin}"
+    )
     fault = XdsFault.model_validate(
         {"type": "xds", "edge": "gateway_to_recommendation", "method": "Recommend",
          "abort_percent": 30, "abort_code": "INTERNAL"}

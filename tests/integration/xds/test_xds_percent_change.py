@@ -31,7 +31,7 @@ async def aborted_share(stub: profile_pb2_grpc.ProfileServiceStub) -> float:
 async def test_mesh_faults_second_push_on_a_route_applies_its_new_share(plane: Plane) -> None:
     async with serving(profile_servicer(ProfileFake())) as addr:
         plane.put({"nodes": {"gateway": {"profile": {"endpoints": [addr]}}}})
-        admin, on = PlaneAdmin(f"http://{plane.admin}"), edge("gateway_to_profile")
+        admin, on = PlaneAdmin(f"http://{plane.admin}", plane.token), edge("gateway_to_profile")
         admin.add(on, "GetProfile", "mesh fault", abort=(100.0, "UNAVAILABLE"))
         channel = xds_channel("profile")
         stub = profile_pb2_grpc.ProfileServiceStub(channel)
