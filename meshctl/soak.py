@@ -208,8 +208,8 @@ async def run_soak(mesh: Mesh, config: SoakConfig, tick: Tick | None = None) -> 
         if outcome.code == "OK" and outcome.status in ("SUCCEEDED", "DECLINED"):
             acked.append(outcome.key)
 
-    async def timer() -> None:
-        await asyncio.sleep(config.duration_s)
+    async def timer() -> None:  # ends with the run however it ends (gathered below)
+        await _sleep_or_stop(stop, config.duration_s)
         stop.set()
 
     injector._t0 = t0

@@ -4,7 +4,6 @@ and its Chaos Toolkit export (meshctl/cli/chaos_export.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 import time
@@ -45,6 +44,7 @@ from meshctl.cli.chaos_verdict import verdict_screen
 from meshctl.cli.chaos_xds import XdsRunOpt, XdsRunRefused, with_xds
 from meshctl.cli.json_out import JsonOpt, human_output_to_stderr, write_json
 from meshctl.cli.report_writer import ReportFailed, ReportWriter
+from meshctl.cli.stop_signals import StopSignals, mesh_left_behind, target_left_behind
 from meshctl.cli.toxiproxy import ServerChoice, choose_server
 from meshctl.launch.mesh import Mesh
 from meshctl.launch.ports import Ports
@@ -241,28 +241,26 @@ def execute(
     results: list[ExperimentResult] = []
     runner: Runner | None = None
     start_s = None
-    try:
-        if mesh is not None:
-            start_s = _start(mesh)
-        tgt = remote or Target.from_mesh(mesh)  # type: ignore[arg-type]
-        with _progress() as progress:
-            shown = RunProgress(progress, [exp for _, _, exp in resolved] * repeat)
-            runner = Runner(tgt, shown.step)
-            with ReportWriter(reports, tgt.state_dir) as writer:
-                results = asyncio.run(_run_all(runner, resolved, shown, writer, repeat))
-    except (LaunchError, ReportFailed) as err:  # a report's failure: every experiment ran
-        said = f"could not start the mesh: {err}" if isinstance(err, LaunchError) else str(err)
-        console.print(f"[red]{escape(said)}[/red]")
-        raise typer.Exit(1) from None
-    except PolicyError as err:
-        _refuse(err)
-    except KeyboardInterrupt:
-        after = "the mesh stopped" if mesh is not None else "the target mesh is still running"
-        console.print(f"[yellow]interrupted: every fault was removed, {after}[/yellow]")
-        raise typer.Exit(130) from None
-    finally:
-        if mesh is not None:
-            mesh.stop()
+    with _stop_signals(mesh, remote) as signals:  # SIGTERM, SIGHUP: as Ctrl-C
+        try:
+            if mesh is not None:
+                start_s = _start(mesh)
+            tgt = remote or Target.from_mesh(mesh)  # type: ignore[arg-type]
+            with _progress() as progress:
+                shown = RunProgress(progress, [exp for _, _, exp in resolved] * repeat)
+                runner = Runner(tgt, shown.step)
+                with ReportWriter(reports, tgt.state_dir) as writer:
+                    results = signals.run(_run_all(runner, resolved, shown, writer, repeat))
+        except (LaunchError, ReportFailed) as err:  # a report's failure: every experiment ran
+            said = f"could not start the mesh: {err}" if isinstance(err, LaunchError) else str(err)
+            console.print(f"[red]{escape(said)}[/red]")
+            raise typer.Exit(1) from None
+        except PolicyError as err:
+            _refuse(err)
+        finally:
+            if mesh is not None:
+                with signals.cleaning():
+                    mesh.stop()
     _after_run(mesh is not None, state_dir, json_path, results)
     took_s = time.monotonic() - started
     _summary(results, repeat, reports, took_s, runner)
@@ -271,6 +269,16 @@ def execute(
         page.write(results, RunFigures(took_s, start_s, runner.capacity, line, repeat, xds))
         console.print(f"wrote {page.path}")
     return results
+
+
+def _stop_signals(mesh: Mesh | None, remote: Target | None) -> StopSignals:
+    """Ctrl-C, SIGTERM and SIGHUP: the faults removed, the policy put back, our mesh stopped."""
+    if mesh is not None:
+        done = "every fault was removed, the mesh stopped"
+        return StopSignals(console, done, lambda: mesh_left_behind(mesh))
+    assert remote is not None
+    done = "every fault was removed, the target mesh is still running"
+    return StopSignals(console, done, lambda: target_left_behind(remote))
 
 
 def _after_run(
@@ -380,7 +388,11 @@ def run(
     xds: XdsRunOpt = False,
     results_page: PageOpt = None,
 ) -> None:
-    """Run experiments; exit 1 when a hypothesis does not hold, 2 on bad input."""
+    """Run experiments; exit 1 when a hypothesis does not hold, 2 on bad input.
+
+    Ctrl-C, SIGTERM and SIGHUP remove the faults, put a --target mesh back on its policy and
+    stop the run's own mesh, then exit 130, 143 or 129; a second one within 5 s stops at once.
+    """
     names = _catalogue_names() if all_ else list(experiments or [])
     choose_server(toxiproxy, "mesh chaos run", console)
     page = chaos_run_page(

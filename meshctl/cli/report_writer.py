@@ -9,6 +9,10 @@ scheduler gives it 15 of 1039 weight against one busy process at nice 0, so a CP
 experiment loses about 1.5% of a core while a report renders. One worker, so the reports are
 written in the order the experiments ran (the index reads them all). `close()` waits for every
 report and raises the first error, naming its experiment, as rendering in line did.
+
+Each report's folder is chosen here, in the runner's process and in the order the experiments
+ran (chaos.report.index.claim_folder): one whose name another experiment's report already holds
+goes to `<folder>-2`, and the terminal says so.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import json
 import multiprocessing
 import os
 import signal
+import sys
 import warnings
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -24,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 
 from chaos.export.journal import to_journal
-from chaos.report.index import report_folder, write_index
+from chaos.report.index import claim_folder, report_folder, report_owner, write_index
 from chaos.report.report_md import write_report
 from chaos.results import ExperimentResult
 from meshctl.launch.private import shared_files, user_umask
@@ -38,20 +43,19 @@ class ReportFailed(RuntimeError):
 
 def write_reports(
     result: ExperimentResult,
-    reports: Path,
+    folder: Path,
     state_dir: Path,
     started: float,
     ended: float,
 ) -> Path:
-    """One experiment's report folder written in full, and the index over every folder; the
-    folder. Runs in the worker (or in line, where no worker could start)."""
+    """One experiment's report folder (under reports/) written in full, and the index over
+    every folder; the folder. Runs in the worker (or in line, where no worker could start)."""
     with warnings.catch_warnings(), shared_files():  # reports are meant to be shared
         warnings.simplefilter("ignore")  # a plot's library warning is not the user's
-        folder = report_folder(reports, result.name)
         write_report(result, folder, state_dir / "traces")
         journal = to_journal(result, started, ended)  # Chaos Toolkit's, for `chaos report`
         (folder / "journal.json").write_text(json.dumps(journal, indent=1))
-        write_index(reports, state_dir)
+        write_index(folder.parent, state_dir)
     return folder
 
 
@@ -62,7 +66,8 @@ def _failed(name: str, err: Exception) -> ReportFailed:
 def _idle_worker(umask: int) -> None:
     os.nice(IDLE_NICE)
     os.umask(umask)  # reports are shared: the user's umask, not the runner's private one
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the runner's to handle
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # the runner's to handle
+        signal.signal(sig, signal.SIG_IGN)  # (timeout and CI signal the whole process group)
 
 
 @dataclass
@@ -74,6 +79,7 @@ class ReportWriter:
     inline: bool = False
     _pool: ProcessPoolExecutor | None = None
     _pending: list[tuple[str, Future[Path]]] = field(default_factory=list)
+    _claimed: dict[str, str] = field(default_factory=dict)
 
     def __enter__(self) -> ReportWriter:
         if not self.inline:
@@ -85,16 +91,33 @@ class ReportWriter:
             )
         return self
 
+    def folder(self, result: ExperimentResult) -> Path:
+        """Where `result`'s report goes: its own folder, or the next free `-N` one, said on
+        stderr, where another experiment's report holds it."""
+        file = str(result.path.resolve())
+        base = report_folder(self.reports, result.name)
+        holder = self._claimed.get(base.name) or report_owner(base)
+        folder = claim_folder(self.reports, result.name, file, self._claimed)
+        if folder != base:
+            print(
+                f"{result.path}: its report goes to {folder}, since {base} holds the report "
+                f"of {holder or 'an unnamed experiment'}",
+                file=sys.stderr,
+            )
+        return folder
+
     def submit(self, result: ExperimentResult, started: float, ended: float) -> None:
+        try:
+            folder = self.folder(result)
+        except (OSError, ValueError) as err:
+            raise _failed(result.name, err) from err
         if self._pool is None:
             try:
-                write_reports(result, self.reports, self.state_dir, started, ended)
+                write_reports(result, folder, self.state_dir, started, ended)
             except Exception as err:
                 raise _failed(result.name, err) from err
             return
-        future = self._pool.submit(
-            write_reports, result, self.reports, self.state_dir, started, ended
-        )
+        future = self._pool.submit(write_reports, result, folder, self.state_dir, started, ended)
         self._pending.append((result.name, future))
 
     def close(self) -> None:

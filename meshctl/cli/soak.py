@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import tempfile
 from collections import Counter
 from dataclasses import asdict
@@ -16,6 +15,7 @@ from rich.table import Table
 
 from bench.results import Machine, markdown_table, rewrite
 from meshctl.cli.json_out import JsonOpt, human_output_to_stderr, to_stdout, write_json
+from meshctl.cli.stop_signals import StopSignals, mesh_left_behind
 from meshctl.launch.mesh import Mesh
 from meshctl.launch.ports import Ports
 from meshctl.launch.processes import LaunchError
@@ -126,7 +126,8 @@ def soak(
 
     Passes when no service's memory grows more than 10% after the warm-up, nor its open
     descriptors more than 10% plus 4, and no acknowledged charge is missing from the ledger;
-    exits 1 otherwise.
+    exits 1 otherwise. Ctrl-C, SIGTERM and SIGHUP stop the mesh, then exit 130, 143 or 129;
+    a second one within 5 s stops at once.
     """
     command = f"mesh soak --duration {duration:g} --rate {rate:g}"
     command += "" if seed is None else f" --seed {seed}"
@@ -144,6 +145,14 @@ def _soak(
 ) -> None:
     directory = state_dir or Path(tempfile.mkdtemp(prefix="mesh-soak-"))
     mesh = Mesh(state_dir=directory, ports=Ports.auto())
+    done = "every fault was removed, the mesh stopped"
+    with StopSignals(console, done, lambda: mesh_left_behind(mesh)) as signals:
+        result = _measure(mesh, config, signals)
+    _report(result, json_path, page)
+
+
+def _measure(mesh: Mesh, config: SoakConfig, signals: StopSignals) -> SoakResult:
+    """Start the mesh, soak it, stop it (on Ctrl-C, SIGTERM and SIGHUP too)."""
     try:
         with console.status("starting the mesh..."):
             mesh.start()
@@ -169,9 +178,13 @@ def _soak(
                     description=f"{shown}\n{_summary(codes)}",
                 )
 
-            result = asyncio.run(run_soak(mesh, config, tick))
+            return signals.run(run_soak(mesh, config, tick))
     finally:
-        mesh.stop()
+        with signals.cleaning():
+            mesh.stop()
+
+
+def _report(result: SoakResult, json_path: Path | None, page: tuple[Path, str] | None) -> None:
     console.print(growth_table(result))
     console.print(f"load: {_summary(result.codes)}")
     console.print(f"faults toggled: {sum(1 for f in result.faults if f[2])}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from meshctl.launch.ports import Ports, free_ports
 from meshctl.launch.private import private_umask
 from meshctl.launch.processes import LaunchError
 from meshctl.launch.state import MeshState, StateDirInUse
+from meshctl.launch.state_guard import StateDirRefused, open_private
 from meshctl.launch.supervisor import Supervisor, SupervisorEvent
 from meshctl.launch.trace_indexing import TraceIndexer
 from meshctl.launch.xds_plane import XdsPlane
@@ -111,8 +113,8 @@ def up(
     """Start the mesh on 127.0.0.1, wait until all of it is SERVING, stay in the foreground.
 
     A process that dies is restarted (same ports, same policy) after 0.5 s, doubling to 10 s
-    while it keeps failing; `mesh restart SERVICE` restarts one on purpose. Ctrl-C or SIGTERM
-    stops every process cleanly. One mesh per --state-dir: a second one exits 2.
+    while it keeps failing; `mesh restart SERVICE` restarts one. Ctrl-C, SIGTERM or SIGHUP stops
+    every process cleanly. A --state-dir another mesh holds, or not yours alone: exit 2.
     """
     ports = _ports(gateway_port, auto_ports)
     raise_open_files_limit()  # before anything opens: the console's and children's headroom
@@ -122,12 +124,12 @@ def up(
     mesh = Mesh(state_dir=state_dir, ports=ports, direct=direct, policy=policy, xds=plane)
     try:
         mesh.lock()
-    except StateDirInUse as err:
-        console.print(f"[red]mesh up:[/red] {err}", soft_wrap=True)
+    except (StateDirInUse, StateDirRefused) as err:
+        console.print(f"[red]mesh up:[/red] {escape(str(err))}", soft_wrap=True)
         raise typer.Exit(2) from None
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # a closed terminal too
+        signal.signal(sig, lambda *_: stop.set())
     control = ControlServer(mesh.state_dir)
     console_server: ConsoleServer | None = None
     try:
@@ -245,7 +247,8 @@ def _reporter(log_path: Path) -> Callable[[SupervisorEvent], None]:
     log = logging.getLogger("chaos.supervisor")
     log.propagate = False
     log.setLevel(logging.INFO)
-    handler = logging.FileHandler(log_path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+    handler = logging.StreamHandler(os.fdopen(open_private(log_path, flags), "a"))
     handler.setFormatter(JsonFormatter("mesh-up"))
     log.addHandler(handler)
     styles = {"restarted": "green", "requested": "cyan"}

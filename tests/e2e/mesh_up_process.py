@@ -44,10 +44,10 @@ class MeshUp:
             [*MESH, *args], capture_output=True, text=True, env=env, timeout=timeout_s
         )
 
-    def stop(self) -> str:
-        """SIGTERM, as Ctrl-C or a supervisor would; the command's output."""
+    def stop(self, sig: signal.Signals = signal.SIGTERM) -> str:
+        """SIGTERM, as Ctrl-C or a supervisor would (or `sig`); the command's output."""
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            self.proc.send_signal(sig)
         out, _ = self.proc.communicate(timeout=30)
         return out.decode()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
-from tests.e2e.mesh_up_process import MESH, MeshUp, pid_alive
+from tests.e2e.mesh_up_process import MESH, MeshUp, pid_alive, running_mesh_up
 
 pytestmark = pytest.mark.e2e
 
@@ -61,6 +62,17 @@ def test_mesh_up_serves_calls_and_stops_cleanly(mesh_up: MeshUp) -> None:
     for name, pid in state["pids"].items():
         assert not pid_alive(pid), f"{name} (pid {pid}) is still running"
     assert not (mesh_up.state_dir / "mesh.json").exists()
+
+
+def test_a_closed_terminal_sighup_stops_mesh_up_and_every_process(tmp_path: Path) -> None:
+    """SIGHUP (the terminal closed, an ssh session dropped) stops the mesh as SIGTERM does:
+    before, it killed `mesh up` alone and left every service running on its ports."""
+    with running_mesh_up(tmp_path / "var") as running:
+        output = running.stop(signal.SIGHUP)
+        assert running.proc.returncode == 0, output
+        assert "stopped" in output
+        for name, pid in running.state["pids"].items():
+            assert not pid_alive(pid), f"{name} (pid {pid}) is still running"
 
 
 def test_mesh_up_reports_a_service_that_fails_and_leaves_nothing(tmp_path: Path) -> None:
