@@ -1,8 +1,9 @@
 """A catalogue experiment as Chaos Toolkit experiments, one per variant.
 
-Each is a plain Chaos Toolkit document (version 1.0.0) whose providers are chaostoxi's for
-Toxiproxy faults and this repo's extension (integrations/chaosmesh, module `chaosmesh`) for
-the rest:
+Each is a plain Chaos Toolkit document (version 1.0.0) whose providers are all this repo's
+extension (integrations/chaosmesh, module `chaosmesh`): its Toxiproxy actions take chaostoxi's
+arguments but send the mesh's admin token, which chaostoxi cannot, and stop the run when a
+fault cannot be applied:
 
 - steady-state-hypothesis: the experiment's steady-state load (chaosmesh.probes.run_load, its
   output the metrics) with its probes as bounds (chaosmesh.tolerances.within); and the
@@ -10,11 +11,14 @@ the rest:
   nothing due before the method, so a missed expectation makes the run `deviated`;
 - controls: the variant's policy swapped onto every service before the steady state
   (chaosmesh.control, calling chaosmesh.actions.swap_policy), as the runner swaps it first;
-- method: the faults on (chaostoxi create_toxic / disable_proxy,
-  chaosmesh set_app_fault), the load under fault, the faults off, then the recovery (a pause,
-  the breakers probed one request at a time, the recovery load, the breakers' state);
-- rollbacks: every fault removed (chaostoxi and chaosmesh.actions.clear_faults), the policy
-  put back (chaosmesh.actions.restore_policy).
+- method: the faults on (chaosmesh.toxiproxy create_toxic / disable_proxy,
+  chaosmesh.actions set_app_fault), the load under fault, the faults off, then the recovery
+  (a pause, the breakers probed one request at a time, the recovery load, the breakers' state);
+- rollbacks: every fault removed (chaosmesh.toxiproxy and chaosmesh.actions.clear_faults), the
+  policy put back (chaosmesh.actions.restore_policy).
+
+Titles, the description, tags and activity names are written inert (chaos/export/inert.py):
+Chaos Toolkit's reporting renders them as Markdown and HTML.
 
 What Chaos Toolkit cannot say as the runner does (a fault on a schedule within the load, a
 kill, a slowdown, a rate set from the measured capacity, a variant under xDS, scenario
@@ -38,12 +42,13 @@ from chaos.experiment.model import (
     Variant,
 )
 from chaos.experiment.variant_policy import variant_policy
+from chaos.export.inert import inert
 from chaos.run.faults import describe, proxies_of
 from mesh.policy.loading import preset_text
 
 Activity = dict[str, Any]
 STATE_ENV = "MESH_STATE_FILE"
-TOXIPROXY_ENV = "TOXIPROXY_URL"
+TOXIPROXY_ACTIONS = "chaosmesh.toxiproxy"
 
 
 MEASURED_BY_THE_EXTENSION = frozenset(
@@ -66,7 +71,7 @@ def _python(module: str, func: str, arguments: dict[str, Any]) -> dict[str, Any]
 
 
 def _activity(kind: str, name: str, provider: dict[str, Any], **more: Any) -> Activity:
-    return {"type": kind, "name": name, "provider": provider, **more}
+    return {"type": kind, "name": inert(name), "provider": provider, **more}
 
 
 def load_arguments(phase: str, spec: LoadSpec) -> dict[str, Any]:
@@ -96,7 +101,7 @@ def _fault(index: int, fault: object, on: bool) -> list[Activity]:
                     "action",
                     f"fault off: {describe(fault)} ({proxy})",
                     _python(
-                        "chaostoxi.toxic.actions",
+                        TOXIPROXY_ACTIONS,
                         "delete_toxic",
                         {"for_proxy": proxy, "toxic_name": name},
                     ),
@@ -110,7 +115,7 @@ def _fault(index: int, fault: object, on: bool) -> list[Activity]:
             _activity(
                 "action",
                 f"fault on: {describe(fault)} ({proxy})",
-                _python("chaostoxi.toxic.actions", "create_toxic", {"for_proxy": proxy, **args}),
+                _python(TOXIPROXY_ACTIONS, "create_toxic", {"for_proxy": proxy, **args}),
             )
             for proxy in proxies_of(fault.edge)
         ]
@@ -122,7 +127,7 @@ def _fault(index: int, fault: object, on: bool) -> list[Activity]:
             _activity(
                 "action",
                 f"fault {'on' if on else 'off'}: {describe(fault)} ({proxy})",
-                _python("chaostoxi.proxy.actions", func, {"proxy_name": proxy}),
+                _python(TOXIPROXY_ACTIONS, func, {"proxy_name": proxy}),
             )
             for proxy in proxies_of(fault.edge)
         ]
@@ -228,17 +233,12 @@ def to_chaostoolkit(path: Path, name: str, exp: Experiment, variant: Variant) ->
         )
     return {
         "version": "1.0.0",
-        "title": f"{name} ({variant.name}): {exp.title}",
-        "description": exp.hypothesis,
-        "tags": ["grpc-resilience-mesh", name, variant.name],
+        "title": inert(f"{name} ({variant.name}): {exp.title}"),
+        "description": inert(exp.hypothesis),
+        "tags": ["grpc-resilience-mesh", inert(name), variant.name],
         "configuration": {
             "mesh_state": {"type": "env", "key": STATE_ENV, "default": "var/mesh.json"},
             "mesh_experiment": name,
-            "toxiproxy_url": {
-                "type": "env",
-                "key": TOXIPROXY_ENV,
-                "default": "http://127.0.0.1:8474",
-            },
         },
         "extensions": [
             {
@@ -254,7 +254,9 @@ def to_chaostoolkit(path: Path, name: str, exp: Experiment, variant: Variant) ->
         ],
         "controls": [
             {
-                "name": f"the variant's policy ({variant.policy}, its overrides) on every service",
+                "name": inert(
+                    f"the variant's policy ({variant.policy}, its overrides) on every service"
+                ),
                 "provider": {
                     "type": "python",
                     "module": "chaosmesh.control",

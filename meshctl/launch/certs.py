@@ -19,6 +19,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from mesh.runtime.tls import CA_CERT, cert_paths
 from mesh.topology import SERVICES
+from meshctl.launch.state_guard import write_private
 
 CA_KEY = "ca.key"
 VALID_DAYS = 365
@@ -42,7 +43,7 @@ def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
 
 
 def _write(path: Path, data: bytes, private: bool = False) -> None:
-    path.write_bytes(data)
+    write_private(path, data, 0o600 if private else 0o666)  # a link at `path`: refused
     if private:
         path.chmod(0o600)
 

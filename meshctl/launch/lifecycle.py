@@ -34,6 +34,7 @@ from meshctl.launch.processes import (
 )
 from meshctl.launch.spawn import LogSpawner
 from meshctl.launch.state import STATE_FILE, MeshState, StateDirInUse
+from meshctl.launch.state_guard import check_state_dir, write_private
 from meshctl.launch.state_lock import StateLock
 from meshctl.launch.wiring import Security, Wiring, prepare_security
 from meshctl.launch.xds_config import xds_edges
@@ -70,6 +71,8 @@ class MeshProcesses:
         self.tls_dir: Path | None = None
         self.admin_token: str | None = None
         """What the admin ports and Toxiproxy's API require; generated per start unless set."""
+        self.internal_token: str | None = None
+        """What the services behind the gateway require of their callers; likewise per start."""
         self.control: str | None = None
         """Where a supervisor listens for `mesh restart` (recorded in mesh.json), if any."""
         self.procs: list[ChildProcess] = []
@@ -89,7 +92,9 @@ class MeshProcesses:
 
     @property
     def _security(self) -> Security:
-        return Security(self.api_key, self._generated_key, self.tls_dir, self.admin_token)
+        return Security(
+            self.api_key, self._generated_key, self.tls_dir, self.admin_token, self.internal_token
+        )
 
     @property
     def toxiproxy_url(self) -> str | None:
@@ -109,8 +114,10 @@ class MeshProcesses:
     def lock(self) -> None:
         """Claim the state dir for this mesh (idempotent; stop() releases it). Raises
         StateDirInUse, naming the other mesh, before creating or changing any file but the
-        state dir itself and its lock file."""
+        state dir itself and its lock file; StateDirRefused, before even that, for a state dir
+        another user owns or may write, or with a link in it (meshctl.launch.state_guard)."""
         self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        check_state_dir(self.state_dir)
         owner = {"pid": os.getpid(), "gateway": self.gateway, "state_dir": str(self.state_dir)}
         holder = self._state_lock.try_acquire(owner)
         if holder is not None:
@@ -163,11 +170,12 @@ class MeshProcesses:
                 self.api_key, self.tls_dir = security.api_key, security.tls_dir
                 self._generated_key = security.generated_key
                 self.admin_token = security.admin_token
+                self.internal_token = security.internal_token
                 self._add("redis")  # the receipt queue and the SMTP sink, ready before
                 self._add("smtp")  # anything calls them
                 if not self.direct:
                     config = self.state_dir / "toxiproxy.json"
-                    config.write_text(json.dumps(self.proxy_config(), indent=2))
+                    write_private(config, json.dumps(self.proxy_config(), indent=2).encode())
                     self._add("toxiproxy")
                 if self.xds is not None:
                     self.write_xds()
@@ -217,8 +225,9 @@ class MeshProcesses:
     def _save_state(self) -> None:
         """Describe the mesh as it runs now and write mesh.json (owner-only)."""
         pids = {p.name: p.popen.pid for p in self.procs}
+        security = self._security
         self.state = self.wiring.describe(
-            pids, self.policy, self.api_key, self.control, self._security.admin_token
+            pids, self.policy, self.api_key, self.control, *security.tokens
         )
         self.state.save(self.state_dir)
 

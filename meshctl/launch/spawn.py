@@ -10,12 +10,13 @@ from pathlib import Path
 
 from meshctl.launch.private import PRIVATE_UMASK
 from meshctl.launch.processes import ChildProcess, log_line
+from meshctl.launch.state_guard import open_private
 
 
 class LogSpawner:
     """Spawns processes in their own session, each logging to logs/<name>.log (owner-only,
-    meshctl.launch.private): the log is truncated on a name's first start in this spawner's
-    life, appended to on every later one."""
+    meshctl.launch.private; never through a link, meshctl.launch.state_guard): the log is
+    truncated on a name's first start in this spawner's life, appended to on every later one."""
 
     def __init__(self, state_dir: Path) -> None:
         self.log_dir = state_dir / "logs"
@@ -37,8 +38,8 @@ class LogSpawner:
         log_path = self.log_dir / f"{name}.log"
         # O_APPEND on every start: the log rotation truncates the file in place, and an
         # appending writer's next line then lands at its new end (not past a hole).
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
-        fd = os.open(log_path, flags if name in self._begun else flags | os.O_TRUNC, 0o600)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+        fd = open_private(log_path, flags if name in self._begun else flags | os.O_TRUNC)
         self._begun.add(name)
         try:
             if note:

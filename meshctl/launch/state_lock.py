@@ -2,8 +2,9 @@
 
 The kernel drops the lock when its holder exits, however it exits (kill -9 included), so a
 crashed mesh never leaves the state dir locked. The holder writes its pid and gateway into
-the file, so a refused start can say which mesh has the state dir. The file is created 0600
-and never deleted (deleting a lock file lets two processes lock two different files).
+the file, so a refused start can say which mesh has the state dir. The file is created 0600,
+never opened through a link, and never deleted (deleting a lock file lets two processes lock
+two different files).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from meshctl.launch.state_guard import open_private
 
 LOCK_FILE = "mesh.lock"
 
@@ -34,7 +37,7 @@ class StateLock:
         what that process recorded (possibly {}), and nothing is written."""
         if self._fd is not None:
             return None
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = open_private(self.path, os.O_RDWR | os.O_CREAT)  # a planted link: refused
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

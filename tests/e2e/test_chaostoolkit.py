@@ -3,8 +3,8 @@ exported catalogue experiment runs under it and its journal agrees with our own 
 same experiment, and the journal `mesh chaos run` writes is one `chaos report` renders.
 
 Chaos Toolkit lives in a venv of its own (tools/ctk_venv.py: .peers/ctk, made once, about
-1.5 min); where it cannot be installed, these tests skip with pip's reason. chaostoxi sends no
-token, so the mesh runs with MESH_ADMIN_AUTH=off (loopback only)."""
+1.5 min); where it cannot be installed, these tests skip with pip's reason. The mesh runs as
+`mesh up` starts it, admin auth on: the extension sends the token mesh.json holds."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import asyncio
 import json
 import os
 import subprocess
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,9 +20,11 @@ import pytest
 import yaml
 
 from chaos.experiment.model import EXPERIMENTS_DIR
+from embedded_toxiproxy.client import ToxiproxyClient
 from loadgen.in_process import LoadGenerator
 from loadgen.plans import plan_for
 from tests.e2e.mesh_up_process import MeshUp, running_mesh_up
+from tests.support.peers import peer_binary
 from tools import ctk_venv
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
@@ -38,12 +39,14 @@ def chaos_bin() -> Path:
 
 
 @pytest.fixture(scope="module")
-def open_mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MeshUp]:
-    """`mesh up --auto-ports` with MESH_ADMIN_AUTH=off (chaostoxi cannot send a token), warmed
-    as `mesh chaos run` warms a mesh before its first variant (its capacity probe): the first
-    calls of a mesh just started open channels and, on a busy machine, can miss deadlines."""
+def mesh_with_token(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MeshUp]:
+    """`mesh up --auto-ports` as a user starts it (admin auth on), warmed as `mesh chaos run`
+    warms a mesh before its first variant (its capacity probe): the first calls of a mesh just
+    started open channels and, on a busy machine, can miss deadlines."""
     state_dir = tmp_path_factory.mktemp("ctk") / "var"
-    with running_mesh_up(state_dir, env={**os.environ, "MESH_ADMIN_AUTH": "off"}) as running:
+    env = {k: v for k, v in os.environ.items() if k not in ("MESH_ADMIN_AUTH", "MESH_ADMIN_TOKEN")}
+    with running_mesh_up(state_dir, env=env) as running:
+        assert running.state["admin_token"], "admin auth is on"
         asyncio.run(warm(running.state["gateway"], running.state.get("api_key")))
         yield running
 
@@ -75,14 +78,19 @@ def one_variant(tmp_path: Path, name: str, variant: str) -> Path:
 
 
 def ctk_run(
-    chaos: Path, mesh: MeshUp, experiment: dict[str, Any], where: Path
+    chaos: Path,
+    mesh: MeshUp,
+    experiment: dict[str, Any],
+    where: Path,
+    state_file: Path | None = None,
 ) -> tuple[int, dict[str, Any], str]:
-    """`chaos run` of `experiment` against `mesh`: its exit code, journal and log file."""
+    """`chaos run` of `experiment` against `mesh` (as `state_file` describes it, else its own
+    mesh.json): its exit code, journal and log file."""
     where.mkdir(parents=True, exist_ok=True)
     (where / "experiment.json").write_text(json.dumps(experiment))
     env = {
         **os.environ,
-        "MESH_STATE_FILE": str(mesh.state_dir / "mesh.json"),
+        "MESH_STATE_FILE": str(state_file or mesh.state_dir / "mesh.json"),
         "TOXIPROXY_URL": mesh.state["toxiproxy"],
     }
     done = subprocess.run(
@@ -122,22 +130,22 @@ COUNTS = ("requests", "ok", "errors", "degraded", "personalised")
 
 
 def test_an_exported_provider_outage_runs_under_chaos_toolkit_as_ours_does(
-    chaos_bin: Path, open_mesh: MeshUp, tmp_path: Path
+    chaos_bin: Path, mesh_with_token: MeshUp, tmp_path: Path
 ) -> None:
     yaml_path = one_variant(tmp_path, "provider-outage", "full")
-    ours = open_mesh.mesh(
+    ours = mesh_with_token.mesh(
         "chaos",
         "run",
         str(yaml_path),
         "--target",
-        str(open_mesh.state_dir / "mesh.json"),
+        str(mesh_with_token.state_dir / "mesh.json"),
         "--reports",
         str(tmp_path / "reports"),
         timeout_s=300,
     )
     assert ours.returncode == 0, ours.stdout[-2000:]
-    experiment = export(open_mesh, yaml_path, tmp_path / "exported")
-    code, journal, _ = ctk_run(chaos_bin, open_mesh, experiment, tmp_path / "ctk")
+    experiment = export(mesh_with_token, yaml_path, tmp_path / "exported")
+    code, journal, _ = ctk_run(chaos_bin, mesh_with_token, experiment, tmp_path / "ctk")
     assert code == 0, journal["status"]
     assert (journal["status"], journal["deviated"]) == ("completed", False)
     assert journal["steady_states"]["before"]["steady_state_met"] is True
@@ -180,9 +188,9 @@ def test_an_exported_provider_outage_runs_under_chaos_toolkit_as_ours_does(
 
 
 def test_a_missed_expectation_deviates_and_every_rollback_still_runs(
-    chaos_bin: Path, open_mesh: MeshUp, tmp_path: Path
+    chaos_bin: Path, mesh_with_token: MeshUp, tmp_path: Path
 ) -> None:
-    experiment = export(open_mesh, one_variant(tmp_path, "provider-outage", "full"), tmp_path)
+    experiment = export(mesh_with_token, one_variant(tmp_path, "provider-outage", "full"), tmp_path)
     met = experiment["steady-state-hypothesis"]["probes"][1]["tolerance"]["provider"]
     met["arguments"]["expectations"] = [{"phase": "fault", "metric": "personalised", "min": 1}]
     # Without the recovery load, but with the half-open probe: it closes the breakers the fault
@@ -190,7 +198,7 @@ def test_a_missed_expectation_deviates_and_every_rollback_still_runs(
     # the probe left out too, an open breaker degraded 2% of the steady load under a busy CI).
     kept = ("recovery load", "the gateway's breakers after recovery")
     experiment["method"] = [a for a in experiment["method"] if a["name"] not in kept]
-    code, journal, log = ctk_run(chaos_bin, open_mesh, experiment, tmp_path / "ctk")
+    code, journal, log = ctk_run(chaos_bin, mesh_with_token, experiment, tmp_path / "ctk")
     assert journal["steady_states"]["before"]["steady_state_met"] is True
     assert code == 1 and journal["deviated"] is True
     assert journal["steady_states"]["after"]["probes"][0]["tolerance_met"] is True
@@ -199,59 +207,102 @@ def test_a_missed_expectation_deviates_and_every_rollback_still_runs(
     assert [r["status"] for r in journal["rollbacks"]] == ["succeeded"] * len(
         experiment["rollbacks"]
     )
-    with urllib.request.urlopen(f"{open_mesh.state['toxiproxy']}/proxies", timeout=5) as reply:
-        proxies = json.loads(reply.read())
-    assert proxies and all(p["toxics"] == [] for p in proxies.values())
+    assert no_toxics(mesh_with_token)
 
 
-def test_chaostoxi_create_proxy_on_every_interface_says_how_to_fix_it(
-    chaos_bin: Path, open_mesh: MeshUp, tmp_path: Path
+def test_the_exported_experiment_runs_against_real_toxiproxy_which_needs_no_token(
+    chaos_bin: Path, tmp_path: Path
 ) -> None:
-    upstream = open_mesh.state["services"]["profile"]["listen"].rsplit(":", 1)
+    server = peer_binary("toxiproxy-server")
+    with running_mesh_up(tmp_path / "var", "--toxiproxy", "real", "--no-console") as real:
+        assert Path(f"/proc/{real.state['pids']['toxiproxy']}/exe").resolve() == server.resolve()
+        asyncio.run(warm(real.state["gateway"], real.state.get("api_key")))
+        experiment = export(real, one_variant(tmp_path, "provider-outage", "full"), tmp_path / "x")
+        code, journal, _ = ctk_run(chaos_bin, real, experiment, tmp_path / "ctk")
+    assert (code, journal["status"], journal["deviated"]) == (0, "completed", False)
+    under_fault = outputs(journal)["load under fault"]
+    assert under_fault["degraded"] == under_fault["requests"] > 0, "the toxic took"
+    assert [r["status"] for r in journal["rollbacks"]] == ["succeeded"] * len(
+        experiment["rollbacks"]
+    )
+
+
+def no_toxics(mesh: MeshUp) -> bool:
+    """Every proxy of `mesh` is there, enabled and without a toxic."""
+    proxies = ToxiproxyClient(mesh.state["toxiproxy"], token=mesh.state["admin_token"]).proxies()
+    return bool(proxies) and all(p["toxics"] == [] and p["enabled"] for p in proxies.values())
+
+
+def test_a_token_that_is_not_the_meshs_stops_the_run_it_never_deviates(
+    chaos_bin: Path, mesh_with_token: MeshUp, tmp_path: Path
+) -> None:
+    """Faults that were never applied are not a finding: the policy swap and the first toxic
+    refused stop the run (interrupted, exit 1, the reason logged), not `deviated`."""
+    experiment = export(mesh_with_token, one_variant(tmp_path, "provider-outage", "full"), tmp_path)
+    stale = {**mesh_with_token.saved_state(), "admin_token": "an-earlier-runs-token"}
+    state_file = tmp_path / "stale-mesh.json"
+    state_file.write_text(json.dumps(stale))
+    without_control = {k: v for k, v in experiment.items() if k != "controls"}
+    for name, doc in (("policy", experiment), ("toxic", without_control)):
+        code, journal, log = ctk_run(chaos_bin, mesh_with_token, doc, tmp_path / name, state_file)
+        assert (code, journal["status"], journal["deviated"]) == (1, "interrupted", False), name
+        assert "not applied, run stopped" in log and "is not the running mesh's" in log, name
+        assert str(state_file) in log, name
+    assert "toxic exp0_latency_downstream on" in log  # the second run got as far as the toxic
+    assert journal["steady_states"]["before"]["steady_state_met"] is True
+    assert no_toxics(mesh_with_token)
+
+
+def _create_proxy(module: str, name: str, upstream: list[str], **more: Any) -> dict[str, Any]:
+    arguments = {
+        "proxy_name": name,
+        "upstream_host": upstream[0],
+        "upstream_port": int(upstream[1]),
+    }
+    provider = {"type": "python", "module": module, "func": "create_proxy"}
+    return {
+        "type": "action",
+        "name": f"{module} create_proxy {name}",
+        "provider": {**provider, "arguments": {**arguments, **more}},
+    }
+
+
+def test_create_proxy_sends_the_token_listens_on_loopback_and_says_how_to_fix_it(
+    chaos_bin: Path, mesh_with_token: MeshUp, tmp_path: Path
+) -> None:
+    upstream = mesh_with_token.state["services"]["profile"]["listen"].rsplit(":", 1)
+    remove = {"type": "python", "module": "chaosmesh.toxiproxy", "func": "delete_proxy"}
     experiment = {
         "version": "1.0.0",
         "title": "a proxy of our own",
-        "description": "chaostoxi's default listen address, then ours",
+        "description": "chaostoxi's (no token), ours on every interface, ours by default",
         "configuration": {"toxiproxy_url": {"type": "env", "key": "TOXIPROXY_URL"}},
         "method": [
-            {
-                "type": "action",
-                "name": f"{module} create_proxy",
-                "provider": {
-                    "type": "python",
-                    "module": module,
-                    "func": "create_proxy",
-                    "arguments": {
-                        "proxy_name": name,
-                        "upstream_host": upstream[0],
-                        "upstream_port": int(upstream[1]),
-                    },
-                },
-            }
-            for module, name in (
-                ("chaostoxi.proxy.actions", "theirs"),
-                ("chaosmesh.toxiproxy", "ours"),
-            )
+            _create_proxy("chaostoxi.proxy.actions", "theirs", upstream),
+            _create_proxy("chaosmesh.toxiproxy", "wide", upstream, listen_host="0.0.0.0"),
+            _create_proxy("chaosmesh.toxiproxy", "ours", upstream),
         ],
         "rollbacks": [
             {
                 "type": "action",
                 "name": "remove ours",
-                "provider": {
-                    "type": "python",
-                    "module": "chaostoxi.proxy.actions",
-                    "func": "delete_proxy",
-                    "arguments": {"proxy_name": "ours"},
-                },
+                "provider": {**remove, "arguments": {"proxy_name": "ours"}},
             }
         ],
     }
-    _, journal, log = ctk_run(chaos_bin, open_mesh, experiment, tmp_path / "ctk")
-    theirs, ours = journal["run"]
+    _, journal, log = ctk_run(chaos_bin, mesh_with_token, experiment, tmp_path / "ctk")
+    theirs, wide, ours = journal["run"]
     assert theirs["status"] == "failed"
-    assert "unless given listen_host: 127.0.0.1" in log  # the server's 400, as chaostoxi logs it
+    assert "response code 401" in log  # chaostoxi sends no token
+    assert wide["status"] == "failed"
+    assert "unless given listen_host: 127.0.0.1" in log  # the server's 400, in our error
     assert ours["status"] == "succeeded", ours
     assert ours["output"]["listen"].startswith("127.0.0.1:")
+    assert [r["status"] for r in journal["rollbacks"]] == ["succeeded"]
+    client = ToxiproxyClient(
+        mesh_with_token.state["toxiproxy"], token=mesh_with_token.state["admin_token"]
+    )
+    assert not {"theirs", "wide", "ours"} & set(client.proxies())
 
 
 def _probe(title: str, func: str, **arguments: Any) -> dict[str, Any]:
@@ -260,7 +311,7 @@ def _probe(title: str, func: str, **arguments: Any) -> dict[str, Any]:
 
 
 def test_the_extension_reads_health_counters_and_replicas_of_the_mesh(
-    chaos_bin: Path, open_mesh: MeshUp, tmp_path: Path
+    chaos_bin: Path, mesh_with_token: MeshUp, tmp_path: Path
 ) -> None:
     experiment = {
         "version": "1.0.0",
@@ -273,10 +324,10 @@ def test_the_extension_reads_health_counters_and_replicas_of_the_mesh(
             _probe("breakers", "breaker_state"),
         ],
     }
-    _, journal, _ = ctk_run(chaos_bin, open_mesh, experiment, tmp_path / "ctk")
+    _, journal, _ = ctk_run(chaos_bin, mesh_with_token, experiment, tmp_path / "ctk")
     assert [r["status"] for r in journal["run"]] == ["succeeded"] * 4, journal["run"]
     health, calls, ejected, breakers = (r["output"] for r in journal["run"])
-    assert health == {name: "SERVING" for name in open_mesh.state["services"]}
+    assert health == {name: "SERVING" for name in mesh_with_token.state["services"]}
     assert calls >= 300  # the warm-up's homes, at least, went through the gateway
     assert set(ejected.values()) <= {0.0}  # nothing is slow: no replica kept out
     assert breakers["not_closed"] == 0

@@ -5,7 +5,8 @@
 - chaosmesh.actions: a policy swap on every service (and putting the old one back), app faults
   through the services' FaultAdmin, every fault removed.
 - chaosmesh.tolerances: bounds on a probe's metrics (a `probe` tolerance).
-- chaosmesh.toxiproxy: create_proxy on loopback, failing with the server's own message.
+- chaosmesh.toxiproxy: chaostoxi's toxic and proxy actions sending the mesh's admin token
+  (a fault refused stops the run), create_proxy on loopback with the server's own message.
 
 Every provider finds the mesh in the configuration's `mesh_state` (a mesh.json, as `mesh up`
 writes it), else in $MESH_STATE_DIR/mesh.json, else var/mesh.json.

@@ -1,5 +1,8 @@
 """Actions on the mesh's admin API: a policy swap on every service (and the old one put
-back), application faults through each service's FaultAdmin, every fault removed."""
+back), application faults through each service's FaultAdmin, every fault removed.
+
+A fault or policy that cannot be applied stops the run (not_applied): a run that goes on
+would report, as a finding, what the mesh did without it."""
 
 from __future__ import annotations
 
@@ -7,12 +10,13 @@ from collections import defaultdict
 from typing import Any
 
 import grpc.aio
+from chaoslib.exceptions import InterruptExecution
 
 from chaos.experiment.model import AppFault
 from chaos.run.faults import Injector
 from chaos.run.policy_swap import AuthorizedPolicyAdmin, swap_over
-from chaosmesh.mesh import STARTED, run, target
-from embedded_toxiproxy.client import ToxiproxyClient
+from chaosmesh.mesh import STARTED, run, state_file, target
+from embedded_toxiproxy.client import ToxiproxyClient, ToxiproxyError
 from mesh.v1 import admin_pb2, admin_pb2_grpc
 
 Configuration = dict[str, Any] | None
@@ -85,7 +89,10 @@ def set_app_fault(
         first_attempt_only=first_attempt_only,
     )
     tgt = target(configuration)
-    run(Injector(None, tgt.admin, admin_token=tgt.admin_token).set(0, fault, True))
+    try:
+        run(Injector(None, tgt.admin, admin_token=tgt.admin_token).set(0, fault, True))
+    except grpc.aio.AioRpcError as err:
+        raise not_applied(f"app fault on {service}", err, configuration) from None
     return f"{service} {fault.full_method}: {code} at {error_rate:g}"
 
 
@@ -96,3 +103,19 @@ def clear_faults(configuration: Configuration = None) -> bool:
     toxi = ToxiproxyClient(tgt.toxiproxy, token=tgt.admin_token) if tgt.toxiproxy else None
     run(Injector(toxi, tgt.admin, admin_token=tgt.admin_token).reset_all())
     return True
+
+
+def not_applied(what: str, err: Exception, configuration: Configuration) -> InterruptExecution:
+    """The run's end, to raise: `what` could not be applied, so nothing measured after it is a
+    finding. Every fault is removed first: Chaos Toolkit plays no rollback after an
+    interruption (the after-experiment control still puts the policy back)."""
+    reason = f"{err.code().name}: {err.details()}" if isinstance(err, grpc.aio.AioRpcError) else err
+    refused = isinstance(err, ToxiproxyError) and err.status in (401, 403)
+    hint = (
+        f" (the admin token in {state_file(configuration)} is not the running mesh's: is that "
+        "mesh.json the one `mesh up` wrote for it?)"
+        if refused or "UNAUTHENTICATED" in str(reason)
+        else ""
+    )
+    clear_faults(configuration)
+    return InterruptExecution(f"not applied, run stopped: {what}: {reason}{hint}")

@@ -1,11 +1,17 @@
 """A Chaos Toolkit control: the variant's policy on every service before the steady state
-(as `mesh chaos run` swaps it in before its steady state), the old one back at the end."""
+(as `mesh chaos run` swaps it in before its steady state), the old one back at the end.
+
+Chaos Toolkit logs a failing control at debug level and runs on; a swap that fails here stops
+the run instead (InterruptExecution), since every figure after it would be another policy's."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from chaosmesh.actions import restore_policy, swap_policy
+import grpc.aio
+
+from chaos.run.policy_swap import PolicySwapFailed
+from chaosmesh.actions import not_applied, restore_policy, swap_policy
 
 
 def before_experiment_control(
@@ -13,7 +19,10 @@ def before_experiment_control(
 ) -> None:
     """Swap `policy_yaml` onto every service (chaosmesh.actions.swap_policy) before anything."""
     if policy_yaml:
-        swap_policy(policy_yaml, configuration)
+        try:
+            swap_policy(policy_yaml, configuration)
+        except (grpc.aio.AioRpcError, PolicySwapFailed) as err:
+            raise not_applied("the variant's policy", err, configuration) from None
 
 
 def after_experiment_control(

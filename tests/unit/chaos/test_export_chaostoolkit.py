@@ -3,6 +3,7 @@ whose probes, faults, expectations and rollbacks are the catalogue file's."""
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,8 @@ import yaml
 from typer.testing import CliRunner
 
 from chaos.experiment.loading import load_experiment
-from chaos.experiment.model import EXPERIMENTS_DIR
-from chaos.export.chaostoolkit import NotExportable, to_chaostoolkit
+from chaos.experiment.model import EXPERIMENTS_DIR, ProxyDownFault
+from chaos.export.chaostoolkit import NotExportable, _fault, to_chaostoolkit
 from chaos.run.faults import proxies_of
 from meshctl.cli.app import app
 
@@ -129,3 +130,47 @@ def test_an_expectation_the_extension_cannot_measure_is_listed_not_checked() -> 
     due = doc["steady-state-hypothesis"]["probes"][1]["tolerance"]["provider"]["arguments"]
     assert "ejections" not in {e["metric"] for e in due["expectations"]}
     assert _exported("provider-outage", "full")["extensions"][0]["not_checked"] == []
+
+
+EXTENSION = Path(__file__).resolve().parents[3] / "integrations" / "chaosmesh"
+
+
+def _signatures(module: str) -> dict[str, set[str]]:
+    """The extension's functions in `module` and their parameters, read from its source (the
+    extension imports chaostoolkit-lib, which only Chaos Toolkit's venv has)."""
+    tree = ast.parse((EXTENSION / (module.replace(".", "/") + ".py")).read_text())
+    return {
+        f.name: {a.arg for a in f.args.args + f.args.kwonlyargs}
+        for f in tree.body
+        if isinstance(f, ast.FunctionDef)
+    }
+
+
+def test_every_exported_activity_is_the_extensions_own_so_it_sends_the_mesh_token() -> None:
+    """chaostoxi sends no token: with admin auth on (mesh up's default) each of its toxics was
+    refused and the run reported a weakness under faults never applied."""
+    seen: set[tuple[str, str]] = set()
+    for path in sorted(EXPERIMENTS_DIR.glob("*.yaml")):
+        file, exp = load_experiment(path.stem)
+        for variant in exp.variants:
+            try:
+                doc = to_chaostoolkit(file, path.stem, exp, variant)
+            except NotExportable:
+                continue
+            assert "toxiproxy_url" not in doc["configuration"], "chaostoxi's setting, unused"
+            for activity in doc["method"] + doc["rollbacks"]:
+                provider = activity["provider"]
+                module, func = provider["module"], provider["func"]
+                assert module.startswith("chaosmesh."), activity["name"]
+                params = _signatures(module).get(func)
+                assert params is not None, f"{module}.{func} is not in the extension"
+                assert set(provider["arguments"]) <= params, f"{module}.{func}"
+                seen.add((module, func))
+    down = ProxyDownFault(type="proxy_down", edge="gateway_to_payment")
+    for on in (True, False):  # no catalogue variant that exports takes a proxy down
+        for activity in _fault(0, down, on):
+            provider = activity["provider"]
+            assert set(provider["arguments"]) <= _signatures(provider["module"])[provider["func"]]
+            seen.add((provider["module"], provider["func"]))
+    toxiproxy = {f for m, f in seen if m == "chaosmesh.toxiproxy"}
+    assert toxiproxy == {"create_toxic", "delete_toxic", "disable_proxy", "enable_proxy"}
