@@ -13,14 +13,19 @@ experiment's expectations read, plus optional timed samples for the report. Faul
 it must remove itself (the runner still resets every proxy and app fault afterwards).
 
 Both declare their metrics (a scenario: a fixed list, or a function of the params when they
-name some), so an expectation naming anything else is refused before the mesh starts.
+name some), so an expectation naming anything else is refused before the mesh starts. A
+scenario also declares its params as a model (chaos/scenarios/params.py): each variant's
+merged params are validated when the experiment is loaded, and the scenario reads the typed
+model the runner built from them, never a raw dict.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
     from chaos.experiment.model import Experiment, Variant
@@ -71,6 +76,16 @@ def check(name: str, metrics: Iterable[str]) -> Callable[[CheckFn], CheckFn]:
     return register
 
 
+class ScenarioParams(BaseModel):
+    """A scenario's params: unknown keys refused, every number bounded, read-only once built.
+    Without a model of its own, a scenario takes no params."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+P = TypeVar("P", bound=ScenarioParams)
+
+
 @dataclass
 class ScenarioContext:
     """What a scenario may use."""
@@ -78,9 +93,15 @@ class ScenarioContext:
     target: Target
     experiment: Experiment
     variant: Variant
-    params: dict[str, Any]
+    params: ScenarioParams
     progress: Callable[[str, int, int], None] = field(default=lambda label, done, total: None)
     """progress(label, done, total): the runner's callback, so the run's display moves."""
+
+    def params_as(self, kind: type[P]) -> P:
+        """The params as the scenario's own model (the one it registered)."""
+        if not isinstance(self.params, kind):
+            raise TypeError(f"params are {type(self.params).__name__}, not {kind.__name__}")
+        return self.params
 
 
 @dataclass
@@ -102,6 +123,12 @@ class Scenario:
     name: str
     fn: ScenarioFn
     declared: DeclaredMetrics
+    params: type[ScenarioParams] = ScenarioParams
+
+    def parse(self, raw: Mapping[str, Any]) -> ScenarioParams:
+        """The experiment's params merged with a variant's, validated (pydantic's
+        ValidationError names each bad field)."""
+        return self.params.model_validate(dict(raw))
 
     def metrics(self, params: Mapping[str, Any]) -> frozenset[str]:
         names = self.declared(params) if callable(self.declared) else self.declared
@@ -109,7 +136,7 @@ class Scenario:
 
     async def __call__(self, ctx: ScenarioContext) -> ScenarioResult:
         result = await self.fn(ctx)
-        undeclared = sorted(set(result.metrics) - self.metrics(ctx.params))
+        undeclared = sorted(set(result.metrics) - self.metrics(ctx.params.model_dump()))
         if undeclared:
             raise RuntimeError(f"scenario {self.name} measured undeclared metrics {undeclared}")
         return result
@@ -118,11 +145,14 @@ class Scenario:
 SCENARIOS: dict[str, Scenario] = {}
 
 
-def scenario(name: str, metrics: DeclaredMetrics) -> Callable[[ScenarioFn], ScenarioFn]:
-    """Register a scenario under `name`, with the metrics it returns."""
+def scenario(
+    name: str, metrics: DeclaredMetrics, params: type[ScenarioParams] = ScenarioParams
+) -> Callable[[ScenarioFn], ScenarioFn]:
+    """Register a scenario under `name`, with the metrics it returns and its params' model."""
 
     def register(fn: ScenarioFn) -> ScenarioFn:
-        SCENARIOS[name] = Scenario(name, fn, metrics if callable(metrics) else tuple(metrics))
+        declared = metrics if callable(metrics) else tuple(metrics)
+        SCENARIOS[name] = Scenario(name, fn, declared, params)
         return fn
 
     return register

@@ -15,9 +15,21 @@ LONGEST_LOAD_S = 600.0 * 10
 
 GO_INT64_MAX = 2**63 - 1
 """Toxiproxy decodes every toxic attribute into a Go int64 (and refuses a larger number with
-400), and an app fault's `pushback_ms` is the FaultAdmin's protobuf int64 (past it the run
-failed with "Value out of range") and grpc core reads the grpc-retry-pushback-ms trailer into an
-int64 of milliseconds."""
+400)."""
+
+MAX_SWEEP_POINTS = 50
+"""A sweep's load points: a curve is read from a handful (the catalogue's has 5, its demo 3),
+and each point is a variant of every line, with its own load and two steady-state checks."""
+
+MAX_VARIANTS = 100
+"""Variants in one file, a sweep's lines x points included: four times the catalogue's most
+(overload-sweep's 25). Each is a policy swap, its loads, and a row of the report; checked before
+any variant is validated, so a file of thousands is refused at once."""
+
+MAX_PLANNED_S = 3600.0
+"""One experiment's loads as `mesh chaos plan` counts them: an hour, what a CI job or a class can
+wait for (the catalogue's longest, overload-sweep, plans 330 s of loads; `mesh chaos plan --all`
+926 s for all 22 files, restarts and capacity included)."""
 
 TOXIC_ATTRIBUTE_MAX: dict[tuple[str, str], tuple[int, str]] = {
     # Durations: Toxiproxy multiplies the number by time.Millisecond (or Microsecond) into a

@@ -4,8 +4,9 @@ that can be checked without a mesh.
 The schema (chaos/experiment/model.py) checks each key; this module then checks the names an
 experiment takes from the registries (its checks and its scenario, chaos/registry.py, with
 the built-ins registered by chaos/scenarios/__init__.py), every expectation's metric against what
-its phase measures (chaos/experiment/metric_names.py), and every variant's policy through
-mesh's policy loader.
+its phase measures (chaos/experiment/metric_names.py), every variant's scenario params against
+its scenario's model (chaos/experiment/scenario_params.py), the loads' planned time
+(chaos/experiment/planned.py), and every variant's policy through mesh's policy loader.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from chaos.experiment.model import (
     ToxicFault,
 )
 from chaos.experiment.naming import did_you_mean, shown
+from chaos.experiment.planned import too_long
+from chaos.experiment.scenario_params import param_problems
 from chaos.experiment.variant_policy import variant_policy
 from chaos.registry import CHECKS, SCENARIOS
 from mesh import safe_yaml
@@ -108,8 +111,10 @@ def load_experiment(name_or_path: str, short_sweep: bool = False) -> tuple[Path,
     if exp is not None:
         unknown = unknown_names(exp)
         found += [f"<top>: Value error, {name}" for name in unknown]
+        planned = too_long(exp)
+        found += [planned] if planned else []
         if not unknown:  # the metrics a check or scenario measures are known once it is
-            found += problems(path, exp)
+            found += param_problems(exp) + problems(path, exp)
     if found or exp is None:
         raise ExperimentError(f"{path}: {'; '.join(found)}")
     return path, exp

@@ -17,12 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from chaos.experiment.bounds import (
-    GO_INT64_MAX,
-    check_bounds,
-    seconds,
-    within_load,
-)
+from chaos.experiment.bounds import check_bounds, seconds, within_load
 from chaos.experiment.fault_kinds import UNCHECKED_FAULTS as UNCHECKED_FAULTS
 from chaos.experiment.fault_kinds import FrozenModel as _Model
 from chaos.experiment.fault_kinds import SlowdownFault as SlowdownFault
@@ -35,6 +30,7 @@ from chaos.experiment.naming import did_you_mean, shown
 from chaos.experiment.sweep import Sweep, expand
 from chaos.experiment.toxic_rules import attribute_problems, check_edge, check_toxic_type
 from mesh import topology
+from mesh.faults.injection import MAX_AFTER_MESSAGES, MAX_PUSHBACK_MS
 
 EXPERIMENTS_DIR = Path(__file__).parent.parent / "experiments"
 
@@ -158,9 +154,17 @@ class AppFault(_Timed):
     error_rate: float = Field(default=1.0, ge=0, le=1)
     code: str = "UNAVAILABLE"
     delay_s: float = Field(default=0.0, ge=0, le=60)
-    pushback_ms: int = Field(default=-1, ge=-1, le=GO_INT64_MAX)  # -1: no trailer
+    pushback_ms: int = Field(
+        default=-1,
+        ge=-1,
+        le=MAX_PUSHBACK_MS,
+        description="[-1, 600000]: -1 sends no trailer; the FaultAdmin's own range",
+    )
     after_messages: int = Field(
-        default=0, ge=0, le=1_000_000, description="a stream: items sent before the failure"
+        default=0,
+        ge=0,
+        le=MAX_AFTER_MESSAGES,
+        description="a stream: items sent before the failure (the FaultAdmin's range)",
     )
     first_attempt_only: bool = Field(
         default=False, description="spare retries (attempts with grpc-previous-rpc-attempts)"

@@ -14,8 +14,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from chaos.experiment.bounds import MAX_SWEEP_POINTS, MAX_VARIANTS
 from mesh import topology
 from mesh.policy.loading import deep_merge
 
@@ -66,12 +67,26 @@ class Sweep(_Model):
     service: str = Field(default="recommendation", description="the backend with the pool")
     workers: int = Field(ge=1, le=10_000, description="the pool's workers per replica")
     service_time_s: float = Field(gt=0, le=60, description="a worker's time per call (mean)")
-    points: list[float] = Field(min_length=1, description="offered load, x the capacity")
+    points: list[float] = Field(
+        min_length=1,
+        description=f"offered load, x the capacity: 1 to {MAX_SWEEP_POINTS} points in (0, 20]",
+    )
     duration_s: float = Field(default=4.0, gt=0, le=60, description="load per point")
     warmup_s: float = Field(
         default=1.0, ge=0, le=30, description="dropped from the windowed figures"
     )
     short: ShortSweep | None = None
+
+    @field_validator("points", mode="before")
+    @classmethod
+    def _few_points(cls, value: object) -> object:
+        """Counted before a point is read: a file of 10,000 is refused at once."""
+        if isinstance(value, list) and len(value) > MAX_SWEEP_POINTS:
+            raise ValueError(
+                f"{len(value)} points, at most {MAX_SWEEP_POINTS}: a curve is read from a "
+                "handful (the catalogue's has 5), and each point is a variant of every line"
+            )
+        return value
 
     @model_validator(mode="after")
     def _check(self) -> Sweep:
@@ -177,8 +192,9 @@ def expand(data: Any, short: bool = False) -> Any:
     if short:
         data = demo_subset(data)
     if not isinstance(data, dict) or data.get("sweep") is None:
+        check_variant_count(data)
         return data
-    sweep = Sweep.model_validate(data["sweep"])
+    sweep = _sweep(data["sweep"])
     lines = data.get("variants") or []
     if not isinstance(lines, list) or not all(isinstance(v, dict) and "name" in v for v in lines):
         return data  # the schema names the problem
@@ -188,6 +204,12 @@ def expand(data: Any, short: bool = False) -> Any:
         duration_s = sweep.short.duration_s
         lines = [v for v in lines if v["name"] in sweep.short.lines]
         points_of = {str(line["name"]): sweep.short.points_of(line["name"]) for line in lines}
+    count = sum(len(points_of[str(line["name"])]) for line in lines)
+    if count > MAX_VARIANTS:
+        raise ValueError(
+            f"variants: {len(lines)} lines x {len(sweep.points)} points = {count} variants, "
+            f"at most {MAX_VARIANTS} (each is a policy swap, its loads and a row of the report)"
+        )
     expanded = [
         _point(line, sweep, x, duration_s) for line in lines for x in points_of[str(line["name"])]
     ]
@@ -198,3 +220,27 @@ def expand(data: Any, short: bool = False) -> Any:
             e for e in expectations if not isinstance(e, dict) or e.get("variant") in names
         ]
     return {**data, "variants": expanded, "expectations": expectations}
+
+
+def _sweep(raw: Any) -> Sweep:
+    """The sweep, its errors placed under `sweep.` (validated here, before the experiment's
+    own fields, since its points become the experiment's variants)."""
+    try:
+        return Sweep.model_validate(raw)
+    except ValidationError as err:
+        errors: list[Any] = [
+            {"type": e["type"], "loc": ("sweep", *e["loc"]), "input": e["input"]}
+            | ({"ctx": e["ctx"]} if "ctx" in e else {})
+            for e in err.errors()
+        ]
+        raise ValidationError.from_exception_data("Sweep", errors) from None
+
+
+def check_variant_count(data: Any) -> None:
+    """At most MAX_VARIANTS variants, counted before any is validated."""
+    variants = data.get("variants") if isinstance(data, dict) else None
+    if isinstance(variants, list) and len(variants) > MAX_VARIANTS:
+        raise ValueError(
+            f"variants: {len(variants)} variants, at most {MAX_VARIANTS} (each is a policy "
+            "swap, its loads and a row of the report)"
+        )

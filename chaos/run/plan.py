@@ -1,7 +1,7 @@
 """A run's plan: each experiment's seconds as its files schedule them, before anything starts.
 
 What the files fix: each variant's loads (steady state before and after, the load under fault,
-the recovery phase; chaos.run.eta.expected_s, which also counts a per-variant overhead and
+the recovery phase; chaos.experiment.planned, which also counts a per-variant overhead and
 guesses a closed loop's latency), a sweep's declared service time, the capacity measurement
 (once per RPC mix per run, or for each experiment whose load has `capacity_per_experiment`; at
 most CALIBRATION_S), and the services' restarts into and out of
@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from chaos.experiment.model import Experiment
-from chaos.run.eta import expected_s
+from chaos.experiment.planned import planned_loads_s
 from chaos.run.runner import CALIBRATION_S
 
 RESTART_S = 3.0
@@ -61,20 +61,9 @@ def plan(experiments: Iterable[tuple[str, Experiment]], xds: bool = False) -> li
         if not exp.load.capacity_per_experiment:
             mixes -= measured
         measured |= mixes
-        loads_s = expected_s(exp) + _pool_s(exp)
+        loads_s = planned_loads_s(exp)
         out.append(Planned(name, len(exp.variants), loads_s, restarts, len(mixes) * CALIBRATION_S))
     return out
-
-
-def _pool_s(exp: Experiment) -> float:
-    """A sweep's declared service time, which no closed-loop guess knows: per point, its two
-    steady-state checks each wait one service time per wave of calls, and the load ends one
-    service time after its last call starts."""
-    if exp.sweep is None:
-        return 0.0
-    steady = exp.steady_state.load
-    waves = -(-steady.requests // steady.concurrency)
-    return len(exp.variants) * (2 * waves + 1) * exp.sweep.service_time_s
 
 
 def _mixes(exp: Experiment) -> set[tuple[str, ...]]:

@@ -314,10 +314,11 @@ class Runner:
         self, exp: Experiment, variant: Variant, result: VariantResult
     ) -> VariantResult:
         assert exp.scenario is not None
-        params = {**exp.params, **variant.params}
+        scenario = SCENARIOS[exp.scenario]
+        params = scenario.parse({**exp.params, **variant.params})  # checked at load already
         ctx = ScenarioContext(self.target, exp, variant, params, self.progress)
         try:
-            outcome = await SCENARIOS[exp.scenario](ctx)
+            outcome = await scenario(ctx)
         finally:
             await self.injector.reset_all()
         phase = PhaseResult(LoadResult(), Snapshot(), dict(outcome.metrics))

@@ -22,11 +22,13 @@ import grpc
 import grpc.aio
 
 from chaos.registry import ScenarioContext, ScenarioResult, scenario
+from chaos.scenarios.params import CriticalityParams
 from loadgen.in_process import percentile
 from mesh.customers import USER_COUNT, user_id
 from mesh.resilience.admission import SHED_REASONS
 from mesh.resilience.criticality import METADATA_KEY
-from mesh.topology import REPLICAS, replica_of
+from mesh.runtime.internal_auth import internal_metadata
+from mesh.topology import replica_of
 from mesh.v1 import recommendation_pb2, recommendation_pb2_grpc
 from meshctl.counters import scrape
 from meshctl.launch.state import STATE_FILE
@@ -43,15 +45,8 @@ CRITICALITY_METRICS = (
     ),
     "goodput_vs_declared",
 )
-DEFAULTS: dict[str, Any] = {
-    "rate_x_capacity": 3.0,
-    "critical_share": 0.25,
-    "duration_s": 6.0,
-    "warmup_s": 1.0,
-    "deadline_s": 0.5,
-    "mark": True,
-}
 MOST_CALLS = 5000
+Metadata = tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -62,29 +57,30 @@ class Sent:
     latency_s: float
 
 
-def _backends(ctx: ScenarioContext) -> list[str]:
-    """recommendation's replicas' listen addresses, from the mesh's state file."""
+def _backends(ctx: ScenarioContext) -> tuple[list[str], Metadata]:
+    """recommendation's replicas' listen addresses, from the mesh's state file, and the
+    credential a caller inside the mesh presents (its internal token, when it has one)."""
     with (ctx.target.state_dir / STATE_FILE).open() as fh:
-        services = json.load(fh)["services"]
-    return [
-        s["listen"] for name, s in sorted(services.items()) if replica_of(name) == "recommendation"
+        state = json.load(fh)
+    addresses = [
+        s["listen"]
+        for name, s in sorted(state["services"].items())
+        if replica_of(name) == "recommendation"
     ]
+    return addresses, internal_metadata(state.get("internal_token"))
 
 
-def capacity_per_s(params: dict[str, Any]) -> float:
-    pool = params["pool"]
-    return REPLICAS["recommendation"] * float(pool["workers"]) / float(pool["service_time_s"])
-
-
-async def _send(stubs: list[Any], p: dict[str, Any], rate: float) -> list[Sent]:
-    count = min(MOST_CALLS, round(rate * float(p["duration_s"])))
-    every = max(1, round(1 / float(p["critical_share"])))
+async def _send(
+    stubs: list[Any], p: CriticalityParams, rate: float, credential: Metadata = ()
+) -> list[Sent]:
+    count = min(MOST_CALLS, round(rate * p.duration_s))
+    every = max(1, round(1 / p.critical_share))
     out: list[Sent] = []
     start = time.monotonic()
 
     async def one(i: int) -> None:
         kind = "critical" if i % every == 0 else "sheddable"
-        md = ((METADATA_KEY, "CRITICAL" if kind == "critical" else "SHEDDABLE"),)
+        md = (*credential, (METADATA_KEY, "CRITICAL" if kind == "critical" else "SHEDDABLE"))
         # Round robin within each kind: by `i` alone, every critical call (i % 4 == 0) went
         # to the first of 2 replicas, 30/s against its 20/s.
         nth = i // every if kind == "critical" else i - i // every - 1
@@ -92,8 +88,8 @@ async def _send(stubs: list[Any], p: dict[str, Any], rate: float) -> list[Sent]:
         try:
             await stubs[nth % len(stubs)].Recommend(
                 recommendation_pb2.RecommendRequest(user_id=user_id(i % USER_COUNT + 1), limit=3),
-                timeout=float(p["deadline_s"]),
-                metadata=md if p["mark"] else (),
+                timeout=p.deadline_s,
+                metadata=md if p.mark else credential,
             )
             code = "OK"
         except grpc.aio.AioRpcError as err:
@@ -106,15 +102,15 @@ async def _send(stubs: list[Any], p: dict[str, Any], rate: float) -> list[Sent]:
         if delay > 0:
             await asyncio.sleep(delay)
         tasks.append(asyncio.ensure_future(one(i)))
-    await asyncio.wait_for(asyncio.gather(*tasks), timeout=float(p["deadline_s"]) + 10)
+    await asyncio.wait_for(asyncio.gather(*tasks), timeout=p.deadline_s + 10)
     return out
 
 
-def figures(sent: list[Sent], p: dict[str, Any], rate: float) -> dict[str, float]:
+def figures(sent: list[Sent], p: CriticalityParams, rate: float) -> dict[str, float]:
     """Per kind: offered and OK per second over the window after warmup, p99, refusals."""
-    span_s = float(p["duration_s"]) - float(p["warmup_s"])
-    window = [s for s in sent if s.at_s >= float(p["warmup_s"])]
-    out = {"declared_capacity_per_s": capacity_per_s(p), "offered_per_s": rate}
+    span_s = p.duration_s - p.warmup_s
+    window = [s for s in sent if s.at_s >= p.warmup_s]
+    out = {"declared_capacity_per_s": p.capacity_per_s, "offered_per_s": rate}
     good_all = 0
     for kind in KINDS:
         mine = [s for s in window if s.kind == kind]
@@ -125,24 +121,29 @@ def figures(sent: list[Sent], p: dict[str, Any], rate: float) -> dict[str, float
         out[f"{kind}_goodput_vs_offered"] = len(ok) / max(len(mine), 1)
         out[f"{kind}_p99_ms"] = percentile(ok, 99)
         out[f"{kind}_refused"] = float(Counter(s.code for s in mine)["RESOURCE_EXHAUSTED"])
-    out["goodput_vs_declared"] = good_all / span_s / capacity_per_s(p)
+    out["goodput_vs_declared"] = good_all / span_s / p.capacity_per_s
     return out
 
 
-@scenario("criticality", metrics=CRITICALITY_METRICS)
+@scenario("criticality", metrics=CRITICALITY_METRICS, params=CriticalityParams)
 async def criticality(ctx: ScenarioContext) -> ScenarioResult:
-    p = {**DEFAULTS, **ctx.params}
-    rate = float(p["rate_x_capacity"]) * capacity_per_s(p)
+    p = ctx.params_as(CriticalityParams)
+    rate = p.rate_x_capacity * p.capacity_per_s
+    backends, credential = _backends(ctx)
     async with (
-        grpc.aio.insecure_channel(_backends(ctx)[0]) as one,
-        grpc.aio.insecure_channel(_backends(ctx)[-1]) as two,
+        grpc.aio.insecure_channel(backends[0]) as one,
+        grpc.aio.insecure_channel(backends[-1]) as two,
     ):
         stubs = [recommendation_pb2_grpc.RecommendationServiceStub(c) for c in (one, two)]
         for stub in stubs:  # connected before the clock starts
-            await stub.Recommend(recommendation_pb2.RecommendRequest(user_id=user_id(1)), timeout=5)
+            await stub.Recommend(
+                recommendation_pb2.RecommendRequest(user_id=user_id(1)),
+                timeout=5,
+                metadata=credential,
+            )
         ctx.progress(f"{ctx.variant.name}: overload", 0, 1)
         before = await scrape(ctx.target.metrics)
-        sent = await _send(stubs, p, rate)
+        sent = await _send(stubs, p, rate, credential)
         shed = await scrape(ctx.target.metrics) - before
         ctx.progress(f"{ctx.variant.name}: overload", 1, 1)
     metrics = figures(sent, p, rate)

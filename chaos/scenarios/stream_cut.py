@@ -25,6 +25,7 @@ import grpc
 import grpc.aio
 
 from chaos.registry import ScenarioContext, ScenarioResult, scenario
+from chaos.scenarios.params import StreamCutParams
 from loadgen.in_process import metadata_for, traced
 from mesh.runtime.admin_auth import admin_metadata
 from mesh.topology import replica_of
@@ -148,18 +149,18 @@ def _row(n: int, read: StreamRead, trace_id: str) -> dict[str, Any]:
     }
 
 
-@scenario("stream-cut", metrics=STREAM_CUT_METRICS)
+@scenario("stream-cut", metrics=STREAM_CUT_METRICS, params=StreamCutParams)
 async def stream_cut(ctx: ScenarioContext) -> ScenarioResult:
     """`streams` streams of `limit` items, one at a time, under the variant's cut."""
-    p = ctx.params
-    n, limit = int(p.get("streams", 5)), int(p.get("limit", 10))
+    p = ctx.params_as(StreamCutParams)
+    n, limit = p.streams, p.limit
     fault = admin_pb2.Fault(
         method=STREAM,
         error_rate=1.0,
-        code=str(p.get("code", "UNAVAILABLE")),
+        code=p.code,
         pushback_ms=-1,  # no hint: the retry waits its own jittered backoff
-        after_messages=int(p.get("after_messages", 0)),
-        first_attempt_only=bool(p.get("first_attempt_only", False)),
+        after_messages=p.after_messages,
+        first_attempt_only=p.first_attempt_only,
     )
     before = await scrape(ctx.target.metrics)
     written = _sizes(ctx.target.state_dir / "traces")
@@ -170,7 +171,7 @@ async def stream_cut(ctx: ScenarioContext) -> ScenarioResult:
             stub = gateway_pb2_grpc.GatewayStub(channel)
             for i in range(n):
                 trace_id, md = traced(metadata_for(ctx.target.api_key))
-                read = await read_stream(stub, "u-0001", limit, float(p.get("timeout_s", 5)), md)
+                read = await read_stream(stub, "u-0001", limit, p.timeout_s, md)
                 reads.append((read, trace_id))
                 ctx.progress(f"{ctx.variant.name}: streams", i + 1, n)
     finally:

@@ -8,13 +8,14 @@ import functools
 from collections.abc import Callable
 from pathlib import Path
 
-from tools.docs_reference import catalogue, environment, metrics, sources, spans
+from tools.docs_reference import catalogue, environment, metrics, scenario_params, sources, spans
 
 PAGES: dict[str, Callable[[], str]] = {
     "metrics.md": metrics.page,
     "spans.md": spans.page,
     "environment.md": environment.page,
     "catalogue.md": catalogue.page,
+    "scenario-params.md": scenario_params.page,
 }
 
 

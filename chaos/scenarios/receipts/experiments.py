@@ -12,6 +12,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from chaos.registry import ScenarioContext, ScenarioResult, scenario
+from chaos.scenarios.params import (
+    DuplicateEnqueueParams,
+    ReceiptBackoffParams,
+    ReceiptThroughputParams,
+)
 from chaos.scenarios.receipts.harness import (
     JobsHarness,
     JobTimes,
@@ -44,20 +49,16 @@ def _backoff_metrics(params: Mapping[str, Any]) -> set[str]:
     return {p + m for p in prefixes for m in PER_CASE} | {"max_drift_ms", "max_step_error_ms"}
 
 
-@scenario("receipt-backoff", metrics=_backoff_metrics)
+@scenario("receipt-backoff", metrics=_backoff_metrics, params=ReceiptBackoffParams)
 async def receipt_backoff(ctx: ScenarioContext) -> ScenarioResult:
     """SMTP refuses by script; the attempts' times are compared with the configured schedule."""
-    p = ctx.params
-    policy = ReceiptRetry(
-        attempts=int(p.get("attempts", 5)),
-        backoff_s=float(p["backoff_s"]),
-        jitter=float(p.get("jitter", 0.0)),
-    )
+    p = ctx.params_as(ReceiptBackoffParams)
+    policy = ReceiptRetry(attempts=p.attempts, backoff_s=p.backoff_s, jitter=p.jitter)
     h = harness_for(ctx)
     cases: dict[str, dict[str, Any]] = {}
     try:
-        for case in p["cases"]:  # e.g. {"name": ..., "code": 421, "times": 2}
-            cases[case["name"]] = {"receipt": receipt("backoff"), **case}
+        for case in p.cases:  # e.g. {"name": ..., "code": 421, "times": 2}
+            cases[case.name] = {"receipt": receipt("backoff"), **case.model_dump()}
         h.mailbox.set_script(_refusals(cases))
         await asyncio.sleep(0.1)
         ids = {n: await h.enqueue(QUEUE, c["receipt"], policy) for n, c in cases.items()}
@@ -129,13 +130,16 @@ def _case_metrics(
     }
 
 
-@scenario("receipt-throughput", metrics=("measured_ms", "theory_ms", "completed", "overhead_ms"))
+@scenario(
+    "receipt-throughput",
+    metrics=("measured_ms", "theory_ms", "completed", "overhead_ms"),
+    params=ReceiptThroughputParams,
+)
 async def receipt_throughput(ctx: ScenarioContext) -> ScenarioResult:
     """N jobs of `job_s` each on a fresh queue and a fresh worker with this concurrency/limiter."""
-    p = ctx.params
-    jobs, job_s = int(p.get("jobs", 30)), float(p.get("job_s", 0.1))
-    concurrency, rate_max = int(p["concurrency"]), int(p.get("rate_max", 0))
-    window_s = float(p.get("rate_window_s", 1.0))
+    p = ctx.params_as(ReceiptThroughputParams)
+    jobs, job_s = p.jobs, p.job_s
+    concurrency, rate_max, window_s = p.concurrency, p.rate_max, p.rate_window_s
     h = harness_for(ctx)
     queue = f"tput-{ctx.variant.name}-{int(time.time())}"
     worker = f"worker-{queue}"
@@ -162,10 +166,7 @@ async def receipt_throughput(ctx: ScenarioContext) -> ScenarioResult:
             await asyncio.to_thread(h.mesh.kill, worker, signal.SIGTERM)
         await h.close()
     measured = max(j.finished_on for j in done) - started
-    waves = -(-jobs // concurrency)
-    theory = waves * job_s
-    if rate_max:  # the limiter lets rate_max jobs start per window: the last starts late
-        theory = max(theory, (-(-jobs // rate_max) - 1) * window_s + job_s)
+    theory = p.theory_s
     completed = sum(j.state == "completed" for j in done)
     return ScenarioResult(
         {
@@ -185,12 +186,17 @@ async def receipt_throughput(ctx: ScenarioContext) -> ScenarioResult:
     )
 
 
-@scenario("duplicate-enqueue", metrics=("enqueued", "jobs", "runs", "receipts", "queued_after"))
+@scenario(
+    "duplicate-enqueue",
+    metrics=("enqueued", "jobs", "runs", "receipts", "queued_after"),
+    params=DuplicateEnqueueParams,
+)
 async def duplicate_enqueue(ctx: ScenarioContext) -> ScenarioResult:
     """One real charge; its receipt job enqueued again (as a relay that lost Redis's reply
     would): one job, one receipt."""
     h = harness_for(ctx)
-    copies = int(ctx.params.get("copies", 3))
+    p = ctx.params_as(DuplicateEnqueueParams)
+    copies = p.copies
     try:
         ctx.progress(f"{ctx.variant.name}: one checkout, {copies} more enqueues", 0, copies + 1)
         (charge,) = await checkouts(ctx.target.gateway, ctx.target.api_key, 1)
@@ -200,7 +206,7 @@ async def duplicate_enqueue(ctx: ScenarioContext) -> ScenarioResult:
         for _ in range(copies):
             await h.queue(QUEUE).add("receipt", job.data, ReceiptRetry().job_options(job_id))
         ctx.progress(f"{ctx.variant.name}: {copies} copies enqueued", copies + 1, copies + 1)
-        await asyncio.sleep(float(ctx.params.get("settle_s", 1.0)))
+        await asyncio.sleep(p.settle_s)
         after = await h.times(QUEUE, job_id)
         counts = await h.queue(QUEUE).getJobCounts("waiting", "active", "delayed")
     finally:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaos.registry import ScenarioContext, ScenarioResult, scenario
+from chaos.scenarios.params import FalseStallParams, PoisonJobParams, StallParams
 from chaos.scenarios.receipts.drills import DRILL_WORKER
 from chaos.scenarios.receipts.harness import (
     JobEvent,
@@ -95,14 +96,14 @@ class WorkerPool:
         )
 
 
-def _worker_env(queue: str, p: dict[str, Any]) -> dict[str, str]:
+def _worker_env(queue: str, p: StallParams) -> dict[str, str]:
     return {
         "NOTIFY_QUEUE": queue,
         "NOTIFY_DRILLS": "1",
         "NOTIFY_CONCURRENCY": "1",
-        "NOTIFY_LOCK_MS": str(int(p.get("lock_ms", 1000))),
-        "NOTIFY_STALLED_INTERVAL_MS": str(int(p.get("stalled_interval_ms", 250))),
-        "NOTIFY_MAX_STALLED": str(int(p.get("max_stalled", 1))),
+        "NOTIFY_LOCK_MS": str(p.lock_ms),
+        "NOTIFY_STALLED_INTERVAL_MS": str(p.stalled_interval_ms),
+        "NOTIFY_MAX_STALLED": str(p.max_stalled),
     }
 
 
@@ -140,18 +141,18 @@ class PoisonRun:
     deaths: int
 
 
-@scenario("poison-job", metrics=POISON_METRICS)
+@scenario("poison-job", metrics=POISON_METRICS, params=PoisonJobParams)
 async def poison_job(ctx: ScenarioContext) -> ScenarioResult:
     """One receipt whose job kills its worker each time it is taken, among `jobs` ordinary
     ones, on `workers` workers that are restarted when they die: BullMQ fails it after
     max_stalled + 1 stalls; the others complete once each."""
-    p = ctx.params
-    n, k = int(p.get("jobs", 10)), int(p.get("max_stalled", 1))
+    p = ctx.params_as(PoisonJobParams)
+    n, k = p.jobs, p.max_stalled
     h = harness_for(ctx)
     queue = f"poison-{ctx.variant.name}-{uuid.uuid4().hex[:8]}"
-    pool = WorkerPool(h, f"w-{queue}", _worker_env(queue, p), int(p.get("workers", 2)))
+    pool = WorkerPool(h, f"w-{queue}", _worker_env(queue, p), p.workers)
     admin = QueueAdmin(h.redis, queue)
-    timeout_s = float(p.get("timeout_s", 60))
+    timeout_s = p.timeout_s
     try:
         await pool.start()
         poison, others = await _poison_among_receipts(h, queue, n)
@@ -260,24 +261,24 @@ FALSE_STALL_METRICS = (
 )
 
 
-@scenario("false-stall", metrics=FALSE_STALL_METRICS)
+@scenario("false-stall", metrics=FALSE_STALL_METRICS, params=FalseStallParams)
 async def false_stall(ctx: ScenarioContext) -> ScenarioResult:
     """One receipt whose handler blocks for `block_s`, longer than the lock, on the event loop
     (or in a thread with `offload`), on `workers` healthy workers: nothing dies, yet a blocked
     loop cannot renew the lock, so BullMQ takes the job for stalled and runs it again."""
-    p = ctx.params
-    lock_ms, block_s = int(p.get("lock_ms", 1000)), float(p["block_s"])
+    p = ctx.params_as(FalseStallParams)
+    lock_ms, block_s = p.lock_ms, p.block_s
     h = harness_for(ctx)
     queue = f"falsestall-{ctx.variant.name}-{uuid.uuid4().hex[:8]}"
-    pool = WorkerPool(h, f"w-{queue}", _worker_env(queue, p), int(p.get("workers", 2)))
+    pool = WorkerPool(h, f"w-{queue}", _worker_env(queue, p), p.workers)
     admin = QueueAdmin(h.redis, queue)
-    drill = {"block_s": block_s, "offload": bool(p.get("offload", False))}
+    drill = {"block_s": block_s, "offload": p.offload}
     try:
         await pool.start()
         r = receipt("block")
         job_id = await h.enqueue(queue, r, ReceiptRetry(attempts=1), drill)
         ctx.progress(f"{ctx.variant.name}: a handler blocking {block_s:g} s", 0, 1)
-        await h.wait_finished(queue, [job_id], timeout_s=float(p.get("timeout_s", 30)))
+        await h.wait_finished(queue, [job_id], timeout_s=p.timeout_s)
         # The first handler may still be blocked when BullMQ has finished the job: let every
         # run end (each blocks block_s after its pickup, then sends) before reading the mailbox.
         picked_so_far = _times(await h.events(queue), "active", job_id)

@@ -19,6 +19,7 @@ from bullmq import Queue
 from redis.asyncio import Redis
 
 from chaos.registry import ScenarioContext, ScenarioResult, scenario
+from chaos.scenarios.params import WorkerCrashParams
 from chaos.scenarios.receipts.harness import JobsHarness, JobTimes, as_row, checkouts, harness_for
 from embedded_toxiproxy.client import ToxiproxyClient
 from mesh.contracts.receipt_job import QUEUE
@@ -49,23 +50,23 @@ class Crash:
     done: list[JobTimes]
 
 
-@scenario("worker-crash", metrics=METRICS)
+@scenario("worker-crash", metrics=METRICS, params=WorkerCrashParams)
 async def worker_crash(ctx: ScenarioContext) -> ScenarioResult:
     """kill -9 a worker holding jobs mid-send; another worker recovers them once the locks
     expire; the mailbox gets exactly one receipt per charge."""
-    p = ctx.params
-    n, lock_ms = int(p.get("charges", 5)), int(p.get("lock_ms", 2000))
+    p = ctx.params_as(WorkerCrashParams)
+    n, lock_ms = p.charges, p.lock_ms
     h = harness_for(ctx)
     assert ctx.target.toxiproxy is not None, "worker-crash needs Toxiproxy in front of SMTP"
     toxi = ToxiproxyClient(ctx.target.toxiproxy, token=ctx.target.admin_token)
     env = {
         "NOTIFY_LOCK_MS": str(lock_ms),
         "NOTIFY_CONCURRENCY": str(n),
-        "NOTIFY_STALLED_INTERVAL_MS": str(p.get("stalled_interval_ms", 250)),
+        "NOTIFY_STALLED_INTERVAL_MS": str(p.stalled_interval_ms),
     }
     try:
         await _take_the_queue_from_the_mesh(ctx, h, n)
-        await _hold_smtp(toxi, int(p.get("smtp_latency_ms", 3000)))
+        await _hold_smtp(toxi, p.smtp_latency_ms)
         charges = await _victim_holding_every_job(ctx, h, env, n)
         crash = await _kill_the_victim(ctx, h, toxi, env, charges, lock_ms)
     finally:

@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Any
 
 from chaos.scenarios.criticality import _send
+from chaos.scenarios.params import CriticalityParams, Pool
 
 
 class _Replica:
@@ -21,7 +22,14 @@ class _Replica:
 async def test_each_kind_is_spread_evenly_over_the_replicas() -> None:
     seen: Counter[tuple[str, str]] = Counter()
     stubs = [_Replica("a", seen), _Replica("b", seen)]
-    params = {"duration_s": 0.2, "critical_share": 0.25, "deadline_s": 1.0, "mark": True}
+    params = CriticalityParams(
+        pool=Pool(workers=20, service_time_s=1.0),
+        duration_s=0.2,
+        warmup_s=0.0,
+        critical_share=0.25,
+        deadline_s=0.2,
+        mark=True,
+    )
     sent = await _send(stubs, params, rate=400.0)
     assert len(sent) == 80
     assert seen == {
