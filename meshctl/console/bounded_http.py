@@ -6,8 +6,11 @@ request head has arrived by then: the idle and header timeout between requests. 
 first request only recent releases (3.14.5, aio-libs/aiohttp#13681) arm it, so
 `_CountedProtocol` arms a first-request timer of its own (`idle_timeout_s`), cancelled by
 the first request that reaches the application. aiohttp has no connection cap:
-`_CountedProtocol` counts the connections the listener made, and `BoundedHttpServer` answers
-503 and closes any beyond `max_connections`.
+`_CountedProtocol` counts the connections the listener made, and at `max_connections` a new
+connection is let in and the one that has waited longest without a complete request head (since
+it connected, or since its last answer) is closed instead: refusing the newcomer let one process
+that re-opens silent connections lock the page out. Only when every open connection has a
+request in progress is the newcomer answered 503 and closed.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ REFUSAL = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection:
 class HttpLimits:
     """What one connection, and all of them, may hold."""
 
-    max_connections: int = 64  # open at once; more are answered 503 and closed (a page uses ~6)
+    max_connections: int = 64  # open at once (a page uses ~6); past it the longest silent one
+    # is closed, or the newcomer answered 503 when every one has a request in progress
     idle_timeout_s: float = 5.0  # no complete request head this long after connecting or after
     # the last answer: closed (a page polls every second, so its connection stays)
     body_timeout_s: float = 5.0  # a request body must arrive within this (a slow one: 408)
@@ -51,13 +55,17 @@ class _CountedProtocol(asyncio.Protocol):
         self._inner = inner
         self._owner = owner
         self.first_request_timer: asyncio.TimerHandle | None = None
+        self.transport: asyncio.Transport | None = None
+        self.counted = True
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
         self._inner.connection_made(transport)
         self.first_request_timer = asyncio.get_running_loop().call_later(
             self._owner.limits.idle_timeout_s, transport.close
         )
-        self._owner.awaiting_first_request[self._inner] = self
+        self._owner.waiting_for_request[self._inner] = self
 
     def data_received(self, data: bytes) -> None:
         self._inner.data_received(data)
@@ -73,15 +81,26 @@ class _CountedProtocol(asyncio.Protocol):
         self._inner.resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._owner.open_connections -= 1
-        self.first_request_seen()
+        self.release()
+        self.request_started()
         self._inner.connection_lost(exc)
 
-    def first_request_seen(self) -> None:
-        self._owner.awaiting_first_request.pop(self._inner, None)
+    def release(self) -> None:
+        """Gives up its place in the count (once: when it is closed to make room, or lost)."""
+        if self.counted:
+            self.counted = False
+            self._owner.open_connections -= 1
+
+    def request_started(self) -> None:
+        self._owner.waiting_for_request.pop(self._inner, None)
         if self.first_request_timer is not None:
             self.first_request_timer.cancel()
             self.first_request_timer = None
+
+    def request_done(self) -> None:
+        """Waiting for its next request head from now on (the newest such)."""
+        if self.counted and self.transport is not None and not self.transport.is_closing():
+            self._owner.waiting_for_request[self._inner] = self
 
 
 class _Refused(asyncio.Protocol):
@@ -100,8 +119,11 @@ class BoundedHttpServer:
         self.limits = limits
         self.open_connections = 0
         self.refused = 0
-        self.awaiting_first_request: dict[Any, _CountedProtocol] = {}
-        app.middlewares.insert(0, self._first_request_seen)
+        self.closed_silent = 0
+        """Connections closed at the cap to make room, having no request in progress."""
+        self.waiting_for_request: dict[Any, _CountedProtocol] = {}
+        """Open connections with no request in progress, the longest waiting first."""
+        app.middlewares.insert(0, self._track_requests)
         self._app = app
         self._sock = sock
         self._ready = threading.Event()
@@ -157,25 +179,45 @@ class BoundedHttpServer:
             await runner.cleanup()
 
     @web.middleware
-    async def _first_request_seen(
-        self, request: web.Request, handler: Handler
-    ) -> web.StreamResponse:
-        connection = self.awaiting_first_request.get(request.protocol)
+    async def _track_requests(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        connection = self.waiting_for_request.get(request.protocol)
         if connection is not None:
-            connection.first_request_seen()
-        return await handler(request)
+            connection.request_started()
+        try:
+            return await handler(request)
+        finally:
+            if connection is not None:
+                connection.request_done()
 
     def _protocol(self, make: web.Server) -> asyncio.Protocol:
-        if self.open_connections >= self.limits.max_connections:
+        if self.open_connections >= self.limits.max_connections and not self._close_silent():
             self.refused += 1
-            now = time.monotonic()
-            if now - self._last_warning >= self.limits.refusal_log_every_s:
-                self._last_warning = now
-                log.warning(
-                    "console refused a connection: %d open (the cap); %d refused so far",
-                    self.open_connections,
-                    self.refused,
-                )
+            self._warn("console refused a connection: every open one has a request in progress")
             return _Refused()
         self.open_connections += 1
         return _CountedProtocol(make(), self)
+
+    def _close_silent(self) -> bool:
+        """Closes the connection that has waited longest for a request head, giving its place
+        up at once; False when every open connection has a request in progress."""
+        for inner, connection in self.waiting_for_request.items():
+            del self.waiting_for_request[inner]
+            connection.release()
+            if connection.transport is not None:
+                connection.transport.abort()
+            self.closed_silent += 1
+            self._warn("console at its connection cap: closed the connection silent for longest")
+            return True
+        return False
+
+    def _warn(self, message: str) -> None:
+        now = time.monotonic()
+        if now - self._last_warning >= self.limits.refusal_log_every_s:
+            self._last_warning = now
+            log.warning(
+                "%s (cap %d); %d refused, %d closed so far",
+                message,
+                self.limits.max_connections,
+                self.refused,
+                self.closed_silent,
+            )

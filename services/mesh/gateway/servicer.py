@@ -26,6 +26,7 @@ from mesh.resilience.errors import ResilienceError
 from mesh.runtime.edges import Edge
 from mesh.runtime.relay import relay_failure
 from mesh.runtime.server import Runtime, Service
+from mesh.telemetry.tracing.public import PUBLIC_TRACEPARENT
 from mesh.v1 import (
     gateway_pb2,
     gateway_pb2_grpc,
@@ -196,4 +197,5 @@ async def build(runtime: Runtime) -> Service:
         admission=[RateLimitInterceptor(rate_limit, keys)],  # refusals counted
         # A public client's mesh-criticality is ignored: each RPC gets the policy's.
         criticality=lambda method: runtime.policy.criticality.for_rpc(method),
+        own_traces=PUBLIC_TRACEPARENT.read(runtime.environ) == "link",
     )

@@ -37,6 +37,22 @@ def reset_inbound_deadline(token: contextvars.Token[float | None]) -> None:
     _inbound_deadline.reset(token)
 
 
+_served_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "mesh_served_deadline", default=None
+)
+
+
+def mark_served_deadline(deadline_s: float | None) -> None:
+    """The deadline of the call this task serves, never reset: grpc.aio sends the handler's
+    answer later in the same task, and what it logs there reads it (`served_deadline`)."""
+    _served_deadline.set(deadline_s)
+
+
+def served_deadline() -> float | None:
+    """The absolute `time.monotonic()` deadline of the call the current task served, if any."""
+    return _served_deadline.get()
+
+
 class TotalDeadline:
     """Tightens the call's deadline to `total_s` from now (caller and inbound deadlines cap it)."""
 

@@ -13,7 +13,11 @@ import grpc.aio
 
 from mesh.resilience import criticality
 from mesh.resilience.criticality import Criticality
-from mesh.resilience.deadline import reset_inbound_deadline, set_inbound_deadline
+from mesh.resilience.deadline import (
+    mark_served_deadline,
+    reset_inbound_deadline,
+    set_inbound_deadline,
+)
 from mesh.resilience.events import EventBus, ServerCallFinished, ServerCallStarted
 from mesh.resilience.server_layer import Behaviour, ServerLayer, WrappedHandlers
 from mesh.resilience.streaming_server import inbound_stream
@@ -84,7 +88,9 @@ class InboundInterceptor(ServerLayer):
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
             started_s = time.monotonic()
             remaining_s = context.time_remaining()
-            token = set_inbound_deadline(None if remaining_s is None else started_s + remaining_s)
+            deadline_s = None if remaining_s is None else started_s + remaining_s
+            token = set_inbound_deadline(deadline_s)
+            mark_served_deadline(deadline_s)
             level = criticality.set_current(inbound_criticality(context, method, assign))
             emit(ServerCallStarted(service, method))
             code = "UNKNOWN"

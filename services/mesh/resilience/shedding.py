@@ -5,7 +5,7 @@ front of the server), streams against their own static limit."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any
 
@@ -63,13 +63,21 @@ class SheddingInterceptor(ServerLayer):
 
     Streams count against their own limit, `max_streams_in_flight`, never against the unary
     calls': a stream may hold its place for as long as its reader takes, and streams that
-    stall must not leave a unary call without one."""
+    stall must not leave a unary call without one. At that limit a new stream first asks
+    `make_stream_room` (StreamGuard.end_longest_stalled) to end a stream whose reader stalled,
+    and takes its place; only when there is none is it refused."""
 
     def __init__(
-        self, service: str, policy: ServerPolicy, bus: EventBus, clock: Clock | None = None
+        self,
+        service: str,
+        policy: ServerPolicy,
+        bus: EventBus,
+        clock: Clock | None = None,
+        make_stream_room: Callable[[], bool] | None = None,
     ) -> None:
         self._service = service
         self._bus = bus
+        self._make_stream_room = make_stream_room
         self.admission = Admission(service, policy, clock or SystemClock(), bus)
         self._streams = _Places("stream", 0)
         self.update(policy)
@@ -105,8 +113,10 @@ class SheddingInterceptor(ServerLayer):
         )
 
     async def _admit(self, places: _Places, method: str, context: grpc.aio.ServicerContext) -> None:
-        """Takes a stream's place, or refuses the stream with a pushback."""
-        if places.limit and places.in_flight >= places.limit:
+        """Takes a stream's place (one a stalled stream gives up, if need be: it leaves soon,
+        and until then the streams are one over their limit), or refuses with a pushback."""
+        room = self._make_stream_room
+        if places.limit and places.in_flight >= places.limit and not (room and room()):
             self._bus.emit(
                 CallShed(self._service, method, places.in_flight, self._pushback_s, "limit")
             )

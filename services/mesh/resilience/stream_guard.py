@@ -13,7 +13,12 @@ forever. This layer writes the messages itself (the handler becomes a coroutine 
   belongs to, instead of when the garbage collector finalises a generator abandoned at a
   `yield` by a cancelled write.
 
-Both limits end the stream with DEADLINE_EXCEEDED. grpc.aio cannot cancel a server call (no
+At the streams' limit (`max_streams_in_flight`, SheddingInterceptor) a new stream takes the place
+of the one whose reader has taken no message for longest (`end_longest_stalled`), if for at
+least `YIELDS_AFTER_S`: a client that keeps opening streams it never reads holds no place for
+long, whatever its key or connection, and a reader that keeps taking messages is never ended.
+
+All three end the stream with DEADLINE_EXCEEDED. grpc.aio cannot cancel a server call (no
 `cancel()` on the context, and the call's deadline is the client's), so a stalled reader's
 stream is ended on our side: its handler stops, its slots are given back, its status is queued
 behind the message the reader never took, and grpc core keeps that HTTP/2 stream (a few KB)
@@ -35,6 +40,9 @@ from mesh.resilience.streaming_server import StreamBehaviour, responses
 
 STATUS_WAIT_S = 1.0
 """How long an expired stream waits for its status to be accepted before it stops waiting."""
+YIELDS_AFTER_S = 0.5
+"""A stream whose reader has taken no message for this long gives its place to a new stream when
+streams are at their limit (a reader that keeps up takes each message within milliseconds)."""
 
 
 class _Expiry:
@@ -60,6 +68,11 @@ class _Expiry:
             self._handle.cancel()
             self._handle = None
 
+    def end(self, reason: str) -> None:
+        """Ends the stream now, for `reason`."""
+        self.disarm()
+        self._fire(reason)
+
     def _fire(self, reason: str) -> None:
         self._handle = None
         self.reason = reason
@@ -82,11 +95,25 @@ class StreamGuard(ServerLayer):
         self._bus = bus
         self.update(policy)
         self._wrapped = WrappedHandlers()
+        self._writing: dict[_Expiry, float] = {}
+        """Streams waiting for their reader to take a message, and since when, oldest first."""
 
     def update(self, policy: ServerPolicy) -> None:
         """New limits for streams starting from now on (a policy swapped at runtime)."""
         self.write_timeout_s = policy.stream_write_timeout_s
         self.deadline_s = policy.stream_deadline_s
+
+    def end_longest_stalled(self) -> bool:
+        """Ends the stream whose reader has taken no message for longest, if for at least
+        `YIELDS_AFTER_S`; True when one was ended (its place is the caller's to give)."""
+        for expiry, since in self._writing.items():
+            stalled_s = asyncio.get_running_loop().time() - since
+            if stalled_s < YIELDS_AFTER_S:
+                return False
+            del self._writing[expiry]
+            expiry.end(f"no message accepted in {stalled_s:.1f}s, and a new stream took its place")
+            return True
+        return False
 
     def wrap(
         self, handler: grpc.RpcMethodHandler | None, handler_call_details: grpc.HandlerCallDetails
@@ -113,6 +140,7 @@ class StreamGuard(ServerLayer):
                 raise asyncio.CancelledError from None  # grpc.aio ends such a call quietly
             finally:
                 expiry.disarm()
+                self._writing.pop(expiry, None)
                 await messages.aclose()  # in this task: every layer's cleanup runs now
             if expiry.reason:
                 await self._expire(context, method, expiry)
@@ -134,7 +162,9 @@ class StreamGuard(ServerLayer):
             bounded = loop.time() + write_s < total
             if bounded:
                 expiry.arm(loop.time() + write_s, stalled)
+            self._writing[expiry] = loop.time()
             await context.write(message)
+            self._writing.pop(expiry, None)
             if bounded:
                 expiry.arm(total, late)
 

@@ -5,8 +5,11 @@ prometheus_client's `start_http_server` spends a thread per connection and never
 it a scraper uses, on asyncio streams: `GET /metrics` (or `/`), the exposition format the Accept
 header asks for (prometheus_client's `choose_encoder`), gzip when accepted, `name[]` filters, one
 answer per connection. A connection must send its request head within `header_timeout_s` of
-connecting and take the answer within `write_timeout_s`; at most `max_connections` are open (more
-are closed at once, with a warning at most every `refusal_log_every_s`).
+connecting and take the answer within `write_timeout_s`; at most `max_connections` are open. At
+the cap a new connection is let in and the one that has waited longest without a complete
+request head is closed instead: refusing the newcomer let one process that re-opens silent
+connections lock every scraper out. Only when every open connection has sent its head (it is
+being answered) is the newcomer closed. Either is logged at most every `refusal_log_every_s`.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ METRIC_PATHS = ("/metrics", "/")
 class MetricsHttpLimits:
     """What the metrics endpoint lets one connection, and all of them, hold."""
 
-    max_connections: int = 32  # open at once; more are closed on accept (a scraper uses one)
+    max_connections: int = 32  # open at once; past it the longest silent one is closed (a
+    # scraper uses one), or the newcomer when every one has sent its request head
     header_timeout_s: float = 5.0  # from connecting to the end of the request head
     write_timeout_s: float = 10.0  # to hand over the answer to a client that reads slowly
     accept_backlog: int = 16  # accepted per turn of the loop (what a flood briefly adds)
@@ -60,11 +64,18 @@ class MetricsHttpServer:
     def __init__(self, registry: CollectorRegistry, limits: MetricsHttpLimits) -> None:
         self.registry = registry
         self.limits = limits
-        self.open_connections = 0
         self.refused = 0
+        self.closed_silent = 0
+        """Connections closed at the cap to make room, having sent no complete request head."""
         self._last_warning = 0.0
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._silent: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
+        """Open connections without a complete request head yet, oldest first."""
+
+    @property
+    def open_connections(self) -> int:
+        return len(self._tasks)
 
     async def start(self, sock: socket.socket) -> None:
         self._server = await asyncio.start_server(
@@ -84,17 +95,19 @@ class MetricsHttpServer:
             self._server = None
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self.open_connections >= self.limits.max_connections:
-            self._refuse()
+        if self.open_connections >= self.limits.max_connections and not self._close_silent():
+            self.refused += 1
+            self._warn("metrics endpoint refused a connection: every open one is being answered")
             writer.transport.abort()
             return
         task = asyncio.current_task()
         assert task is not None
-        self.open_connections += 1
         self._tasks.add(task)
+        self._silent[task] = writer
         try:
             async with asyncio.timeout(self.limits.header_timeout_s):
                 head = await reader.readuntil(b"\r\n\r\n")
+            self._silent.pop(task, None)  # (or closed to make room meanwhile)
             reply = self._reply(head)
             async with asyncio.timeout(self.limits.write_timeout_s):
                 writer.write(reply)
@@ -103,7 +116,7 @@ class MetricsHttpServer:
         except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
             writer.transport.abort()
         finally:
-            self.open_connections -= 1
+            self._silent.pop(task, None)
             self._tasks.discard(task)
 
     def _reply(self, head: bytes) -> bytes:
@@ -127,14 +140,29 @@ class MetricsHttpServer:
             body, extra["Content-Encoding"] = gzip.compress(body, compresslevel=1), "gzip"
         return _answer("200 OK", body, extra, method == "HEAD")
 
-    def _refuse(self) -> None:
-        self.refused += 1
+    def _close_silent(self) -> bool:
+        """Closes the connection that has waited longest without a complete request head, and
+        gives its place up now (its task ends soon); False when there is none."""
+        for task, writer in self._silent.items():
+            del self._silent[task]
+            self._tasks.discard(task)
+            writer.transport.abort()
+            self.closed_silent += 1
+            self._warn("metrics endpoint at its cap: closed the connection silent for longest")
+            return True
+        return False
+
+    def _warn(self, message: str) -> None:
         now = time.monotonic()
         if now - self._last_warning >= self.limits.refusal_log_every_s:
             self._last_warning = now
             log.warning(
-                "metrics endpoint refused a connection",
-                extra={"open": self.open_connections, "refused": self.refused},
+                message,
+                extra={
+                    "open": self.open_connections,
+                    "refused": self.refused,
+                    "closed_silent": self.closed_silent,
+                },
             )
 
 

@@ -17,6 +17,7 @@
 | mesh.degraded          | Recv      | true when a fallback answered part of the request  |
 | mesh.degraded_parts    | Recv      | the dependencies a fallback stood in for           |
 | mesh.fate              | Recv      | the call's fate (mesh.resilience.fates), e.g. ok   |
+| mesh.client_trace_id   | Recv      | trace id a public client sent (gateway, `link`)    |
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ CRITICALITY = "mesh.criticality"
 DEGRADED = "mesh.degraded"
 DEGRADED_PARTS = "mesh.degraded_parts"
 FATE = "mesh.fate"
+CLIENT_TRACE_ID = "mesh.client_trace_id"
 
 # Event attributes.
 METHOD = "mesh.method"

@@ -5,6 +5,7 @@ reader takes no message within `stream_write_timeout_s` (5 s by default) is ende
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter
 
@@ -15,7 +16,7 @@ import yaml
 from mesh.policy.loading import preset_text
 from mesh.v1 import admin_pb2, admin_pb2_grpc, gateway_pb2, gateway_pb2_grpc
 from tests.integration.hardening.inproc_services import Served, serving
-from tests.integration.hardening.stalled_h2 import stall
+from tests.integration.hardening.stalled_h2 import Stalled, stall
 from tests.support.polling import await_until
 
 KEY = "stalled-streams-key"
@@ -29,6 +30,8 @@ ENV = {
     "MESH_POLICY__GATEWAY_TO_RECOMMENDATION__BULKHEAD__MAX_CONCURRENT": "200",
 }
 WRITE_TIMEOUT_S = 5.0  # the full policy's stream_write_timeout_s
+MAX_STREAMS = 16  # the full policy's max_streams_in_flight at the gateway
+OPENING_S = 6.0
 
 
 async def streams_in_flight(served: Served) -> float:
@@ -41,6 +44,10 @@ async def shed(served: Served) -> float:
 
 async def shed_at_least(served: Served, count: int) -> bool:
     return await shed(served) >= count
+
+
+async def no_place_left(served: Served) -> bool:
+    return await streams_in_flight(served) >= MAX_STREAMS
 
 
 async def no_stream_in_flight(served: Served) -> bool:
@@ -117,3 +124,53 @@ async def test_a_policy_swapped_at_runtime_sets_the_stream_limits_of_later_strea
         counted = await served.server_calls("gateway", STREAM)
     assert ended_after_s < 0.5 + 3, ended_after_s
     assert counted == Counter({"RESOURCE_EXHAUSTED": 3, "DEADLINE_EXCEEDED": 2}), counted
+
+
+async def whole_streams(addr: str, stop: asyncio.Event) -> Counter[str]:
+    """Streams of 20 items read one after another until `stop`: how each ended."""
+    codes: Counter[str] = Counter()
+    async with grpc.aio.insecure_channel(addr) as channel:
+        stub = gateway_pb2_grpc.GatewayStub(channel)
+        while not stop.is_set():
+            call = stub.StreamRecommendations(
+                gateway_pb2.GetHomeRequest(user_id="u-0002", limit=20),
+                timeout=5,
+                metadata=(("authorization", f"Bearer {KEY}"),),
+            )
+            try:
+                items = [item async for item in call]
+                codes["whole" if len(items) == 20 else f"{len(items)} items"] += 1
+            except grpc.aio.AioRpcError as err:
+                codes[err.code().name] += 1
+    return codes
+
+
+async def test_a_client_opening_stalled_streams_20_a_second_leaves_others_their_streams() -> None:
+    """Round 4, item 10: the opener held every place, and other clients' streams were refused
+    (whole: 13 of 156 before, measured with the opener below). A stalled stream now gives its
+    place to a new one once its reader has taken nothing for YIELDS_AFTER_S."""
+    request = gateway_pb2.GetHomeRequest(user_id="u-0001", limit=20).SerializeToString()
+    async with serving(env=ENV) as served:
+        addr = served.listen["gateway"]
+        held: list[Stalled] = []
+        stop = asyncio.Event()
+
+        async def opener() -> None:
+            for _ in range(int(OPENING_S * 20)):  # one new stalled stream every 50 ms
+                held.append(await stall(addr, STREAM, request, 1, KEY))
+                await asyncio.sleep(0.05)
+
+        opening = asyncio.create_task(opener())
+        try:
+            await await_until(
+                lambda: no_place_left(served), timeout_s=10, what="the opener holding every place"
+            )
+            reading = asyncio.create_task(whole_streams(addr, stop))
+            await opening
+            stop.set()
+            codes = await reading
+        finally:
+            opening.cancel()
+            for stalled in held:
+                await stalled.close()
+    assert set(codes) == {"whole"} and codes["whole"] >= 5, codes

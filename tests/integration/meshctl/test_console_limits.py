@@ -141,3 +141,23 @@ def test_a_body_that_never_comes_is_answered_408_and_closed(server: ConsoleServe
             reply += chunk
         assert reply.startswith(b"HTTP/1.1 408"), reply[:40]
         assert time.monotonic() - started < HttpLimits().body_timeout_s + 3
+
+
+def test_at_the_cap_a_page_gets_in_and_the_longest_silent_connection_goes(
+    server: ConsoleServer,
+) -> None:
+    """Round 4, item 10: at the cap the newcomer got 503, so one process re-opening silent
+    connections locked the page out (21 of 30 answered with 80 held, measured); now the
+    connection that has waited longest for a request head makes room."""
+    held = [connect(server.port) for _ in range(HttpLimits().max_connections)]
+    try:
+        started = time.monotonic()
+        assert page_answers(server)
+        assert time.monotonic() - started < IDLE_S  # not once the silent ones timed out
+        assert closed_after(held[0]) < 2, "the longest silent connection was kept"
+        held[-1].settimeout(0.2)
+        with pytest.raises(TimeoutError):  # a newer silent one stays until its own timeout
+            held[-1].recv(1)
+    finally:
+        for sock in held:
+            sock.close()

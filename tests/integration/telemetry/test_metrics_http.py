@@ -110,3 +110,23 @@ async def test_500_idle_connections_cost_no_thread_and_scrapes_go_on(port: int) 
     finally:
         for _, writer in held:
             writer.close()
+
+
+async def test_at_the_cap_a_scrape_gets_in_and_the_longest_silent_connection_goes(
+    port: int,
+) -> None:
+    """Round 4, item 10: at the cap the newcomer was closed, so one process re-opening silent
+    connections locked scrapers out (answered 6 of 30 with 40 held, measured); now the
+    connection that has waited longest without a request head makes room."""
+    held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(LIMITS.max_connections)]
+    try:
+        started = time.monotonic()
+        status = (await ask(port, "GET /metrics HTTP/1.1\r\n\r\n"))[0]
+        assert status == "HTTP/1.1 200 OK"
+        assert time.monotonic() - started < LIMITS.header_timeout_s  # not once they timed out
+        oldest, newest = held[0][0], held[-1][0]
+        assert await closed_within(oldest, 2), "the longest silent connection was kept"
+        assert not await closed_within(newest, 0.2), "a newer silent one was closed instead"
+    finally:
+        for _, writer in held:
+            writer.close()

@@ -37,6 +37,7 @@ from mesh.telemetry.tracing.jsonl_exporter import (
     JsonLinesSpanExporter,
     JsonLinesSpanProcessor,
 )
+from mesh.telemetry.tracing.public import PublicTracingInterceptor
 from mesh.telemetry.tracing.span_events import tracing_listener
 from mesh.telemetry.tracing.spans import SpanFactory, TracingServerInterceptor
 
@@ -137,7 +138,11 @@ class MeshTracing:
         provider = setup_tracing(service_name, environ)
         return None if provider is None else cls(provider, environ)
 
-    def server_interceptor(self) -> ServerLayer:
+    def server_interceptor(self, own_traces: bool = False) -> ServerLayer:
+        """The SERVER span layer; `own_traces`: each call starts a trace of its own, keeping the
+        client's traceparent beside it (the gateway with MESH_PUBLIC_TRACEPARENT=link)."""
+        if own_traces:
+            return PublicTracingInterceptor(self.spans)
         return TracingServerInterceptor(self.spans)
 
     async def shutdown(self) -> None:
@@ -145,6 +150,6 @@ class MeshTracing:
         await asyncio.to_thread(self.provider.shutdown)
 
 
-def server_tracing(tracing: MeshTracing | None) -> list[ServerLayer]:
+def server_tracing(tracing: MeshTracing | None, own_traces: bool = False) -> list[ServerLayer]:
     """The interceptors to put first on the server: the tracing one, or none."""
-    return [] if tracing is None else [tracing.server_interceptor()]
+    return [] if tracing is None else [tracing.server_interceptor(own_traces)]

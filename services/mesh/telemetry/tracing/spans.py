@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import contextvars
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -307,8 +307,7 @@ class TracingServerInterceptor(ServerLayer):
             return handler
         if handler.unary_unary is None and handler.unary_stream is None:
             return handler
-        keys = self._factory.carrier_keys
-        _carrier.set({k: v for k, v in handler_call_details.invocation_metadata or () if k in keys})
+        _carrier.set(self.trace_headers(handler_call_details.invocation_metadata or ()))
         if handler.unary_stream is not None:
             stream = handler.unary_stream
             return self._wrapped.wrap(
@@ -320,6 +319,11 @@ class TracingServerInterceptor(ServerLayer):
         return self._wrapped.wrap(
             method, handler, lambda: handler._replace(unary_unary=self._wrap(unary, method))
         )
+
+    def trace_headers(self, metadata: Sequence[tuple[str, Any]]) -> dict[str, str]:
+        """The trace headers of a call's metadata that its SERVER span continues."""
+        keys = self._factory.carrier_keys
+        return {k: v for k, v in metadata if k in keys}
 
     def _wrap(self, inner: Behaviour, method: str) -> Behaviour:
         factory = self._factory
