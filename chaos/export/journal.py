@@ -9,6 +9,9 @@ The journal's experiment is the whole catalogue experiment, every variant in tur
   whose output is the value measured and whose tolerance_met is its verdict;
 - rollbacks: the runner's kill switch (every fault removed) and its policy put back.
 
+Every name, title and tag is written inert (chaos/export/inert.py): `chaos report` turns
+them into Markdown and HTML.
+
 `deviated` is a missed expectation (steady_states.after not met); `status` is `failed` when
 the run was aborted (a steady state that failed, an error), else `completed`. The runner keeps
 no time per activity: each activity carries the run's start and end, and a load its own
@@ -21,6 +24,7 @@ import platform
 from datetime import UTC, datetime
 from typing import Any
 
+from chaos.export.inert import inert
 from chaos.results import ExperimentResult, PhaseResult, VariantResult
 from chaos.run.faults import describe
 
@@ -48,7 +52,7 @@ class _Clock:
     ) -> JournalRun:
         activity = {
             "type": kind,
-            "name": name,
+            "name": inert(name),
             "provider": {"type": "python", "module": "chaos.run.runner", "func": "Runner.run"},
         }
         return {
@@ -131,9 +135,9 @@ def to_journal(result: ExperimentResult, started: float, ended: float) -> dict[s
         "node": platform.node(),
         "experiment": {
             "version": "1.0.0",
-            "title": f"{result.name}: {result.experiment.title}",
-            "description": result.experiment.hypothesis,
-            "tags": ["grpc-resilience-mesh", result.name],
+            "title": inert(f"{result.name}: {result.experiment.title}"),
+            "description": inert(result.experiment.hypothesis),
+            "tags": ["grpc-resilience-mesh", inert(result.name)],
             "steady-state-hypothesis": {
                 "title": "the steady state holds; every expectation is met",
                 "probes": [a["activity"] for a in after],

@@ -42,6 +42,37 @@ def report_folder(reports: Path, experiment: str) -> Path:
     return folder
 
 
+def report_owner(folder: Path) -> str | None:
+    """The experiment whose report `folder` holds (its result.json's `name`; `""` where that
+    names none), or None where it holds no report that can be read."""
+    try:
+        data = json.loads((folder / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    name = data.get("name") if isinstance(data, dict) else None
+    return name if isinstance(name, str) else ""
+
+
+def claim_folder(reports: Path, experiment: str, file: str, claimed: dict[str, str]) -> Path:
+    """`report_folder`, unless another experiment's report is there: one claimed earlier in
+    this run (`claimed`: folder name -> `file`, the experiment file's resolved path), or one
+    on disk under another name. Then the first of `<folder>-2`, `-3`, ... that none holds.
+    Names that reduce alike (`a b`, `a_b`), or one stem in two folders, never overwrite each
+    other; the same experiment run again, or run `--repeat` times, keeps its folder."""
+    base = folder = report_folder(reports, experiment)
+    n = 1
+    while True:
+        if folder.name in claimed:
+            free = claimed[folder.name] == file
+        else:
+            free = report_owner(folder) in (None, experiment)
+        if free:
+            claimed[folder.name] = file
+            return folder
+        n += 1
+        folder = base.with_name(f"{base.name}-{n}")
+
+
 def _href(*parts: str) -> str:
     """A relative link to a file under `reports/`, each part percent-encoded: a `:` becomes
     `%3A`, so no folder name can make it a `javascript:` (or any other scheme) URL."""

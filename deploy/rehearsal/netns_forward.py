@@ -1,8 +1,9 @@
 """Forward LISTEN_PORT on every address to 127.0.0.1:TARGET_PORT, in the network namespace it
 is started in. The rehearsal starts it with `nsenter --net=/proc/PID/ns/net` inside a mesh
 container's namespace, so the runner on the host can reach that service's loopback-only admin
-port (fault injection, policy swaps) through the container's address on the rehearsal's own
-podman network. Rehearsal-only: the compose file keeps admin ports private. Stdlib only.
+port (fault injection, policy swaps) and metrics port (counters) through the container's address
+on the rehearsal's own podman network. Rehearsal-only: the compose file keeps both private.
+Stdlib only.
 
     python3 netns_forward.py LISTEN_PORT TARGET_PORT
 """

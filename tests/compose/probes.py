@@ -66,10 +66,9 @@ def admin_bridges(stack: Stack) -> Iterator[str]:
     """CHAOS_TARGET_EXTRA for `make chaos`: every mesh container's admin and metrics address,
     named as the runner names the instance (`profile`, a replica `profile-2`).
 
-    Metrics listen on the container's address; the host reaches it on the rehearsal's podman
-    network. Admin listens on the container's loopback only, so a forwarder started in that
-    container's network namespace (nsenter) relays to it: rehearsal-only, see
-    deploy/rehearsal/netns_forward.py."""
+    Admin and metrics listen on the container's loopback only, so a forwarder started in that
+    container's network namespace (nsenter) relays to each, and the host reaches the relay on
+    the rehearsal's podman network: rehearsal-only, see deploy/rehearsal/netns_forward.py."""
     entries: list[str] = []
     with ExitStack() as stop:
         for c in stack.containers():
@@ -89,19 +88,22 @@ def relay_entries(
 ) -> list[str]:
     """`admin.INSTANCE` and `metrics.INSTANCE` of `--target` for the mesh process `pid`, whose
     ADMIN_ADDR and METRICS_ADDR `env` gives and whose network namespace has `address`: its
-    loopback-only admin port through a relay started in that namespace (nsenter; rehearsal-
-    only, deploy/rehearsal/netns_forward.py), stopped by `stop`."""
+    loopback-only ports through relays started in that namespace (nsenter; rehearsal-only,
+    deploy/rehearsal/netns_forward.py), stopped by `stop`."""
     forwarder = ROOT / "deploy" / "rehearsal" / "netns_forward.py"
-    admin = int(env["ADMIN_ADDR"].rpartition(":")[2])
-    relay = admin + 1000
     command = ["nsenter", f"--net=/proc/{pid}/ns/net", sys.executable, str(forwarder)]
-    proc = subprocess.Popen([*command, str(relay), str(admin)], stdout=subprocess.DEVNULL)
-    stop.callback(proc.wait, 10)
-    stop.callback(proc.terminate)
-    wait_until(partial(connects, address, relay), 30, f"{instance}'s relay", 0.1)
-    metrics = env["METRICS_ADDR"].rpartition(":")[2]
+    relays = []
+    for var in ("ADMIN_ADDR", "METRICS_ADDR"):
+        port = int(env[var].rpartition(":")[2])
+        relay = port + 1000
+        proc = subprocess.Popen([*command, str(relay), str(port)], stdout=subprocess.DEVNULL)
+        stop.callback(proc.wait, 10)
+        stop.callback(proc.terminate)
+        wait_until(partial(connects, address, relay), 30, f"{instance}'s {var} relay", 0.1)
+        relays.append(relay)
+    admin, metrics = relays
     return [
-        f"admin.{instance}={address}:{relay}",
+        f"admin.{instance}={address}:{admin}",
         f"metrics.{instance}=http://{address}:{metrics}/metrics",
     ]
 

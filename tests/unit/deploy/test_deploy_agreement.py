@@ -36,18 +36,31 @@ from tests.unit.deploy.deploy_sources import (
 )
 from tests.unit.deploy.kustomize import containers, render
 
+ANY_ADDRESS = {"LISTEN_ADDR": "0.0.0.0", "METRICS_ADDR": "0.0.0.0"}
+"""Kubernetes: a pod has one address; its NetworkPolicies pick who reaches which port."""
 
-def expected_env(name: str, dependency_host: dict[str, str]) -> dict[str, str]:
+
+def compose_hosts(name: str) -> dict[str, str]:
+    """Compose: a container is on several networks, so it listens by its alias on the one its
+    callers come from (test_deploy_compose_listen.py checks which), or on loopback where
+    nothing calls it; nothing in the stack reads metrics."""
+    called = name == "gateway" or any(e.dependency == replica_of(name) for e in EDGES)
+    return {"LISTEN_ADDR": f"{name}-listen" if called else "127.0.0.1", "METRICS_ADDR": "127.0.0.1"}
+
+
+def expected_env(
+    name: str, dependency_host: dict[str, str], hosts: dict[str, str] = ANY_ADDRESS
+) -> dict[str, str]:
     """What every deployment gives service `name` (or replica, e.g. profile-2);
-    dependency_host maps edge -> its address(es)."""
+    dependency_host maps edge -> its address(es), hosts the listening hosts."""
     spec = service(name)
     base = replica_of(name)
     env = {
         "SERVICE": base,
         "OTEL_SERVICE_NAME": base,
-        "LISTEN_ADDR": f"0.0.0.0:{spec.port}",
+        "LISTEN_ADDR": f"{hosts['LISTEN_ADDR']}:{spec.port}",
         "ADMIN_ADDR": f"127.0.0.1:{spec.admin_port}",
-        "METRICS_ADDR": f"0.0.0.0:{spec.metrics_port}",
+        "METRICS_ADDR": f"{hosts['METRICS_ADDR']}:{spec.metrics_port}",
         "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://jaeger:{JAEGER_OTLP_GRPC_PORT}",
     }
     if base != name:
@@ -66,8 +79,10 @@ VIA_REPLICA_PROXIES = {
 DIRECT = {e.name: f"{e.dependency}:{service(e.dependency).port}" for e in EDGES}
 
 
-def assert_service_env(name: str, env: dict[str, str], wiring: dict[str, str]) -> None:
-    expected = expected_env(name, wiring)
+def assert_service_env(
+    name: str, env: dict[str, str], wiring: dict[str, str], hosts: dict[str, str] = ANY_ADDRESS
+) -> None:
+    expected = expected_env(name, wiring, hosts)
     assert {k: env.get(k) for k in expected} == expected, name
     stray = {k for k in env if k.endswith("_ADDR")} - expected.keys()
     assert not stray, f"{name}: addresses for no edge of the topology: {stray}"
@@ -152,7 +167,8 @@ def test_compose_wires_every_edge_through_toxiproxy() -> None:
     services = load_compose()["services"]
     assert set(services) == {s.name for s in (*INSTANCES, *PEERS)} | {"toxiproxy", "jaeger"}
     for spec in INSTANCES:
-        assert_service_env(spec.name, services[spec.name]["environment"], VIA_REPLICA_PROXIES)
+        env = services[spec.name]["environment"]
+        assert_service_env(spec.name, env, VIA_REPLICA_PROXIES, compose_hosts(spec.name))
 
 
 @pytest.mark.parametrize(("overlay", "wiring"), [("chaos", VIA_TOXIPROXY), ("direct", DIRECT)])

@@ -155,15 +155,17 @@ def test_every_service_has_a_health_check_and_a_restart_policy() -> None:
 
 
 def test_mesh_services_check_health_with_the_grpc_health_protocol() -> None:
+    """On the address the service listens on (its alias, or loopback), at its port."""
     services = load_compose()["services"]
     for name in MESH_SERVICES:
-        port = service(name).port
+        listen = services[name]["environment"]["LISTEN_ADDR"]
+        assert listen.rpartition(":")[2] == str(service(name).port), name
         assert services[name]["healthcheck"]["test"] == [
             "CMD",
             "python",
             "-m",
             "mesh.runtime.healthcheck",
-            f"127.0.0.1:{port}",
+            listen,
         ]
 
 
