@@ -51,7 +51,9 @@ class FrontLimits:
 class ClientSide(asyncio.Protocol):
     """One client connection, relayed to its own connection to the grpc server."""
 
-    __slots__ = ("budget", "front", "peer", "pool", "server_spoke", "transport", "upstream")
+    __slots__ = (
+        "budget", "early", "front", "peer", "pool", "server_spoke", "transport", "upstream",
+    )  # fmt: skip
 
     def __init__(self, front: Front) -> None:
         self.front = front
@@ -61,13 +63,18 @@ class ClientSide(asyncio.Protocol):
         self.server_spoke = False
         self.peer = ""
         self.pool: Pool | None = None
+        self.early: list[bytes] = []
+        """What came before the grpc side connected (held, then written in order)."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         peer = transport.get_extra_info("peername")
         self.peer = str(peer[0]) if peer else ""
-        transport.pause_reading()  # until the grpc side is connected
+        # Until the grpc side is connected. Python before 3.11.7 starts reading after
+        # connection_made regardless (its _add_reader ignores a pause made here), so data can
+        # still arrive before then: data_received holds it (within the pre-ACK budget).
+        transport.pause_reading()
         self.front.admit(self)
         self.front.connect_upstream(self)
 
@@ -83,8 +90,13 @@ class ClientSide(asyncio.Protocol):
                 return
             if verdict is Verdict.ACKED:
                 self.budget = None
-        assert self.upstream is not None
-        self.upstream.write(data)
+        upstream = self.upstream
+        if upstream is None:
+            self.early.append(data)
+            if self.transport is not None:
+                self.transport.pause_reading()  # honoured now that reading has started
+            return
+        upstream.write(data)
 
     def eof_received(self) -> bool:
         if self.upstream is not None and self.upstream.can_write_eof():
@@ -126,8 +138,11 @@ class GrpcSide(asyncio.Protocol):
         client.upstream = transport
         if client.transport is None or client.transport.is_closing():
             transport.abort()
-        else:
-            client.transport.resume_reading()
+            return
+        if client.early:
+            transport.write(b"".join(client.early))
+            client.early.clear()
+        client.transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
         client = self.client

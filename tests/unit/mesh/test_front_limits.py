@@ -3,6 +3,7 @@ through before the SETTINGS ACK, and which connection it closes past a cap."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import stat
 from collections.abc import Iterator
@@ -11,7 +12,7 @@ import pytest
 
 from mesh.runtime.config import ConfigError, ServiceConfig
 from mesh.runtime.connections import DESCRIPTOR_RESERVE, connection_cap, idle_options
-from mesh.runtime.front import ClientSide, Front, FrontLimits
+from mesh.runtime.front import ClientSide, Front, FrontLimits, GrpcSide
 from mesh.runtime.preack import PREFACE_BYTES, PreAckBudget, Verdict
 
 PREFACE = b"P" * PREFACE_BYTES
@@ -113,3 +114,42 @@ async def test_the_grpc_socket_folder_is_ours_alone_and_goes_with_the_relay() ->
     assert made.upstream_addr == f"unix:{made.folder}/grpc.sock"
     await made.close()
     assert not made.folder.exists()
+
+
+class _Transport(asyncio.Transport):
+    """What the relay calls on a transport, recorded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written: list[bytes] = []
+        self.reading = True
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written.append(bytes(data))
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def resume_reading(self) -> None:
+        self.reading = True
+
+    def is_closing(self) -> bool:
+        return False
+
+
+def test_bytes_before_the_grpc_side_connects_are_held_and_sent_first_in_order(
+    front: Front,
+) -> None:
+    """Python 3.11 before 3.11.7 (Debian 12's 3.11.2, the image's) ignores a pause_reading made
+    in connection_made, so a client's first bytes can arrive before the grpc side is connected:
+    they failed an assertion and the connection died (the compose gateway lost 3 of 6 calls)."""
+    conn, client = _admit(front, "10.0.0.9"), _Transport()
+    conn.transport = client
+    conn.data_received(PREFACE)
+    conn.data_received(SETTINGS)
+    assert client.reading is False and conn.early == [PREFACE, SETTINGS]
+    grpc_side = _Transport()
+    GrpcSide(conn).connection_made(grpc_side)
+    conn.data_received(SETTINGS_ACK)
+    assert grpc_side.written == [PREFACE + SETTINGS, SETTINGS_ACK]
+    assert client.reading is True and conn.early == []
