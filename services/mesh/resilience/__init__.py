@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from mesh.resilience.clock import SystemClock as SystemClock
     from mesh.resilience.deadline import AttemptTimeout as AttemptTimeout
     from mesh.resilience.deadline import TotalDeadline as TotalDeadline
+    from mesh.resilience.description import PipelineDescriptor as PipelineDescriptor
+    from mesh.resilience.description import StrategyDescriptor as StrategyDescriptor
+    from mesh.resilience.description import describe as describe
     from mesh.resilience.edge_policy import EdgePolicy as EdgePolicy
     from mesh.resilience.errors import BreakerOpenError as BreakerOpenError
     from mesh.resilience.errors import BulkheadFullError as BulkheadFullError
@@ -43,9 +46,15 @@ if TYPE_CHECKING:
     from mesh.resilience.events import EventBus as EventBus
     from mesh.resilience.events import FallbackServed as FallbackServed
     from mesh.resilience.events import FaultInjected as FaultInjected
+    from mesh.resilience.events import HedgeSettled as HedgeSettled
+    from mesh.resilience.events import HedgeSkipped as HedgeSkipped
+    from mesh.resilience.events import HedgeStarted as HedgeStarted
     from mesh.resilience.events import Listener as Listener
     from mesh.resilience.events import RetryScheduled as RetryScheduled
     from mesh.resilience.events import RetrySkipped as RetrySkipped
+    from mesh.resilience.hedging import Hedging as Hedging
+    from mesh.resilience.hedging_options import HedgingOptionError as HedgingOptionError
+    from mesh.resilience.hedging_options import HedgingOptions as HedgingOptions
     from mesh.resilience.inbound import InboundInterceptor as InboundInterceptor
     from mesh.resilience.interceptor import ResilienceInterceptor as ResilienceInterceptor
     from mesh.resilience.outlier import OutlierDetector as OutlierDetector
@@ -58,15 +67,24 @@ if TYPE_CHECKING:
     from mesh.resilience.stream_guard import StreamGuard as StreamGuard
     from mesh.resilience.streaming import StreamResilienceInterceptor as StreamResilienceInterceptor
     from mesh.resilience.throttle import AdaptiveThrottle as AdaptiveThrottle
+    from mesh.resilience.traps import ResiliencePolicyWarning as ResiliencePolicyWarning
+    from mesh.resilience.traps import Trap as Trap
 
 _WHERE: dict[str, str] = {
     # the pipeline (one per dependency) and its order
     "Pipeline": "pipeline",
     "build_pipeline": "pipeline",
     "PIPELINE_ORDER": "pipeline",
+    # what a built pipeline is (for tests of a composition), and its build-time traps
+    "describe": "description",
+    "PipelineDescriptor": "description",
+    "StrategyDescriptor": "description",
+    "Trap": "traps",
+    "ResiliencePolicyWarning": "traps",
     # client strategies
     "Retry": "retry",
     "RetryBudget": "retry",
+    "Hedging": "hedging",
     "BreakerStrategy": "breaker",
     "Bulkhead": "bulkhead",
     "TotalDeadline": "deadline",
@@ -80,6 +98,8 @@ _WHERE: dict[str, str] = {
     # their settings
     "EdgePolicy": "edge_policy",
     "ServerPolicy": "admission_policy",
+    "HedgingOptions": "hedging_options",
+    "HedgingOptionError": "hedging_options",
     # errors (each carries its gRPC code)
     "ResilienceError": "errors",
     "BreakerOpenError": "errors",
@@ -98,6 +118,9 @@ _WHERE: dict[str, str] = {
     "CallFinished": "events",
     "RetryScheduled": "events",
     "RetrySkipped": "events",
+    "HedgeStarted": "events",
+    "HedgeSkipped": "events",
+    "HedgeSettled": "events",
     "BreakerStateChanged": "events",
     "BreakerRejected": "events",
     "BulkheadRejected": "events",
@@ -140,13 +163,21 @@ __all__ = [
     "EventBus",
     "FallbackServed",
     "FaultInjected",
+    "HedgeSettled",
+    "HedgeSkipped",
+    "HedgeStarted",
+    "Hedging",
+    "HedgingOptionError",
+    "HedgingOptions",
     "InboundInterceptor",
     "InjectedFaultError",
     "Listener",
     "OutlierDetector",
     "Pipeline",
+    "PipelineDescriptor",
     "ResilienceError",
     "ResilienceInterceptor",
+    "ResiliencePolicyWarning",
     "Retry",
     "RetryBudget",
     "RetryScheduled",
@@ -154,12 +185,15 @@ __all__ = [
     "ServerPolicy",
     "ShedError",
     "SheddingInterceptor",
+    "StrategyDescriptor",
     "StreamBrokenError",
     "StreamGuard",
     "StreamResilienceInterceptor",
     "SystemClock",
     "TotalDeadline",
+    "Trap",
     "build_pipeline",
+    "describe",
     "resilient_channel",
 ]
 

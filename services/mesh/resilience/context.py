@@ -35,6 +35,9 @@ class CallContext:
     """Attempts handed to the wire: 0 means the dependency cannot have seen this call."""
     criticality: Criticality | None = None
     """The criticality the current attempt carries (set by the attempt hook; None: none)."""
+    hedged: bool = False
+    """An attempt of a hedged call (mesh.resilience.hedging): the retry strategy inside lets it
+    through untouched, as a method hedges or retries, never both (gRFC A6)."""
 
 
 Next = Callable[[CallContext], Awaitable[Any]]
@@ -45,4 +48,7 @@ class Strategy(Protocol):
 
     name: ClassVar[str]
 
-    async def execute(self, ctx: CallContext, inner: Next) -> Any: ...
+    def execute(self, ctx: CallContext, inner: Next) -> Awaitable[Any]:
+        """An awaitable of the final call object: a coroutine of the strategy's own, or, when
+        it has nothing to do around this call, `inner(ctx)` itself (one layer fewer)."""
+        ...

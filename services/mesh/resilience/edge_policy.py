@@ -13,6 +13,7 @@ import grpc
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mesh import safe_yaml
+from mesh.resilience.hedging_options import HedgingOptions
 from mesh.resilience.outlier_policy import OutlierPolicy
 from mesh.resilience.throttle_policy import ThrottlePolicy
 from mesh.resilience.xds_policy import XdsPolicy
@@ -220,6 +221,11 @@ class EdgePolicy(_Model):
     breaker: BreakerPolicy = Field(default_factory=BreakerPolicy)
     bulkhead: BulkheadPolicy = Field(default_factory=BulkheadPolicy)
     native_retry: NativeRetryPolicy = Field(default_factory=NativeRetryPolicy)
+    hedging: HedgingOptions = Field(
+        default_factory=HedgingOptions,
+        description="gRFC A6 hedging for the methods it names (all, if none): they hedge in "
+        "place of retrying (mesh.resilience.hedging_options)",
+    )
     throttle: ThrottlePolicy = Field(default_factory=ThrottlePolicy)
     outlier: OutlierPolicy = Field(default_factory=OutlierPolicy)
     xds: XdsPolicy = Field(
@@ -239,5 +245,10 @@ class EdgePolicy(_Model):
             raise ValueError(
                 "xds.retry needs retry.max_attempts: 1 and native_retry off (one retry owner, "
                 "or attempts multiply unseen)"
+            )
+        if self.hedging.enabled and (self.native_retry.enabled or self.xds.retry is not None):
+            raise ValueError(
+                "hedging.enabled needs native_retry off and no xds.retry (gRPC's retries would "
+                "multiply each hedge's attempts unseen)"
             )
         return self

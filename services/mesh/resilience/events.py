@@ -12,7 +12,7 @@ build, and the hot path builds five per call (three on the client, two on the se
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from enum import IntEnum
 from typing import NamedTuple
 
@@ -76,6 +76,42 @@ class RetrySkipped(NamedTuple):
     attempt: int
     reason: str
     code: str
+
+
+class HedgeStarted(NamedTuple):
+    """Attempt `attempt` of a hedged call started `after_s` after its first: `trigger` is
+    "delay" (no attempt answered within the hedging delay) or the non-fatal code an earlier
+    attempt failed with."""
+
+    dependency: str
+    method: str
+    attempt: int
+    trigger: str
+    after_s: float
+
+
+class HedgeSkipped(NamedTuple):
+    """Hedge `attempt` was due and not sent: `reason` is budget (the retry budget refused it),
+    pushback (the server asked for none), deadline (no time left) or local (our own strategy
+    rejected an attempt)."""
+
+    dependency: str
+    method: str
+    attempt: int
+    reason: str
+
+
+class HedgeSettled(NamedTuple):
+    """How attempt `attempt` of a call that has hedged ended: `outcome` won (its answer is the
+    call's), lost (it failed with `code`) or cancelled (another attempt won, or the call ended
+    meanwhile). An attempt that ended before any hedge started shows in AttemptFinished only."""
+
+    dependency: str
+    method: str
+    attempt: int
+    outcome: str
+    code: str
+    duration_s: float
 
 
 class BreakerStateChanged(NamedTuple):
@@ -270,6 +306,9 @@ Event = (
     | CallFinished
     | RetryScheduled
     | RetrySkipped
+    | HedgeStarted
+    | HedgeSkipped
+    | HedgeSettled
     | BreakerStateChanged
     | BreakerRejected
     | BulkheadRejected
@@ -292,19 +331,47 @@ Listener = Callable[[Event], None]
 
 
 class EventBus:
-    """Fans events out to plain-callable listeners, in subscription order."""
+    """Fans events out to plain-callable listeners, in subscription order. A listener that
+    names the event types it takes gets only those, and `wants` tells a strategy whether
+    anyone takes a type: the hot path builds an event only when someone does."""
 
     def __init__(self) -> None:
         self._listeners: tuple[Listener, ...] = ()
+        self._kinds: tuple[frozenset[type] | None, ...] = ()
+        self._routes: dict[type, tuple[Listener, ...]] = {}
 
-    def subscribe(self, listener: Listener) -> None:
+    def subscribe(self, listener: Listener, kinds: Iterable[type] | None = None) -> None:
+        """`kinds`: the event types `listener` takes (None: every type)."""
         self._listeners = (*self._listeners, listener)
+        self._kinds = (*self._kinds, None if kinds is None else frozenset(kinds))
+        self._routes = {}
+
+    def _route(self, kind: type) -> tuple[Listener, ...]:
+        route = tuple(
+            listener
+            for listener, kinds in zip(self._listeners, self._kinds, strict=True)
+            if kinds is None or kind in kinds
+        )
+        self._routes[kind] = route
+        return route
+
+    def wants(self, kind: type) -> bool:
+        """Whether any listener takes events of type `kind`."""
+        route = self._routes.get(kind)
+        return bool(self._route(kind) if route is None else route)
 
     def has(self, listener: Listener) -> bool:
         return listener in self._listeners
 
+    @property
+    def listening(self) -> bool:
+        """Whether anyone listens: a strategy off the hot path builds its events only then."""
+        return bool(self._listeners)
+
     def emit(self, event: Event) -> None:
-        for listener in self._listeners:
+        kind = type(event)
+        route = self._routes.get(kind)
+        for listener in self._route(kind) if route is None else route:
             try:
                 listener(event)
             except Exception:

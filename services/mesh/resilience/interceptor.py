@@ -57,12 +57,13 @@ class ResilienceInterceptor(grpc.aio.UnaryUnaryClientInterceptor):  # type: igno
         if inbound_s is not None and inbound_s < deadline_s:
             deadline_s = inbound_s
         router = self.router
-        if router is not None and router.routes:
+        pipeline = self.pipeline
+        if router is not None and (router.routes or pipeline.hedges):
             continuation = router.send
         ctx = CallContext(
             self._dependency, method, request, client_call_details, continuation, deadline_s
         )
-        return await self.pipeline.run(ctx)
+        return await pipeline.run(ctx)
 
 
 class RoutedStreamInterceptor(StreamResilienceInterceptor):

@@ -56,6 +56,24 @@ attempt of a call in one task with the same request object, so its next attempt 
 replica, whatever other calls did to the rotation meanwhile."""
 
 
+_spread: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar(
+    "mesh_replicas_of_call", default=None
+)
+"""The replicas the attempts of one hedged call went to: the hedging strategy sets a fresh
+set in the task that starts them (`spread_attempts`), each attempt's task inherits that same
+set, and each attempt avoids the replicas in it while another is in rotation."""
+
+
+def spread_attempts() -> contextvars.Token[set[str] | None]:
+    """From here on (until the token is reset), attempts started from this task, and the tasks
+    it starts, each go to a replica the others did not, while there is one."""
+    return _spread.set(set())
+
+
+def end_spread(token: contextvars.Token[set[str] | None]) -> None:
+    _spread.reset(token)
+
+
 def _response_type(method: str) -> Callable[[bytes], Any]:
     """The deserializer of `/pkg.Service/Method`'s response, from the registered descriptors."""
     service, _, name = method.lstrip("/").partition("/")
@@ -126,6 +144,18 @@ class ReplicaRouter:
         self._turn += 1
         return ring[self._turn % len(ring)]
 
+    def pick_apart(self, taken: set[str]) -> str:
+        """The next replica in rotation outside `taken` (the replicas a hedged call's other
+        attempts went to), added to it; if every one in rotation is taken, the next of them."""
+        ring = self._ring
+        if ring is None or self._clock.now() >= self._ring_until_s:
+            ring = self._ring = self._rotation()
+        free = tuple(a for a in ring if a not in taken) or ring
+        self._turn += 1
+        address = free[self._turn % len(free)]
+        taken.add(address)
+        return address
+
     def _rotation(self) -> tuple[str, ...]:
         if self._ejecting:
             ring: Sequence[str] = self.detector.available()
@@ -181,8 +211,12 @@ class ReplicaRouter:
         self, details: grpc.aio.ClientCallDetails, request: Any, *, stream: bool
     ) -> tuple[str, Any]:
         """Picks this attempt's replica and starts the call on its channel."""
-        failed = _failed_on.get()
-        address = self.pick(failed[1] if failed is not None and failed[0] is request else None)
+        taken = _spread.get()
+        if taken is not None:
+            address = self.pick_apart(taken)
+        else:
+            failed = _failed_on.get()
+            address = self.pick(failed[1] if failed is not None and failed[0] is request else None)
         call = self._callable(address, details.method, request, stream)(
             request,
             timeout=details.timeout,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from typing import Any
@@ -25,13 +25,18 @@ from mesh.resilience.deadline import AttemptTimeout, TotalDeadline
 from mesh.resilience.edge_policy import EdgePolicy, PipelineOrder
 from mesh.resilience.errors import ResilienceError
 from mesh.resilience.events import CallFinished, EventBus
+from mesh.resilience.hedging import Hedging
 from mesh.resilience.retry import Retry, RetryBudget
 from mesh.resilience.throttle import AdaptiveThrottle
+from mesh.resilience.traps import PipelineSource, examine
 
 PIPELINE_ORDER: tuple[str, ...] = (
     # Outermost -> innermost; the default (policy `order: retry-outside-breaker`).
     "bulkhead",  # a slot per logical call, so retries never need a second slot
     "total_deadline",  # the call's whole budget (its clock starts once a slot is held)
+    "hedging",  # a hedged method's attempts in parallel, each through the layers below (retry
+    # lets them through: a method hedges or retries, gRFC A6); inside the deadline, which
+    # bounds them all, and the bulkhead, whose one slot they share
     "retry",  # inside the deadline: no attempt or backoff may outlive it; budget per dependency
     "throttle",  # inside retry, beside its budget: every attempt the wire would carry, retries
     # too, counts and may be rejected here; outside the breaker, so a local rejection never
@@ -50,6 +55,7 @@ BREAKER_OUTSIDE_RETRY_ORDER: tuple[str, ...] = (
     "bulkhead",
     "total_deadline",
     "breaker",  # outside retry: a logical call, all its attempts, is one outcome
+    "hedging",
     "retry",
     "throttle",  # inside retry here too: it judges attempts, not logical calls
     "attempt_timeout",
@@ -89,11 +95,18 @@ class Pipeline:
         for strategy in reversed(self.strategies):
             handler = partial(strategy.execute, inner=handler)
         self._handler = handler
+        self.hedges = any(s.name == "hedging" for s in self.strategies)
+        """Over replicas, its calls go through the replica router even where gRPC balances:
+        each hedged attempt must reach a replica the call's others are not on."""
+        self.source: PipelineSource | None = None
+        """What build_pipeline built it from (mesh.resilience.description reads it)."""
 
     def with_wire(self, wire: Next) -> Pipeline:
         """The same strategy objects (the same breakers, budget and bulkhead) over another
         innermost step: how a stream runs through its edge's pipeline."""
-        return Pipeline(list(self.strategies), self._bus, self._clock, self._call_observer, wire)
+        same = Pipeline(list(self.strategies), self._bus, self._clock, self._call_observer, wire)
+        same.source = self.source
+        return same
 
     @property
     def bus(self) -> EventBus:
@@ -110,6 +123,15 @@ class Pipeline:
         raise KeyError(f"no {name!r} strategy in pipeline {self.names}")
 
     async def run(self, ctx: CallContext) -> Any:
+        if self._call_observer is None and not self._bus.wants(CallFinished):
+            try:  # nobody observes the call as a whole: no clock, no event
+                return await self._handler(ctx)
+            except ResilienceError as err:
+                err.attempts_sent = ctx.sent
+                raise
+        return await self._observed(ctx)
+
+    async def _observed(self, ctx: CallContext) -> Any:
         started_s = self._clock.now()
         outcome = "UNKNOWN"
         observer = self._call_observer
@@ -148,6 +170,7 @@ def build_pipeline(
     call_observer: CallObserver | None = None,
     wait_header: bool = True,
     carry: tuple[tuple[str, str], ...] = (),
+    services: Iterable[str] = (),
 ) -> Pipeline:
     """Builds the enabled strategies of `policy` in the order it selects (ORDERS).
 
@@ -155,24 +178,17 @@ def build_pipeline(
     `wait_header`: every attempt carries its deadline as `mesh-timeout-ms`, which the server's
     intake gate reads (mesh.resilience.intake); off where the server has none. `carry`: metadata
     every attempt sends (the mesh's internal credential, mesh.runtime.internal_auth).
+    `services` (`pkg.Service`): whose methods to check for traps (mesh.resilience.traps).
     """
     clock = clock or SystemClock()
-
-    def bulkhead() -> Bulkhead | None:
-        if not policy.bulkhead.enabled:
-            return None
-        pool = policy.bulkhead.pool
-        if pool is None or bulkhead_pools is None:
-            return Bulkhead(policy.bulkhead, clock, bus, dependency)
-        if pool not in bulkhead_pools:
-            bulkhead_pools[pool] = Bulkhead(policy.bulkhead, clock, bus, f"pool {pool}")
-        return bulkhead_pools[pool]
-
     rng = rng or random.Random()
     budget = RetryBudget(policy.retry.budget) if policy.retry.budget.enabled else None
     factories: dict[str, Callable[[], Strategy | None]] = {
-        "bulkhead": bulkhead,
+        "bulkhead": lambda: _bulkhead(policy, clock, bus, dependency, bulkhead_pools),
         "total_deadline": lambda: TotalDeadline(policy.deadline, clock),
+        "hedging": lambda: (
+            Hedging(policy.hedging, budget, clock, bus) if policy.hedging.enabled else None
+        ),
         "retry": lambda: (
             Retry(policy.retry, policy.deadline.min_attempt_s, budget, clock, bus, rng)
             if policy.retry.max_attempts > 1
@@ -191,4 +207,24 @@ def build_pipeline(
     }
     strategies = [s for s in (factories[name]() for name in ORDERS[policy.order]) if s is not None]
     wire = send_on_wire if wait_header else send_without_wait_header
-    return Pipeline(strategies, bus, clock, call_observer, wire)
+    pipeline = Pipeline(strategies, bus, clock, call_observer, wire)
+    pipeline.source = examine(policy, dependency, pipeline.names, services)
+    return pipeline
+
+
+def _bulkhead(
+    policy: EdgePolicy,
+    clock: Clock,
+    bus: EventBus,
+    dependency: str,
+    pools: dict[str, Bulkhead] | None,
+) -> Bulkhead | None:
+    """The edge's own Bulkhead, or its pool's, shared through `pools` (None: not shared)."""
+    if not policy.bulkhead.enabled:
+        return None
+    pool = policy.bulkhead.pool
+    if pool is None or pools is None:
+        return Bulkhead(policy.bulkhead, clock, bus, dependency)
+    if pool not in pools:
+        pools[pool] = Bulkhead(policy.bulkhead, clock, bus, f"pool {pool}")
+    return pools[pool]

@@ -79,6 +79,8 @@ class Retry:
         self._rng = rng
 
     async def execute(self, ctx: CallContext, inner: Next) -> Any:
+        if ctx.hedged:
+            return await inner(ctx)
         allowed = self._max_attempts > 1 and may_retry(ctx.method, ctx.request)
         attempt = 1
         failed: grpc.aio.AioRpcError | None = None

@@ -6,6 +6,7 @@ import pytest
 
 from mesh.policy.loading import PRESETS, load_policy, load_policy_text
 from mesh.resilience.channel import resilient_channel
+from mesh.resilience.edge_policy import EdgePolicy
 from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.resilience.pipeline import (
     BREAKER_OUTSIDE_RETRY_ORDER,
@@ -42,13 +43,30 @@ EXPECTED = {
 }
 
 
+def hedging_before_retry(order: tuple[str, ...]) -> tuple[str, ...]:
+    """The declared order: hedging (off in every preset) sits just outside retry."""
+    at = order.index("retry")
+    return (*order[:at], "hedging", *order[at:])
+
+
 def test_declared_order_is_outermost_bulkhead_to_innermost_attempt_hook() -> None:
-    assert PIPELINE_ORDER == FULL
+    assert PIPELINE_ORDER == hedging_before_retry(FULL)
 
 
 def test_the_other_declared_order_puts_the_breaker_outside_retry() -> None:
-    assert BREAKER_OUTSIDE_RETRY_ORDER == SEED_003
-    assert ORDERS == {"retry-outside-breaker": FULL, "breaker-outside-retry": SEED_003}
+    assert BREAKER_OUTSIDE_RETRY_ORDER == hedging_before_retry(SEED_003)
+    assert ORDERS == {
+        "retry-outside-breaker": hedging_before_retry(FULL),
+        "breaker-outside-retry": hedging_before_retry(SEED_003),
+    }
+
+
+def test_hedging_sits_outside_retry_when_an_edge_turns_it_on() -> None:
+    policy = EdgePolicy.model_validate(
+        {"hedging": {"enabled": True}, "throttle": {"enabled": True}}
+    )
+    pipeline = build_pipeline(policy, dependency="profile", bus=recording_bus()[0])
+    assert pipeline.names == hedging_before_retry(FULL)
 
 
 def test_the_order_field_selects_it_and_defaults_to_the_declared_order() -> None:
