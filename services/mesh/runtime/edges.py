@@ -183,7 +183,8 @@ class Edges:
         self, dependency: str, policy: EdgePolicy, pools: dict[str, Bulkhead], gated: bool
     ) -> Pipeline:
         """The one way an edge's pipeline is built, at start and on every policy swap; `gated`:
-        the dependency's servers have an intake gate, so each attempt sends its deadline."""
+        the dependency's servers have an intake gate, so each attempt sends its deadline. The
+        build warns of its traps (mesh.resilience.traps) once per process, not per swap."""
         tracing = self.wiring.tracing
         return build_pipeline(
             policy,
@@ -195,6 +196,7 @@ class Edges:
             call_observer=tracing.call_observer if tracing else None,
             wait_header=gated,
             carry=self.wiring.credential,
+            services=(service(dependency).grpc_service,),
         )
 
     def _channel(

@@ -66,3 +66,4 @@ def setup_logging(service: str, environ: Mapping[str, str] | None = None) -> Non
     handler.setFormatter(JsonFormatter(service))
     root.addHandler(handler)
     root.setLevel(LOG_LEVEL.read(environ).upper())
+    logging.captureWarnings(True)  # a library's warning (a pipeline's trap) stays a JSON line
