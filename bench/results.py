@@ -87,8 +87,10 @@ def mesh_block(result: dict[str, Any], machine: Machine, command: str) -> str:
 
 
 def overhead_block(result: dict[str, Any], machine: Machine, command: str) -> str:
-    """`mesh bench overhead`'s figures: one process, loop CPU per call, ratios to raw grpc.aio."""
+    """`mesh bench overhead`'s figures: one process, loop and process CPU per call, ratios to
+    raw grpc.aio, our own share and the hand-composed comparison where measured."""
     heads = ("variant", "p50 ms", "p99 ms", "calls/s", "p50 x raw", "calls/s x raw")
+    has_process = all("process_cpu_us_per_call" in r for r in result["variants"].values())
     rows = [
         (
             name,
@@ -99,22 +101,42 @@ def overhead_block(result: dict[str, Any], machine: Machine, command: str) -> st
             f"{row['throughput_ratio']:.2f}",
             f"{row['loop_cpu_us_per_call']:.0f}",
             f"**{row['cpu_ratio']:.2f}**",
+            *(
+                (f"{row['process_cpu_us_per_call']:.0f}", f"{row['process_cpu_ratio']:.2f}")
+                if has_process
+                else ()
+            ),
         )
         for name, row in result["variants"].items()
     ]
-    ours = result.get("ours_us_per_call")
+    cpu_heads: tuple[str, ...] = ("loop CPU us/call", "CPU x raw")
+    if has_process:
+        cpu_heads += ("process CPU us/call", "process CPU x raw")
     return (
         f"{machine.line()}; {result['calls']} calls x {result['rounds']} interleaved rounds, "
         f"{result['concurrency']} in flight.\n\n"
-        + markdown_table((*heads, "loop CPU us/call", "CPU x raw"), rows)
-        + (
-            f"\nOurs beyond the interceptor API (full - floor): {ours:.0f} us of loop CPU "
-            "per call.\n"
-            if ours is not None
-            else ""
-        )
+        + markdown_table((*heads, *cpu_heads), rows)
+        + _overhead_summary(result)
         + f"\nReproduce: `{command}`\n"
     )
+
+
+def _overhead_summary(result: dict[str, Any]) -> str:
+    ours = result.get("ours_us_per_call")
+    if ours is None:
+        return ""
+    text = f"\nOurs beyond the interceptor API (full - floor): {ours:.0f} us of loop CPU per call"
+    if "ours_ratio" in result:
+        text += f", {result['ours_ratio']:.2f} of a raw call's (target: at most 0.15)"
+    text += ".\n"
+    versus_hand = result.get("client_minus_hand_us_per_call")
+    if versus_hand is not None:
+        cheaper = "cheaper" if versus_hand < 0 else "dearer"
+        text += (
+            f"Our client pipeline against tenacity + aiobreaker + asyncio.Semaphore doing the "
+            f"same job (client - hand): {versus_hand:+.0f} us of loop CPU per call ({cheaper}).\n"
+        )
+    return text
 
 
 def proxy_block(result: dict[str, Any], machine: Machine, command: str) -> str:

@@ -49,8 +49,12 @@ def print_result(title: str, result: dict[str, Any]) -> None:
     if has_cpu:
         table.add_column("loop CPU us/call", justify="right")
         table.add_column("CPU ratio", justify="right")
+    has_process = all("process_cpu_us_per_call" in row for row in result["variants"].values())
+    if has_process:
+        table.add_column("process CPU us/call", justify="right")
     for name, row in result["variants"].items():
         cpu = [f"{row['loop_cpu_us_per_call']:.0f}", f"{row['cpu_ratio']:.2f}"] if has_cpu else []
+        cpu += [f"{row['process_cpu_us_per_call']:.0f}"] if has_process else []
         table.add_row(
             name,
             f"{row['p50_ms']:.2f}",

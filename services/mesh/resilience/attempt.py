@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import math
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from typing import Any, ClassVar
@@ -42,11 +43,23 @@ class AttemptHook:
         self._observer = observer
         self._carry = carry
 
-    async def execute(self, ctx: CallContext, inner: Next) -> Any:
+    def execute(self, ctx: CallContext, inner: Next) -> Awaitable[Any]:
         metadata = ctx.details.metadata
-        # grpc.aio shares the caller's metadata object between attempts: copy per attempt.
-        ctx.attempt_metadata = grpc.aio.Metadata(*self._carry, *(metadata or ()))
-        ctx.criticality = _carry_criticality(ctx.attempt_metadata)
+        if self._carry or metadata or self._observer is not None:
+            # grpc.aio shares the caller's metadata object between attempts: copy per attempt.
+            ctx.attempt_metadata = grpc.aio.Metadata(*self._carry, *(metadata or ()))
+            ctx.criticality = _carry_criticality(ctx.attempt_metadata)
+        else:  # nothing to copy and no observer to add to it: a metadata object only if needed
+            ctx.criticality = level = criticality.current()
+            ctx.attempt_metadata = (
+                None if level is None else grpc.aio.Metadata((criticality.METADATA_KEY, level.name))
+            )
+        bus = self._bus
+        if self._observer is None and not (bus.wants(AttemptStarted) or bus.wants(AttemptFinished)):
+            return inner(ctx)  # nobody observes this attempt: no layer of its own
+        return self._observed(ctx, inner)
+
+    async def _observed(self, ctx: CallContext, inner: Next) -> Any:
         emit = self._bus.emit
         emit(AttemptStarted(ctx.dependency, ctx.method, ctx.attempt, ctx.attempt_timeout_s))
         started_s = self._clock.now()
@@ -88,13 +101,16 @@ async def send_on_wire(ctx: CallContext, wait_header: bool = True) -> Any:
     also as `mesh-timeout-ms`, mesh.resilience.intake); returns the finished call object
     (awaiting it again yields the response, and its trailing metadata stays readable)."""
     details = ctx.details
-    timeout_s = ctx.attempt_timeout_s if ctx.attempt_timeout_s != float("inf") else None
+    timeout_s = ctx.attempt_timeout_s if ctx.attempt_timeout_s != math.inf else None
     if timeout_s is not None and wait_header:  # the server can tell how long it waited
         if ctx.attempt_metadata is None:
-            ctx.attempt_metadata = grpc.aio.Metadata()
+            ctx.attempt_metadata = grpc.aio.Metadata(*(details.metadata or ()))
         ctx.attempt_metadata[intake.TIMEOUT_KEY] = intake.timeout_value(timeout_s)
+    metadata = ctx.attempt_metadata
+    if metadata is None:  # nothing added: the caller's own, which nothing here changes
+        metadata = details.metadata if details.metadata is not None else grpc.aio.Metadata()
     attempt_details = grpc.aio.ClientCallDetails(
-        details.method, timeout_s, ctx.attempt_metadata, details.credentials, details.wait_for_ready
+        details.method, timeout_s, metadata, details.credentials, details.wait_for_ready
     )
     ctx.sent += 1
     call = await ctx.continuation(attempt_details, ctx.request)

@@ -67,6 +67,8 @@ class BreakerStateMachine:
 
     def acquire(self) -> int:
         """Admit an attempt (returns its generation) or raise BreakerOpenError."""
+        if self._state is CLOSED:  # a closed breaker has no clock to read
+            return self._generation
         state = self.state
         if state is CLOSED:
             return self._generation

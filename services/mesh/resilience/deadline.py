@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import time
+from collections.abc import Awaitable
 from typing import Any, ClassVar
 
 from mesh.resilience.clock import Clock
@@ -62,11 +63,11 @@ class TotalDeadline:
         self._total_s = policy.total_s
         self._clock = clock
 
-    async def execute(self, ctx: CallContext, inner: Next) -> Any:
+    def execute(self, ctx: CallContext, inner: Next) -> Awaitable[Any]:
         own = self._clock.now() + self._total_s
         if own < ctx.deadline_s:
             ctx.deadline_s = own
-        return await inner(ctx)
+        return inner(ctx)  # nothing to do after: no layer of its own
 
 
 class AttemptTimeout:
@@ -81,11 +82,16 @@ class AttemptTimeout:
         self._clock = clock
         self._bus = bus
 
-    async def execute(self, ctx: CallContext, inner: Next) -> Any:
+    def execute(self, ctx: CallContext, inner: Next) -> Awaitable[Any]:
         left_s = ctx.deadline_s - self._clock.now()
         if left_s <= self._min_attempt_s:
-            self._bus.emit(DeadlineExhausted(ctx.dependency, ctx.method, ctx.attempt, "attempt"))
-            raise DeadlineBudgetExhaustedError(ctx.dependency, ctx.method, "attempt")
+            return self._refuse(ctx)
         ctx.own_timeout = self._attempt_s <= left_s
         ctx.attempt_timeout_s = self._attempt_s if ctx.own_timeout else left_s
-        return await inner(ctx)
+        return inner(ctx)  # nothing to do after: no layer of its own
+
+    async def _refuse(self, ctx: CallContext) -> Any:
+        """Raised when awaited, as a layer of its own would: a caller that starts attempts as
+        tasks (hedging) gets the refusal from the task, not from starting it."""
+        self._bus.emit(DeadlineExhausted(ctx.dependency, ctx.method, ctx.attempt, "attempt"))
+        raise DeadlineBudgetExhaustedError(ctx.dependency, ctx.method, "attempt")

@@ -95,6 +95,11 @@ def kind_of(fate: str) -> str:
     return fate.partition("(")[0]
 
 
+LISTENS_TO: tuple[type, ...] = (ev.RetryScheduled, ev.RetrySkipped, ev.FallbackServed, ev.CallShed)
+"""The event types `listen` files (subscribe it with these: the bus then builds no other
+event for it)."""
+
+
 def listen(event: ev.Event) -> None:
     """The bus listener: files each event under the call whose context emitted it."""
     facts = current.get()

@@ -81,7 +81,8 @@ class InboundInterceptor(ServerLayer):
         )
 
     def _wrap(self, inner: Behaviour, method: str) -> Behaviour:
-        emit = self._bus.emit
+        bus = self._bus
+        emit = bus.emit
         service = self._service
         assign = self._assign
 
@@ -92,6 +93,12 @@ class InboundInterceptor(ServerLayer):
             token = set_inbound_deadline(deadline_s)
             mark_served_deadline(deadline_s)
             level = criticality.set_current(inbound_criticality(context, method, assign))
+            if not (bus.wants(ServerCallStarted) or bus.wants(ServerCallFinished)):
+                try:  # nobody counts the call: no event, no status to read back
+                    return await inner(request, context)
+                finally:
+                    reset_inbound_deadline(token)
+                    criticality.reset_current(level)
             emit(ServerCallStarted(service, method))
             code = "UNKNOWN"
             try:

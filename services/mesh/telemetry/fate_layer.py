@@ -38,7 +38,7 @@ class FateLayer(ServerLayer):
         self._count = count
         self._wrapped = WrappedHandlers()
         if not bus.has(fates.listen):  # several servers of one process may share a bus
-            bus.subscribe(fates.listen)
+            bus.subscribe(fates.listen, fates.LISTENS_TO)
 
     def wrap(
         self, handler: grpc.RpcMethodHandler | None, handler_call_details: grpc.HandlerCallDetails

@@ -15,15 +15,31 @@ pytestmark = pytest.mark.timeout(60)
 async def test_every_variant_is_measured_with_ratios_to_raw() -> None:
     result = await run_overhead_bench(calls=40, concurrency=4, rounds=2)
     variants = result["variants"]
-    assert list(variants) == ["raw", "floor", "full", "full+replicas", "full+replicas-rr"]
+    assert list(variants) == [
+        "raw",
+        "floor",
+        "hand",
+        "client",
+        "server",
+        "full",
+        "full+replicas",
+        "full+replicas-rr",
+    ]
     for row in variants.values():
         assert row["throughput_rps"] > 0
         assert row["loop_cpu_us_per_call"] > 0
+        assert row["process_cpu_us_per_call"] > 0
         assert row["p50_ms"] <= row["p99_ms"]
     assert variants["raw"]["cpu_ratio"] == variants["raw"]["throughput_ratio"] == 1.0
     assert result["cpu_ratio"] == variants["full"]["cpu_ratio"]
     expected = variants["full"]["loop_cpu_us_per_call"] - variants["floor"]["loop_cpu_us_per_call"]
     assert result["ours_us_per_call"] == pytest.approx(expected)
+    raw = variants["raw"]["loop_cpu_us_per_call"]
+    assert result["ours_ratio"] == pytest.approx(expected / raw)
+    versus_hand = (
+        variants["client"]["loop_cpu_us_per_call"] - variants["hand"]["loop_cpu_us_per_call"]
+    )
+    assert result["client_minus_hand_us_per_call"] == pytest.approx(versus_hand)
 
 
 async def test_tracing_variants_export_one_span_per_hop_and_attempt() -> None:
@@ -33,6 +49,9 @@ async def test_tracing_variants_export_one_span_per_hop_and_attempt() -> None:
     assert list(variants) == [
         "raw",
         "floor",
+        "hand",
+        "client",
+        "server",
         "full",
         "full+replicas",
         "full+replicas-rr",

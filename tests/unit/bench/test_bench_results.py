@@ -81,6 +81,24 @@ def test_overhead_block_states_ratios_to_raw() -> None:
     assert "(full - floor): 117 us" in block
 
 
+def test_overhead_block_adds_process_cpu_our_share_and_the_hand_made_comparison() -> None:
+    rows = {
+        name: {**row, "process_cpu_us_per_call": cpu, "process_cpu_ratio": cpu / 400}
+        for (name, row), cpu in zip(OVERHEAD_RESULT["variants"].items(), (400, 560), strict=True)
+    }
+    result = {
+        **OVERHEAD_RESULT,
+        "variants": rows,
+        "ours_ratio": 117 / 505,
+        "client_minus_hand_us_per_call": -12.4,
+    }
+    block = overhead_block(result, MACHINE, "mesh bench overhead")
+    assert "| loop CPU us/call | CPU x raw | process CPU us/call | process CPU x raw |" in block
+    assert "| full | 43.53 | 50.00 | 1454 | 1.40 | 0.74 | 681 | **1.35** | 560 | 1.40 |" in block
+    assert "117 us of loop CPU per call, 0.23 of a raw call's (target: at most 0.15)" in block
+    assert "(client - hand): -12 us of loop CPU per call (cheaper)" in block
+
+
 def test_rewrite_replaces_only_the_measured_block(tmp_path: Path) -> None:
     page = tmp_path / "mesh-cpu.md"
     page.write_text(f"# CPU\n\nwhat it measures\n\n{BEGIN}\nold figures\n{END}\n\nnotes\n")
