@@ -1,10 +1,11 @@
 """The registries of named checks (`checks: [ledger]`) and scenarios (`scenario:` key).
 
-A leaf: it holds the registries and their types and imports no other chaos module at run
-time. The built-in checks (chaos/scenarios/checks.py) and the job scenarios
-(chaos/scenarios/receipts/experiments.py) register themselves on import; chaos/scenarios/__init__.py
-imports
-them, and the loader (chaos/experiment/loading.py) and the runner read the registries.
+A leaf: it holds the registries and their types and imports no other chaos module when it
+is imported. The built-in checks and scenarios are declared as data in
+chaos/scenarios/declarations.py (name, metrics, params model, and the `module:function` that
+implements each); the loader (chaos/experiment/loading.py) needs only that, and the
+implementation (channels, the launcher, BullMQ) is imported when a run first calls it, so
+`mesh chaos validate` loads none of it.
 
 A check measures what load outcomes and counters cannot, after the fault phase, and declares
 the metrics it adds. A scenario gets the running target, the experiment and the variant (with
@@ -21,9 +22,10 @@ model the runner built from them, never a raw dict.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -46,17 +48,25 @@ class CheckContext:
 CheckFn = Callable[[CheckContext], Awaitable[dict[str, float]]]
 
 
+def implementation(where: str) -> Any:
+    """What `module:name` names, its module imported now (Python caches it after the first)."""
+    module, _, name = where.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 @dataclass(frozen=True)
 class Check:
     """A registered check and the metrics it adds: known before it runs, so an experiment
     naming a metric no check of its adds is refused at load (chaos/experiment/metric_names.py)."""
 
     name: str
-    fn: CheckFn
+    fn: CheckFn | str
+    """The function, or the `module:function` imported when the check first runs."""
     metrics: frozenset[str]
 
     async def __call__(self, ctx: CheckContext) -> dict[str, float]:
-        measured = await self.fn(ctx)
+        fn = cast(CheckFn, implementation(self.fn)) if isinstance(self.fn, str) else self.fn
+        measured = await fn(ctx)
         undeclared = sorted(set(measured) - self.metrics)
         if undeclared:
             raise RuntimeError(f"check {self.name} measured undeclared metrics {undeclared}")
@@ -74,6 +84,11 @@ def check(name: str, metrics: Iterable[str]) -> Callable[[CheckFn], CheckFn]:
         return fn
 
     return register
+
+
+def declare_check(name: str, metrics: Iterable[str], where: str) -> None:
+    """Declare a check by the `module:function` that implements it, imported when it runs."""
+    CHECKS[name] = Check(name, where, frozenset(metrics))
 
 
 class ScenarioParams(BaseModel):
@@ -121,7 +136,8 @@ class Scenario:
     """A registered scenario and the metrics it returns for given params."""
 
     name: str
-    fn: ScenarioFn
+    fn: ScenarioFn | str
+    """The function, or the `module:function` imported when the scenario first runs."""
     declared: DeclaredMetrics
     params: type[ScenarioParams] = ScenarioParams
 
@@ -135,7 +151,8 @@ class Scenario:
         return frozenset(names)
 
     async def __call__(self, ctx: ScenarioContext) -> ScenarioResult:
-        result = await self.fn(ctx)
+        fn = cast(ScenarioFn, implementation(self.fn)) if isinstance(self.fn, str) else self.fn
+        result = await fn(ctx)
         undeclared = sorted(set(result.metrics) - self.metrics(ctx.params.model_dump()))
         if undeclared:
             raise RuntimeError(f"scenario {self.name} measured undeclared metrics {undeclared}")
@@ -156,3 +173,11 @@ def scenario(
         return fn
 
     return register
+
+
+def declare_scenario(
+    name: str, metrics: DeclaredMetrics, params: type[ScenarioParams], where: str
+) -> None:
+    """Declare a scenario by the `module:function` that implements it, imported when it runs."""
+    declared = metrics if callable(metrics) else tuple(metrics)
+    SCENARIOS[name] = Scenario(name, where, declared, params)

@@ -21,8 +21,7 @@ from chaos.experiment.bounds import fault_times
 from chaos.experiment.grpc_names import check_code, check_method
 from chaos.experiment.naming import did_you_mean, shown
 from mesh import topology
-from mesh.topology import Edge
-from meshctl.launch.xds_config import xds_edges
+from mesh.topology import Edge, xds_edges
 
 
 class FrozenModel(BaseModel):

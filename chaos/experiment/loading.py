@@ -3,7 +3,8 @@ that can be checked without a mesh.
 
 The schema (chaos/experiment/model.py) checks each key; this module then checks the names an
 experiment takes from the registries (its checks and its scenario, chaos/registry.py, with
-the built-ins registered by chaos/scenarios/__init__.py), every expectation's metric against what
+the built-ins declared as data by chaos/scenarios/declarations.py: no implementation is
+imported to load an experiment), every expectation's metric against what
 its phase measures (chaos/experiment/metric_names.py), every variant's scenario params against
 its scenario's model (chaos/experiment/scenario_params.py), the loads' planned time
 (chaos/experiment/planned.py), and every variant's policy through mesh's policy loader.
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import chaos.scenarios  # noqa: F401 - registers the built-in checks and scenarios
+import chaos.scenarios.declarations  # noqa: F401 - declares the built-in checks and scenarios
 from chaos.experiment import metric_names
 from chaos.experiment.lenient import validated
 from chaos.experiment.lesson_order import lesson_rank

@@ -13,10 +13,10 @@ Where each metric comes from (the runner measures them; a unit test pins the run
   CPU figures only on a mesh this process started); `<rpc>_p95_vs_steady` and
   `<rpc>_p99_vs_steady` for an RPC in both the steady-state and the fault load; CAPACITY
   when the load is open loop (`rate_x_capacity` or `rate_per_s`); what each named check
-  declares (chaos/scenarios/checks.py);
+  declares (chaos/scenarios/declarations.py);
 - the recovery phase also: RECOVERY_ONLY;
 - a scenario experiment: only what its scenario declares for the variant's params
-  (chaos/registry.py), in the fault phase.
+  (chaos/scenarios/declarations.py), in the fault phase.
 """
 
 from __future__ import annotations

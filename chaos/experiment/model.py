@@ -30,7 +30,7 @@ from chaos.experiment.naming import did_you_mean, shown
 from chaos.experiment.sweep import Sweep, expand
 from chaos.experiment.toxic_rules import attribute_problems, check_edge, check_toxic_type
 from mesh import topology
-from mesh.faults.injection import MAX_AFTER_MESSAGES, MAX_PUSHBACK_MS
+from mesh.faults.ranges import MAX_AFTER_MESSAGES, MAX_PUSHBACK_MS
 
 EXPERIMENTS_DIR = Path(__file__).parent.parent / "experiments"
 

@@ -3,18 +3,18 @@
 which attributes each type takes and the values it applies as written, each refusal with a
 "did you mean" when a known name is close.
 
-Light on purpose (the topology, the embedded Toxiproxy's toxic classes, difflib): the CLI
-checks its input with it before it talks to anything.
+Light on purpose (the topology, the toxic types as data, difflib): the CLI checks its input
+with it before it talks to anything, and `mesh chaos validate` loads no toxic's stream code.
 """
 
 from __future__ import annotations
 
 from chaos.experiment.bounds import toxic_attribute
 from chaos.experiment.naming import did_you_mean, shown
-from embedded_toxiproxy.toxics import TOXIC_TYPES
+from embedded_toxiproxy.toxic_types import TOXIC_ATTRIBUTES
 from mesh import topology
 
-TOXIC_NAMES: tuple[str, ...] = tuple(name for name in TOXIC_TYPES if name != "noop")
+TOXIC_NAMES: tuple[str, ...] = tuple(name for name in TOXIC_ATTRIBUTES if name != "noop")
 """The toxic types an experiment or `mesh fault add` may use: Toxiproxy's, but noop (which
 does nothing, so a fault made of it tests nothing)."""
 
@@ -49,7 +49,7 @@ def check_toxic_type(value: str) -> str:
 def attribute_problems(toxic: str, attributes: dict[str, int]) -> list[str]:
     """Every attribute a `toxic` lacks (with the close one) or whose value Toxiproxy would not
     apply as written; empty when all are good."""
-    known = TOXIC_TYPES[toxic].attribute_names
+    known = TOXIC_ATTRIBUTES[toxic]
     found = []
     for key, value in attributes.items():
         if key not in known:

@@ -19,7 +19,11 @@ from dataclasses import dataclass
 
 from chaos.experiment.model import Experiment
 from chaos.experiment.planned import planned_loads_s
-from chaos.run.runner import CALIBRATION_S
+
+CALIBRATION_S = 3.0
+"""The capacity probe (chaos/run/runner.py) stops after `capacity_requests` calls or this long,
+whichever first: a closed loop's goodput is steady within a second or two, and `make demo` has
+5 minutes. Here, with the plan that counts it, so `mesh chaos plan` loads no runner."""
 
 RESTART_S = 3.0
 """Every service stopped and started again (meshctl/launch/restarts.py): the services but the

@@ -37,6 +37,7 @@ from chaos.run.measure import (
     load_metrics,
     vs_steady,
 )
+from chaos.run.plan import CALIBRATION_S
 from chaos.run.policy_swap import NoAdminAddress, PolicySwapFailed, swap_every_service
 from chaos.run.progress_file import ProgressFile
 from chaos.run.return_watch import load_until_back
@@ -49,9 +50,6 @@ from meshctl.counters import Snapshot, scrape
 
 log = logging.getLogger("chaos.runner")
 
-CALIBRATION_S = 3.0
-"""The capacity probe stops after `capacity_requests` calls or this long, whichever first: a
-closed loop's goodput is steady within a second or two, and `make demo` has 5 minutes."""
 Progress = Callable[[str, int, int], None]
 """progress(label, done, total): called as requests complete."""
 

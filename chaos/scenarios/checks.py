@@ -12,7 +12,7 @@ import time
 
 import grpc
 
-from chaos.registry import CheckContext, check
+from chaos.registry import CheckContext
 from loadgen.in_process import metadata_for
 from mesh.v1 import gateway_pb2_grpc, payment_pb2
 from meshctl.counters import scrape
@@ -26,20 +26,6 @@ TRANSIENT = frozenset(
 )
 
 
-@check(
-    "ledger",
-    metrics=(
-        "checkouts",
-        "acknowledged",
-        "pending",
-        "pending_resolved",
-        "pending_unresolved",
-        "ledger_charges",
-        "lost",
-        "duplicates",
-        "client_errors",
-    ),
-)
 async def ledger(ctx: CheckContext) -> dict[str, float]:
     """Every checkout key resolved through GetCharge once the faults are gone.
 
@@ -93,7 +79,6 @@ async def ledger(ctx: CheckContext) -> dict[str, float]:
     }
 
 
-@check("quiescence", metrics=("in_flight_after_200ms",))
 async def quiescence(ctx: CheckContext) -> dict[str, float]:
     """Calls still executing on every service 200 ms after the load ended."""
     await asyncio.sleep(0.2)
@@ -101,7 +86,6 @@ async def quiescence(ctx: CheckContext) -> dict[str, float]:
     return {"in_flight_after_200ms": snap.total("mesh_server_in_flight")}
 
 
-@check("cancellation", metrics=("overrun_calls", "overrun_within_100ms", "overrun_over_100ms"))
 async def cancellation(ctx: CheckContext) -> dict[str, float]:
     """How many held calls on the dependency ran more than 100 ms past their deadline."""
     snap = ctx.phase.counters
@@ -116,20 +100,6 @@ async def cancellation(ctx: CheckContext) -> dict[str, float]:
     }
 
 
-@check(
-    "flapping",
-    metrics=(
-        "outages",
-        "requests_while_down",
-        "errors_while_down",
-        "errors_while_up",
-        "recover_max_s",
-        "recover_mean_s",
-        "breaker_to_open",
-        "breaker_to_half_open",
-        "breaker_to_closed",
-    ),
-)
 async def flapping(ctx: CheckContext) -> dict[str, float]:
     """Errors while the dependency was down and up, and how long after each up it took until
     a checkout succeeded again."""

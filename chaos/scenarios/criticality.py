@@ -21,30 +21,20 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from chaos.registry import ScenarioContext, ScenarioResult, scenario
+from chaos.registry import ScenarioContext, ScenarioResult
+from chaos.scenarios.declarations import CRITICALITY_KINDS as KINDS
+from chaos.scenarios.declarations import CRITICALITY_PER_KIND
 from chaos.scenarios.params import CriticalityParams
 from loadgen.in_process import percentile
 from mesh.customers import USER_COUNT, user_id
-from mesh.resilience.admission import SHED_REASONS
 from mesh.resilience.criticality import METADATA_KEY
+from mesh.resilience.errors import SHED_REASONS
 from mesh.runtime.internal_auth import internal_metadata
 from mesh.topology import replica_of
 from mesh.v1 import recommendation_pb2, recommendation_pb2_grpc
 from meshctl.counters import scrape
 from meshctl.launch.state import STATE_FILE
 
-KINDS = ("critical", "sheddable")
-CRITICALITY_METRICS = (
-    *(f"shed_{r}" for r in SHED_REASONS),
-    "declared_capacity_per_s",
-    "offered_per_s",
-    *(
-        f"{k}_{m}"
-        for k in KINDS
-        for m in ("offered_per_s", "goodput_per_s", "goodput_vs_offered", "p99_ms", "refused")
-    ),
-    "goodput_vs_declared",
-)
 MOST_CALLS = 5000
 Metadata = tuple[tuple[str, str], ...]
 
@@ -125,7 +115,6 @@ def figures(sent: list[Sent], p: CriticalityParams, rate: float) -> dict[str, fl
     return out
 
 
-@scenario("criticality", metrics=CRITICALITY_METRICS, params=CriticalityParams)
 async def criticality(ctx: ScenarioContext) -> ScenarioResult:
     p = ctx.params_as(CriticalityParams)
     rate = p.rate_x_capacity * p.capacity_per_s
@@ -154,16 +143,7 @@ async def criticality(ctx: ScenarioContext) -> ScenarioResult:
     rows = [
         {
             "kind": k,
-            **{
-                m: metrics[f"{k}_{m}"]
-                for m in (
-                    "offered_per_s",
-                    "goodput_per_s",
-                    "goodput_vs_offered",
-                    "p99_ms",
-                    "refused",
-                )
-            },
+            **{m: metrics[f"{k}_{m}"] for m in CRITICALITY_PER_KIND},
         }
         for k in KINDS
     ]

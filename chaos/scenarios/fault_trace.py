@@ -19,7 +19,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from chaos.registry import CheckContext, check
+from chaos.registry import CheckContext
 from mesh import topology
 from mesh.telemetry.names import EV_FAULT
 from meshctl.traces import Span, group_traces, spans_of, trace_files
@@ -29,16 +29,6 @@ TRACE_WAIT_S = 10.0
 SETTLE_S = 1.1
 """Longer than a service's span writer waits between writes (mesh.telemetry.tracing's
 DEFAULT_DELAY_S, 1 s; 0.5 s on the embedded mesh). Not imported: it would load the SDK."""
-
-METRICS = (
-    "trace_requests",
-    "trace_attempts",
-    "trace_failed_attempts",
-    "trace_failed_unserved",
-    "trace_fault_events",
-    "trace_lead_ms_p50",
-    "trace_lag_ms_p50",
-)
 
 
 def _method_names(ctx: CheckContext) -> tuple[str, str]:
@@ -90,7 +80,6 @@ def _measures(traces: dict[str, list[Span]], names: tuple[str, str]) -> dict[str
     }
 
 
-@check("fault_trace", metrics=METRICS)
 async def fault_trace(ctx: CheckContext) -> dict[str, float]:
     """The fault phase's traces: attempts at the dependency method, which failed, which of
     those no server saw, the server spans with a fault event, and where the time went."""

@@ -16,8 +16,8 @@ import grpc
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from chaos.registry import ScenarioParams
-from mesh.contracts.fields import MAX_LIMIT
-from mesh.faults.injection import MAX_AFTER_MESSAGES
+from mesh.contracts.limits import MAX_LIMIT
+from mesh.faults.ranges import MAX_AFTER_MESSAGES
 from mesh.topology import REPLICAS
 
 LONGEST_S = 600.0

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import grpc
 
-from chaos.registry import CheckContext, check
+from chaos.registry import CheckContext
 from chaos.scenarios.goodput import WARMUP_S, Completions, back_after, low_for, trigger_window
 from mesh.policy.loading import load_policy_text
 from mesh.runtime.admin_auth import admin_metadata
@@ -24,21 +24,6 @@ BACK_FRACTION = 0.95
 """Back: goodput at >= 95% of its pre-trigger level (the issue's target)."""
 LOW_FRACTION = 0.5
 """Down: goodput below half the declared capacity."""
-METRICS = (
-    "declared_capacity_per_s",
-    "pre_trigger_goodput_per_s",
-    "trigger_goodput_per_s",
-    "after_goodput_per_s",
-    "after_goodput_vs_capacity",
-    "after_trigger_s",
-    "back_after_trigger_s",
-    "back",
-    "low_after_trigger_s",
-    "attempts_per_call",
-    "abandoned_work",
-    "pool_refused",
-    "throttled",
-)
 
 
 async def declared_capacity(ctx: CheckContext, service: str = "recommendation") -> float:
@@ -80,7 +65,6 @@ def recovery_metrics(
     }
 
 
-@check("recovery", metrics=METRICS)
 async def recovery(ctx: CheckContext) -> dict[str, float]:
     """See the module docstring; nothing when the phase's fault never went on and off."""
     window = trigger_window(ctx.phase.timeline)

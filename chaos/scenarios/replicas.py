@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from chaos.registry import CheckContext, check
+from chaos.registry import CheckContext
 from chaos.scenarios import a50_log
 from mesh import topology
 from mesh.telemetry.rotation import generations
@@ -44,17 +44,6 @@ def _mono_s(span: Span, key: str) -> float:
     return float(span[key]) / 1e9 - (time.time() - time.monotonic())
 
 
-@check(
-    "replicas",
-    metrics=(
-        "failed",
-        "failed_attempts",
-        "ejections",
-        "first_ejection_s",
-        "moved_after_s",
-        "back_after_s",
-    ),
-)
 async def replicas(ctx: CheckContext) -> dict[str, float]:
     """Requests that failed, attempts that failed on the broken replica's service, ejections,
     how long until the first ejection and until no attempt failed any more (its traffic

@@ -24,7 +24,8 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from chaos.registry import ScenarioContext, ScenarioResult, scenario
+from chaos.registry import ScenarioContext, ScenarioResult
+from chaos.scenarios.declarations import STREAM_OUTCOMES as OUTCOMES
 from chaos.scenarios.params import StreamCutParams
 from loadgen.in_process import metadata_for, traced
 from mesh.runtime.admin_auth import admin_metadata
@@ -35,27 +36,9 @@ from meshctl.stream_client import StreamRead, read_stream
 from meshctl.traces import spans_of, trace_files
 
 STREAM = "/mesh.v1.RecommendationService/StreamRecommend"
-OUTCOMES = ("committed", "retried-before-first-message", "partial")
 TRACE_WAIT_S = 20.0
 """How long the gateway's span file may take to hold every stream's trace (it is written
 every 0.5 s on the embedded mesh): a bound on a poll, not a sleep."""
-
-STREAM_CUT_METRICS = (
-    "streams",
-    "complete",
-    "partial",
-    "failed_empty",
-    "items_min",
-    "items_max",
-    "flag_matches",
-    "dep_calls",
-    "retries",
-    "retries_skipped_committed",
-    "faults_injected",
-    "breaker_rejections",
-    "traces_found",
-    *(f"trace_{o.replace('-', '_')}" for o in OUTCOMES),
-)
 
 
 async def _set_fault(ctx: ScenarioContext, fault: admin_pb2.Fault | None) -> None:
@@ -149,7 +132,6 @@ def _row(n: int, read: StreamRead, trace_id: str) -> dict[str, Any]:
     }
 
 
-@scenario("stream-cut", metrics=STREAM_CUT_METRICS, params=StreamCutParams)
 async def stream_cut(ctx: ScenarioContext) -> ScenarioResult:
     """`streams` streams of `limit` items, one at a time, under the variant's cut."""
     p = ctx.params_as(StreamCutParams)

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from chaos.experiment.loading import catalogue
-from meshctl.cli import chaos_cmd
+from meshctl.cli import chaos_cmd, chaos_run
 from meshctl.cli.chaos_results import PageOpt, ResultsPage
 from meshctl.cli.json_out import JsonOpt, human_output_to_stderr
 
@@ -40,7 +40,7 @@ def demo(
             "(4 services behind the embedded Toxiproxy, every process on 127.0.0.1), "
             "from deadlines to background jobs"
         )
-        results = chaos_cmd.execute(
+        results = chaos_run.execute(
             names, None, json_path, reports, state_dir, short_sweeps=True, page=page
         )
         broken = [r.name for r in results if r.aborted]

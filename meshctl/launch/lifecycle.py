@@ -19,7 +19,7 @@ from typing import Self
 from mesh.config_error import ConfigError
 from mesh.policy.loading import PolicyError, load_policy
 from mesh.runtime.tls import PLAINTEXT_LISTENERS
-from mesh.topology import INSTANCES, ServiceSpec, service
+from mesh.topology import INSTANCES, ServiceSpec, service, xds_edges
 from meshctl.launch.log_rotation import LogLimits, LogRotator
 from meshctl.launch.ports import Ports, free_port
 from meshctl.launch.private import private_dir
@@ -37,7 +37,6 @@ from meshctl.launch.state import STATE_FILE, MeshState, StateDirInUse
 from meshctl.launch.state_guard import check_state_dir, write_private
 from meshctl.launch.state_lock import StateLock
 from meshctl.launch.wiring import Security, Wiring, prepare_security
-from meshctl.launch.xds_config import xds_edges
 from meshctl.launch.xds_plane import XdsPlane
 
 

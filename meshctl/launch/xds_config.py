@@ -15,18 +15,12 @@ from mesh.policy.model import MeshPolicy
 from mesh.resilience.outlier_policy import OutlierPolicy
 from mesh.resilience.xds_policy import XdsFaultPolicy, XdsPolicy
 from mesh.settings import XDS_SCHEME
-from mesh.topology import EDGES, Edge, service
-
-XDS_CALLERS = ("gateway", "recommendation")
-"""The services whose channels are xds:/// targets under `mesh up --xds`."""
+from mesh.topology import XDS_CALLERS as XDS_CALLERS
+from mesh.topology import Edge, service, xds_edges
 
 
 def xds_target(edge: Edge) -> str:
     return f"{XDS_SCHEME}{edge.dependency}"
-
-
-def xds_edges() -> tuple[Edge, ...]:
-    return tuple(e for e in EDGES if e.caller in XDS_CALLERS)
 
 
 def plane_config(policy: MeshPolicy, addresses: Callable[[Edge], str]) -> dict[str, Any]:

@@ -23,8 +23,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-from mesh.topology import Edge, service
-from meshctl.launch.xds_config import xds_edges
+from mesh.topology import Edge, service, xds_edges
 
 POLICY_OWNER = "policy"
 """How a fault the launcher wrote from the policy's `xds.faults` is listed (it has no owner)."""

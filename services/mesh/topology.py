@@ -163,6 +163,15 @@ def edge(name: str) -> Edge:
     raise KeyError(f"unknown edge {name!r}; known: {', '.join(e.name for e in EDGES)}")
 
 
+XDS_CALLERS = ("gateway", "recommendation")
+"""The services whose channels are xds:/// targets under `mesh up --xds`."""
+
+
+def xds_edges() -> tuple[Edge, ...]:
+    """The edges those services dial through xDS."""
+    return tuple(e for e in EDGES if e.caller in XDS_CALLERS)
+
+
 INSTANCES: tuple[ServiceSpec, ...] = tuple(r for s in SERVICES for r in replicas(s.name))
 """Every process of a service (each replica), in start-up order."""
 

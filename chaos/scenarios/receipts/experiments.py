@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from chaos.registry import ScenarioContext, ScenarioResult, scenario
+from chaos.registry import ScenarioContext, ScenarioResult
 from chaos.scenarios.params import (
     DuplicateEnqueueParams,
     ReceiptBackoffParams,
@@ -35,21 +35,6 @@ def _attempt_times(h: JobsHarness, charge_id: str) -> list[float]:
     return [t - times[0] for t in times] if times else []
 
 
-PER_CASE = ("attempts_made", "delivered", "last_attempt_s", "computed_last_s")
-
-
-def _backoff_metrics(params: Mapping[str, Any]) -> set[str]:
-    """Each case's metrics under its `metric_prefix`, and the schedule's two errors."""
-    cases = params.get("cases")
-    prefixes = (
-        {str(c.get("metric_prefix", "")) for c in cases or [] if isinstance(c, Mapping)}
-        if isinstance(cases, list)
-        else set()
-    )
-    return {p + m for p in prefixes for m in PER_CASE} | {"max_drift_ms", "max_step_error_ms"}
-
-
-@scenario("receipt-backoff", metrics=_backoff_metrics, params=ReceiptBackoffParams)
 async def receipt_backoff(ctx: ScenarioContext) -> ScenarioResult:
     """SMTP refuses by script; the attempts' times are compared with the configured schedule."""
     p = ctx.params_as(ReceiptBackoffParams)
@@ -121,7 +106,8 @@ def _backoff_result(
 def _case_metrics(
     prefix: str, job: JobTimes, measured: list[float], computed: list[float]
 ) -> dict[str, float]:
-    """One case's PER_CASE metrics under its prefix (-1 for a time when no attempt was seen)."""
+    """One case's BACKOFF_PER_CASE metrics (chaos/scenarios/declarations.py) under its
+    prefix (-1 for a time when no attempt was seen)."""
     return {
         f"{prefix}attempts_made": job.attempts_made,
         f"{prefix}delivered": float(job.state == "completed"),
@@ -130,11 +116,6 @@ def _case_metrics(
     }
 
 
-@scenario(
-    "receipt-throughput",
-    metrics=("measured_ms", "theory_ms", "completed", "overhead_ms"),
-    params=ReceiptThroughputParams,
-)
 async def receipt_throughput(ctx: ScenarioContext) -> ScenarioResult:
     """N jobs of `job_s` each on a fresh queue and a fresh worker with this concurrency/limiter."""
     p = ctx.params_as(ReceiptThroughputParams)
@@ -186,11 +167,6 @@ async def receipt_throughput(ctx: ScenarioContext) -> ScenarioResult:
     )
 
 
-@scenario(
-    "duplicate-enqueue",
-    metrics=("enqueued", "jobs", "runs", "receipts", "queued_after"),
-    params=DuplicateEnqueueParams,
-)
 async def duplicate_enqueue(ctx: ScenarioContext) -> ScenarioResult:
     """One real charge; its receipt job enqueued again (as a relay that lost Redis's reply
     would): one job, one receipt."""

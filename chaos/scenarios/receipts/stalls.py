@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaos.registry import ScenarioContext, ScenarioResult, scenario
+from chaos.registry import ScenarioContext, ScenarioResult
 from chaos.scenarios.params import FalseStallParams, PoisonJobParams, StallParams
 from chaos.scenarios.receipts.drills import DRILL_WORKER
 from chaos.scenarios.receipts.harness import (
@@ -111,23 +111,6 @@ def _times(events: list[JobEvent], kind: str, job_id: str) -> list[float]:
     return [e.t for e in events if e.event == kind and e.job_id == job_id]
 
 
-POISON_METRICS = (
-    "max_stalled",
-    "poison_runs",
-    "poison_pickups",
-    "poison_stalls",
-    "poison_failed",
-    "reason_readable",
-    "poison_receipts",
-    "failed_after_s",
-    "others",
-    "others_completed",
-    "others_pickups",
-    "others_receipts",
-    "others_duplicates",
-)
-
-
 @dataclass(frozen=True)
 class PoisonRun:
     """What a poison-job run left to measure: the poison job and the others, BullMQ's events,
@@ -141,7 +124,6 @@ class PoisonRun:
     deaths: int
 
 
-@scenario("poison-job", metrics=POISON_METRICS, params=PoisonJobParams)
 async def poison_job(ctx: ScenarioContext) -> ScenarioResult:
     """One receipt whose job kills its worker each time it is taken, among `jobs` ordinary
     ones, on `workers` workers that are restarted when they die: BullMQ fails it after
@@ -249,19 +231,6 @@ def _poison_rows(run: PoisonRun, metrics: dict[str, float]) -> list[dict[str, An
     ]
 
 
-FALSE_STALL_METRICS = (
-    "block_ms",
-    "lock_ms",
-    "pickups",
-    "stalls",
-    "rerun_after_s",
-    "completed",
-    "failed_stalled",
-    "receipts",
-)
-
-
-@scenario("false-stall", metrics=FALSE_STALL_METRICS, params=FalseStallParams)
 async def false_stall(ctx: ScenarioContext) -> ScenarioResult:
     """One receipt whose handler blocks for `block_s`, longer than the lock, on the event loop
     (or in a thread with `offload`), on `workers` healthy workers: nothing dies, yet a blocked

@@ -18,7 +18,7 @@ from typing import Any
 from bullmq import Queue
 from redis.asyncio import Redis
 
-from chaos.registry import ScenarioContext, ScenarioResult, scenario
+from chaos.registry import ScenarioContext, ScenarioResult
 from chaos.scenarios.params import WorkerCrashParams
 from chaos.scenarios.receipts.harness import JobsHarness, JobTimes, as_row, checkouts, harness_for
 from embedded_toxiproxy.client import ToxiproxyClient
@@ -26,17 +26,6 @@ from mesh.contracts.receipt_job import QUEUE
 
 SMTP_PROXY = "notification_to_smtp"
 HOLD = "hold-smtp"
-
-METRICS = (
-    "charges",
-    "completed",
-    "ran_twice",
-    "receipts",
-    "duplicates",
-    "missing",
-    "recovered_after_kill_s",
-    "recovered_after_start_s",
-)
 
 
 @dataclass(frozen=True)
@@ -50,7 +39,6 @@ class Crash:
     done: list[JobTimes]
 
 
-@scenario("worker-crash", metrics=METRICS, params=WorkerCrashParams)
 async def worker_crash(ctx: ScenarioContext) -> ScenarioResult:
     """kill -9 a worker holding jobs mid-send; another worker recovers them once the locks
     expire; the mailbox gets exactly one receipt per charge."""

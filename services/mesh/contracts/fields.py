@@ -12,15 +12,13 @@ from types import TracebackType
 
 import grpc
 
+from mesh.contracts.limits import DEFAULT_LIMIT, MAX_AMOUNT_CENTS, MAX_LIMIT
 from mesh.customers import User, customers
 from mesh.runtime.refusal import abort
 
 USER_ID_RE = re.compile(r"u-[0-9]{4}", re.ASCII)
 IDEMPOTENCY_KEY_RE = re.compile(r"[A-Za-z0-9_.:-]{8,128}", re.ASCII)
 CURRENCIES = ("USD", "EUR", "GBP", "UZS")
-MAX_AMOUNT_CENTS = 100_000_000
-MAX_LIMIT = 50
-DEFAULT_LIMIT = 10
 
 
 class FieldError(ValueError):

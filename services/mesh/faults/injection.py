@@ -23,16 +23,18 @@ import grpc.aio
 
 from mesh import safe_yaml, settings
 from mesh.config_error import ConfigError
+from mesh.faults.ranges import (
+    MAX_AFTER_MESSAGES,
+    MAX_DELAY_S,
+    MAX_PUSHBACK_MS,
+    MAX_SERVICE_TIME_FACTOR,
+)
 from mesh.resilience.clock import Clock, SystemClock
 from mesh.resilience.errors import InjectedFaultError
 from mesh.resilience.events import EventBus, FaultInjected
 from mesh.resilience.server_layer import Behaviour, ServerLayer, abort_with, is_exempt
 from mesh.resilience.streaming_server import StreamBehaviour, responses
 
-MAX_DELAY_S = 600.0
-"""Longest injected delay: ten minutes, far past any deadline the mesh sets."""
-MAX_PUSHBACK_MS = 600_000
-"""Largest injected grpc-retry-pushback-ms (ten minutes)."""
 MAX_FAULTS_BYTES = safe_yaml.MAX_BYTES
 _FIELDS = (
     "method",
@@ -44,9 +46,6 @@ _FIELDS = (
     "first_attempt_only",
     "service_time_factor",
 )
-MAX_SERVICE_TIME_FACTOR = 100.0
-"""The largest slowdown of a declared worker pool's service time."""
-MAX_AFTER_MESSAGES = 1_000_000
 FAULTS = settings.Var(
     "MESH_FAULTS", settings.text, "", "faults to inject from start-up: a JSON list of fault objects"
 )

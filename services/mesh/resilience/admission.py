@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import math
-from typing import Literal, get_args
 
 from mesh.resilience.admission_policy import LimitPolicy, ServerPolicy
 from mesh.resilience.admission_queue import Waiter, WaitQueue
 from mesh.resilience.clock import Clock
 from mesh.resilience.criticality import Criticality
-from mesh.resilience.errors import ShedError
+from mesh.resilience.errors import ShedError, ShedReason
 from mesh.resilience.events import CallShed, ConcurrencyLimitChanged, EventBus
 from mesh.resilience.intake import IntakeGate
 from mesh.resilience.limits import (
@@ -41,11 +40,6 @@ from mesh.resilience.limits import (
     WindowedLimit,
     WindowedSettings,
 )
-
-ShedReason = Literal["limit", "queue_full", "queue_timeout", "deadline", "criticality", "intake"]
-SHED_REASONS: tuple[ShedReason, ...] = get_args(ShedReason)
-"""Every `reason` of a refusal here: `mesh_server_shed_total`'s label, the `call shed` event's
-`mesh.reason`, the LIMIT of a `shed(SERVICE:LIMIT)` fate."""
 
 EXPECTED_RTT_WEIGHT = 0.2
 """Weight of each new RTT in the expected times (exponential averages)."""

@@ -20,7 +20,8 @@ from chaos.report.result_json import to_json
 from chaos.report.tables import print_result, run_line
 from chaos.results import ExperimentResult, PhaseResult, VariantResult, Verdict
 from chaos.run.measure import evaluate, exposure, vs_steady
-from chaos.run.runner import CALIBRATION_S, Runner
+from chaos.run.plan import CALIBRATION_S
+from chaos.run.runner import Runner
 from chaos.run.target import Target
 from loadgen.in_process import LoadResult, Outcome
 from loadgen.protocol import Plan

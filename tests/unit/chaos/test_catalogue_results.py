@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from bench.results import BEGIN, END, Machine
 from chaos.results import ExperimentResult
 from chaos.run.plan import plan
-from meshctl.cli import chaos_cmd
+from meshctl.cli import chaos_run
 from meshctl.cli.app import app
 from meshctl.cli.chaos_results import ResultsPage, RunFigures, catalogue_block
 from tests.unit.chaos.render_fixtures import demo_result
@@ -90,7 +90,7 @@ def test_chaos_run_results_option_writes_the_page(
     async def replay(*args: Any) -> list[ExperimentResult]:  # no mesh: a recorded result
         return [_ran("provider-outage", 58.0, held=True)]
 
-    monkeypatch.setattr(chaos_cmd, "_run_all", replay)
+    monkeypatch.setattr(chaos_run, "_run_all", replay)
     page = tmp_path / "catalogue.md"
     page.write_text(PAGE)
     argv = ["chaos", "run", "provider-outage", "--target", "gateway=127.0.0.1:1"]
@@ -112,7 +112,7 @@ def test_the_demo_passes_its_page_and_command_to_the_run(
         seen.append(page)
         return []
 
-    monkeypatch.setattr(chaos_cmd, "execute", execute)
+    monkeypatch.setattr(chaos_run, "execute", execute)
     page = tmp_path / "catalogue.md"
     argv = ["demo", "--reports", str(tmp_path), "--json", str(tmp_path / "demo.json")]
     assert CliRunner().invoke(app, [*argv, "--results", str(page)]).exit_code == 0

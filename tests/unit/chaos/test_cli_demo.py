@@ -26,7 +26,7 @@ from chaos.results import ExperimentResult, VariantResult
 from chaos.run.eta import Eta, about, expected_s
 from chaos.run.runner import Runner
 from chaos.run.target import Target
-from meshctl.cli import chaos_cmd, report_writer
+from meshctl.cli import chaos_run, report_writer
 from meshctl.cli.app import app
 from meshctl.cli.chaos_verdict import verdict_screen
 from meshctl.cli.report_writer import ReportWriter
@@ -79,7 +79,7 @@ def test_job_scenarios_are_estimated_from_their_own_pace_and_their_own_kind() ->
 def test_the_overall_line_names_the_experiment_and_the_time_left() -> None:
     console = Console(width=120, record=True, file=io.StringIO())
     with Progress(console=console, auto_refresh=False) as progress:
-        shown = chaos_cmd.RunProgress(progress, [exp for _, exp in catalogue()])
+        shown = chaos_run.RunProgress(progress, [exp for _, exp in catalogue()])
         shown.start(3, "pushback")
         shown.step("pushback-minus-1: under fault", 2, 5)
         task = progress.tasks[shown.run]
@@ -165,8 +165,8 @@ async def test_writing_reports_lets_no_library_warning_through(
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a leaked warning fails the test
         with Progress(console=console, auto_refresh=False) as progress:
-            shown = chaos_cmd.RunProgress(progress, [e for _, _, e in resolved])
+            shown = chaos_run.RunProgress(progress, [e for _, _, e in resolved])
             with ReportWriter(tmp_path, tmp_path, inline=True) as writer:  # warnings seen here
-                await chaos_cmd._run_all(Replay(), resolved, shown, writer)  # type: ignore[arg-type]
+                await chaos_run._run_all(Replay(), resolved, shown, writer)  # type: ignore[arg-type]
     assert (tmp_path / "provider-outage" / "report.md").exists()
     assert "No artists" not in capsys.readouterr().err + console.export_text()

@@ -14,7 +14,7 @@ from chaos.run.measure import CpuTally
 from loadgen import in_process as load
 from loadgen.in_process import LoadGeneratorError, generator_command
 from mesh.config_error import ConfigError
-from meshctl.cli import chaos_cmd
+from meshctl.cli import chaos_run
 from meshctl.cli.app import app
 
 
@@ -55,7 +55,7 @@ def test_chaos_run_refuses_a_missing_go_generator_before_starting_anything(
     missing: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     started: list[object] = []
-    monkeypatch.setattr(chaos_cmd, "Mesh", lambda **kwargs: started.append(kwargs))
+    monkeypatch.setattr(chaos_run, "Mesh", lambda **kwargs: started.append(kwargs))
     args = ["chaos", "run", "provider-outage", "--reports", str(tmp_path)]
     result = CliRunner().invoke(app, args, env={"MESH_LOADGEN": "go"})
     assert result.exit_code == 2

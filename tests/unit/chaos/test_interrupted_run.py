@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from chaos.experiment.model import Experiment
 from chaos.results import ExperimentResult
 from chaos.run.runner import Runner
-from meshctl.cli import chaos_cmd
+from meshctl.cli import chaos_run
 from meshctl.cli.app import app
 from tests.unit.chaos.fake_mesh import FakeMesh
 
@@ -25,8 +25,8 @@ def ctrl_c(monkeypatch: pytest.MonkeyPatch) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(Runner, "run", interrupted)
-    monkeypatch.setattr(chaos_cmd, "private_umask", lambda: None)  # the test process's umask
-    monkeypatch.setattr(chaos_cmd, "Mesh", FakeMesh)
+    monkeypatch.setattr(chaos_run, "private_umask", lambda: None)  # the test process's umask
+    monkeypatch.setattr(chaos_run, "Mesh", FakeMesh)
     FakeMesh.made = []
 
 

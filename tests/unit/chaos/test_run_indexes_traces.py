@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from chaos.results import ExperimentResult
-from meshctl.cli import chaos_cmd
+from meshctl.cli import chaos_run
 from meshctl.cli.app import app
 from meshctl.trace_index import INDEX_DIR, TraceIndex, index_traces
 from meshctl.traces import trace_files
@@ -43,11 +43,11 @@ def fake_run(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Path, bool]]:
         calls.append((traces_dir, all(m.stopped for m in FakeMesh.made)))
         index_traces(traces_dir)
 
-    monkeypatch.setattr(chaos_cmd, "_run_all", no_experiments)
-    monkeypatch.setattr(chaos_cmd, "_summary", lambda *args: None)
-    monkeypatch.setattr(chaos_cmd, "private_umask", lambda: None)
-    monkeypatch.setattr(chaos_cmd, "Mesh", TracingMesh)
-    monkeypatch.setattr(chaos_cmd, "index_traces", noted)
+    monkeypatch.setattr(chaos_run, "_run_all", no_experiments)
+    monkeypatch.setattr(chaos_run, "_summary", lambda *args: None)
+    monkeypatch.setattr(chaos_run, "private_umask", lambda: None)
+    monkeypatch.setattr(chaos_run, "Mesh", TracingMesh)
+    monkeypatch.setattr(chaos_run, "index_traces", noted)
     FakeMesh.made = []
     return calls
 

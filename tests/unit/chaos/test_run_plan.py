@@ -10,8 +10,7 @@ from typer.testing import CliRunner
 from chaos.experiment.loading import catalogue, load_experiment
 from chaos.experiment.model import Experiment
 from chaos.run.eta import expected_s
-from chaos.run.plan import RESTART_S, minutes, plan
-from chaos.run.runner import CALIBRATION_S
+from chaos.run.plan import CALIBRATION_S, RESTART_S, minutes, plan
 from meshctl.cli.app import app
 
 

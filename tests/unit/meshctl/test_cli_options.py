@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 import embedded_toxiproxy.server
 from chaos.results import ExperimentResult
-from meshctl.cli import chaos_cmd
+from meshctl.cli import chaos_run
 from meshctl.cli.app import app
 from tests.unit.chaos.render_fixtures import demo_result
 
@@ -23,7 +23,7 @@ def test_chaos_run_json_to_stdout_sends_the_tables_to_stderr(
     async def replay(*args: Any) -> list[ExperimentResult]:  # no mesh: a recorded result
         return [demo_result("provider-outage")]
 
-    monkeypatch.setattr(chaos_cmd, "_run_all", replay)
+    monkeypatch.setattr(chaos_run, "_run_all", replay)
     result = CliRunner().invoke(
         app,
         [
