@@ -66,6 +66,10 @@ def test_a_services_log_carries_a_trap_as_one_json_line(monkeypatch: pytest.Monk
     monkeypatch.setattr(sys, "stderr", stderr)
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
+    # A service started in this process before (an in-process test) left logging capturing
+    # warnings; pytest's per-test catch_warnings then put warnings.showwarning back, and
+    # captureWarnings(True) would not take it again: start from logging's own state.
+    logging.captureWarnings(False)
     try:
         setup_logging("gateway", {})
         warnings.simplefilter("always")  # pytest restores the filters after the test
