@@ -14,46 +14,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import grpc
 import grpc.aio
 
+from bench.overhead import FixedProfile, timed_round
 from bench.results import Machine, markdown_table, rewrite
 from loadgen.percentile import percentile
 from mesh.runtime.front import Front, FrontLimits
-from mesh.v1 import profile_pb2, profile_pb2_grpc
+from mesh.v1 import profile_pb2_grpc
 
-_PROFILE = profile_pb2.GetProfileResponse(
-    profile=profile_pb2.Profile(user_id="u1", display_name="Ada", interests=["books", "tea"])
-)
-_REQUEST = profile_pb2.GetProfileRequest(user_id="u1")
 VARIANTS = ("direct", "relay")
 
 
-class _FixedProfile(profile_pb2_grpc.ProfileServiceServicer):
-    async def GetProfile(self, request: Any, context: Any) -> profile_pb2.GetProfileResponse:
-        return _PROFILE
-
-
 async def _round(stub: Any, calls: int, concurrency: int) -> dict[str, float]:
-    latencies_s: list[float] = []
-    remaining = calls
-
-    async def worker() -> None:
-        nonlocal remaining
-        while remaining > 0:
-            remaining -= 1
-            started = time.perf_counter()
-            await stub.GetProfile(_REQUEST, timeout=5.0)
-            latencies_s.append(time.perf_counter() - started)
-
-    wall, loop_cpu, cpu = time.perf_counter(), time.thread_time(), time.process_time()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    wall, loop_cpu = time.perf_counter() - wall, time.thread_time() - loop_cpu
-    cpu = time.process_time() - cpu
+    latencies_s, wall, loop_cpu, cpu = await timed_round(stub, calls, concurrency)
     return {
         "p50_ms": percentile(latencies_s, 50) * 1000,
         "calls_per_s": calls / wall,
@@ -66,7 +43,7 @@ async def run(calls: int, concurrency: int, rounds: int) -> dict[str, Any]:
     """Each variant's figures per round, and the relay's CPU per call over direct."""
     front = Front(FrontLimits())
     server = grpc.aio.server()
-    profile_pb2_grpc.add_ProfileServiceServicer_to_server(_FixedProfile(), server)
+    profile_pb2_grpc.add_ProfileServiceServicer_to_server(FixedProfile(), server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.add_insecure_port(front.upstream_addr)
     await server.start()

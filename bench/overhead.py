@@ -51,20 +51,20 @@ _PROFILE = profile_pb2.GetProfileResponse(
 _REQUEST = profile_pb2.GetProfileRequest(user_id="u1")
 
 
-class _FixedProfile(profile_pb2_grpc.ProfileServiceServicer):
+class FixedProfile(profile_pb2_grpc.ProfileServiceServicer):
     async def GetProfile(self, request: Any, context: Any) -> profile_pb2.GetProfileResponse:
         return _PROFILE
 
 
 async def _start(interceptors: list[grpc.aio.ServerInterceptor]) -> tuple[grpc.aio.Server, str]:
     server = grpc.aio.server(interceptors=interceptors)
-    profile_pb2_grpc.add_ProfileServiceServicer_to_server(_FixedProfile(), server)
+    profile_pb2_grpc.add_ProfileServiceServicer_to_server(FixedProfile(), server)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     return server, f"127.0.0.1:{port}"
 
 
-async def _round(
+async def timed_round(
     stub: Any, calls: int, concurrency: int
 ) -> tuple[list[float], float, float, float]:
     """Runs `calls` calls, `concurrency` at a time: (latencies, wall seconds, loop-thread CPU
@@ -294,11 +294,13 @@ async def _measure(
     cpu: dict[str, float] = dict.fromkeys(stubs, 0.0)
     process: dict[str, float] = dict.fromkeys(stubs, 0.0)
     for stub in stubs.values():
-        await _round(stub, min(calls, 500), concurrency)  # warm-up: connections, caches
+        await timed_round(stub, min(calls, 500), concurrency)  # warm-up: connections, caches
     for number in range(rounds):
         order = list(stubs) if number % 2 == 0 else list(reversed(stubs))
         for name in order:
-            latencies_s, elapsed_s, cpu_s, process_s = await _round(stubs[name], calls, concurrency)
+            latencies_s, elapsed_s, cpu_s, process_s = await timed_round(
+                stubs[name], calls, concurrency
+            )
             samples[name] += latencies_s
             elapsed[name] += elapsed_s
             cpu[name] += cpu_s

@@ -363,11 +363,6 @@ class EventBus:
     def has(self, listener: Listener) -> bool:
         return listener in self._listeners
 
-    @property
-    def listening(self) -> bool:
-        """Whether anyone listens: a strategy off the hot path builds its events only then."""
-        return bool(self._listeners)
-
     def emit(self, event: Event) -> None:
         kind = type(event)
         route = self._routes.get(kind)

@@ -131,7 +131,7 @@ class _HedgedCall:
                 return
             if h.budget is not None:
                 h.budget.record_failure()  # a hedge spends a token as a failed attempt does
-            if h.bus.listening:
+            if h.bus.wants(HedgeStarted):
                 h.bus.emit(
                     HedgeStarted(
                         ctx.dependency, ctx.method, number, self.trigger, now - self.first_s
@@ -149,7 +149,7 @@ class _HedgedCall:
         if self.stop:
             return  # the first reason stands
         self.stop = reason
-        if self.h.bus.listening and len(self.attempts) < self.h.options.max_attempts:
+        if self.h.bus.wants(HedgeSkipped) and len(self.attempts) < self.h.options.max_attempts:
             ctx = self.ctx
             self.h.bus.emit(
                 HedgeSkipped(ctx.dependency, ctx.method, len(self.attempts) + 1, reason)
@@ -185,7 +185,7 @@ class _HedgedCall:
     def _emit_settled(
         self, attempt: CallContext, started_s: float, outcome: str, code: str
     ) -> None:
-        if self.h.bus.listening and len(self.attempts) > 1:
+        if self.h.bus.wants(HedgeSettled) and len(self.attempts) > 1:
             duration_s = self.h.clock.now() - started_s
             ctx = self.ctx
             self.h.bus.emit(

@@ -194,3 +194,19 @@ async def _exchange(
                 if end_stream:
                     return seen
         await writer.drain()
+
+
+def filler_request(value_bytes: int) -> bytes:
+    """A GetHome request's header block with no API key and one metadata value of
+    `value_bytes` bytes (HPACK literals, no Huffman)."""
+    return encode_headers(
+        [
+            (b":method", b"POST"),
+            (b":scheme", b"http"),
+            (b":path", b"/mesh.v1.Gateway/GetHome"),
+            (b":authority", b"gateway"),
+            (b"content-type", b"application/grpc"),
+            (b"te", b"trailers"),
+            (b"x-filler", b"a" * value_bytes),
+        ]
+    )

@@ -24,7 +24,7 @@ from tests.integration.hardening.raw_h2 import (
     PREFACE,
     SETTINGS,
     _frame,
-    encode_headers,
+    filler_request,
 )
 
 FLOOD_S = float(os.environ.get("PREAUTH_FLOOD_S", "8"))
@@ -51,17 +51,7 @@ def _reset_peak() -> None:
     Path("/proc/self/clear_refs").write_text("5")  # VmHWM back to VmRSS
 
 
-BLOCK = encode_headers(
-    [
-        (b":method", b"POST"),
-        (b":scheme", b"http"),
-        (b":path", b"/mesh.v1.Gateway/GetHome"),
-        (b":authority", b"gateway"),
-        (b"content-type", b"application/grpc"),
-        (b"te", b"trailers"),
-        (b"x-filler", b"a" * VALUE_BYTES),
-    ]
-)
+BLOCK = filler_request(VALUE_BYTES)
 CHUNKS = [BLOCK[i : i + FRAME] for i in range(0, len(BLOCK), FRAME)]
 
 

@@ -17,7 +17,7 @@ from tests.integration.hardening.raw_h2 import (
     PREFACE,
     SETTINGS,
     _frame,
-    encode_headers,
+    filler_request,
 )
 
 STREAMS = 50
@@ -36,17 +36,7 @@ def _rss_mib() -> int:
 def _held_block() -> list[bytes]:
     """A request's HEADERS and CONTINUATION frames with no END_HEADERS, so the block stays open:
     no API key, one metadata value of VALUE_BYTES."""
-    block = encode_headers(
-        [
-            (b":method", b"POST"),
-            (b":scheme", b"http"),
-            (b":path", b"/mesh.v1.Gateway/GetHome"),
-            (b":authority", b"gateway"),
-            (b"content-type", b"application/grpc"),
-            (b"te", b"trailers"),
-            (b"x-filler", b"a" * VALUE_BYTES),
-        ]
-    )
+    block = filler_request(VALUE_BYTES)
     chunks = [block[i : i + FRAME] for i in range(0, len(block) - FRAME, FRAME)]
     return [
         _frame(HEADERS if i == 0 else CONTINUATION, 0, 1, chunk) + chunk
