@@ -8,7 +8,7 @@ DEMO_STAMP := $(VENV)/.installed-tools
 # The project's own packages, byte-compiled at install: compileall writes __pycache__ even
 # under PYTHONDONTWRITEBYTECODE=1, and every process then reads it (a service's start would
 # otherwise compile them again each time).
-PACKAGES := services chaos meshctl embedded_toxiproxy loadgen bench
+PACKAGES := libs/grpc-aio-resilience/src services chaos meshctl embedded_toxiproxy loadgen bench
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
@@ -40,9 +40,9 @@ INSTALL = $(PIP_INSTALL) uv && $(BIN)/uv pip install --quiet --native-tls --comp
 	|| { echo "uv could not install; pip will (slower)"; \
 	     $(PIP_INSTALL) --upgrade pip && $(PIP_INSTALL) $(1); }
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml libs/grpc-aio-resilience/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(call INSTALL,-e '.[dev]')
+	$(call INSTALL,-e ./libs/grpc-aio-resilience -e '.[dev]')
 	$(BIN)/python -m tools.otel_protos
 	$(BIN)/python -m compileall -q $(PACKAGES)
 	@touch $(STAMP) $(DEMO_STAMP)
@@ -53,10 +53,10 @@ $(STAMP): pyproject.toml
 # service took 2.7 s from exec to SERVING, 1.0 s with it (grpc, protobuf, opentelemetry and
 # pydantic are most of that), and a restarted replica's start decided replica-loss's verdict.
 # Each stage says what it does and, done, how long it took (the install itself is quiet).
-$(DEMO_STAMP): pyproject.toml
+$(DEMO_STAMP): pyproject.toml libs/grpc-aio-resilience/pyproject.toml
 	@echo "demo: [install] the package into $(VENV) (uv, quiet; seconds, or 1-2 min with pip) ..."
 	@start=$$SECONDS; test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); \
-		{ $(call INSTALL,-e .); } && \
+		{ $(call INSTALL,-e ./libs/grpc-aio-resilience -e .); } && \
 		$(BIN)/python -m tools.otel_protos && \
 		$(BIN)/python -m compileall -q $(PACKAGES) && \
 		echo "demo: [install] done in $$((SECONDS - start)) s"
@@ -102,7 +102,7 @@ test: $(STAMP) $(if $(GO_DIR),peers) browser ## Create .venv if needed and run t
 # The tests run in CHECK_WORKERS pytest-xdist workers (0: in this process, one at a time). Four
 # on 2 cores: the unit and integration tests mostly wait (timeouts, windows, sockets), 97 s of
 # CPU in 189 s with two workers, 115 s in 123 s with four (docs/results/suite.md).
-CHECK_TESTS ?= tests/unit tests/integration
+CHECK_TESTS ?= tests/unit tests/integration tests/examples
 CHECK_WORKERS ?= 4
 check: $(STAMP) lint typecheck ## lint, typecheck, the unit and integration tests (no peers, browser, e2e)
 	MESH_PEERS_BIN=$(CURDIR)/.peers/not-in-check $(BIN)/python -m pytest -n $(CHECK_WORKERS) \
@@ -161,11 +161,12 @@ docs: $(STAMP) ## Regenerate docs/reference/ and build the docs site into site/ 
 # tools/code_shape.py: no module over 400 lines, no function over 60, but for the ones in
 # tools/code_shape_allowlist.txt, which may only shrink (`python -m tools.code_shape --update`).
 lint: $(STAMP) ## ruff, the import-linter contracts (pyproject.toml), no import cycle, the size ratchet
-	$(BIN)/ruff check services chaos meshctl embedded_toxiproxy loadgen bench tests tools integrations
-	$(BIN)/ruff format --check services chaos meshctl embedded_toxiproxy loadgen bench tests tools integrations
+	$(BIN)/ruff check libs services chaos meshctl embedded_toxiproxy loadgen bench tests tools integrations examples
+	$(BIN)/ruff format --check libs services chaos meshctl embedded_toxiproxy loadgen bench tests tools integrations examples
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/python -m tools.import_cycles services/mesh=mesh chaos=chaos meshctl=meshctl embedded_toxiproxy=embedded_toxiproxy loadgen=loadgen bench=bench
-	$(BIN)/python -m tools.code_shape services chaos meshctl embedded_toxiproxy loadgen bench tests tools integrations
+	$(BIN)/python -m tools.import_cycles services/mesh=mesh chaos=chaos meshctl=meshctl embedded_toxiproxy=embedded_toxiproxy loadgen=loadgen bench=bench \
+		libs/grpc-aio-resilience/src/grpc_aio_resilience=grpc_aio_resilience
+	$(BIN)/python -m tools.code_shape libs services chaos meshctl embedded_toxiproxy loadgen bench tests tools integrations examples
 
 typecheck: $(STAMP) ## mypy --strict on the packages, the tests and tools/
 	$(BIN)/mypy

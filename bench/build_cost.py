@@ -1,4 +1,4 @@
-"""What the build-time trap check and describe() cost (mesh.resilience.traps, .description).
+"""What the build-time trap check and describe() cost (grpc_aio_resilience.traps, .description).
 
 Both run when a pipeline is built (at start-up and on each policy swap) or described, never per
 call. This builds `full`'s gateway_to_recommendation pipeline in a loop, without and with the
@@ -15,9 +15,8 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 
+from grpc_aio_resilience import EventBus, build_pipeline, describe, find_traps, service_methods
 from mesh.policy.loading import load_policy
-from mesh.resilience import EventBus, build_pipeline, describe
-from mesh.resilience.traps import find_traps, service_methods
 from mesh.v1 import recommendation_pb2
 
 SERVICES = (recommendation_pb2.DESCRIPTOR.services_by_name["RecommendationService"].full_name,)

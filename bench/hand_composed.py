@@ -20,7 +20,7 @@ from tenacity import (
     wait_random_exponential,
 )
 
-from mesh.resilience.edge_policy import EdgePolicy
+from grpc_aio_resilience import EdgePolicy
 
 
 def _transient(err: BaseException) -> bool:

@@ -27,19 +27,24 @@ import grpc
 import grpc.aio
 from prometheus_client import CollectorRegistry
 
+from grpc_aio_resilience import (
+    CRITICALITY_KEY,
+    Criticality,
+    EventBus,
+    ResilienceInterceptor,
+    SystemClock,
+    fate_listener,
+    set_criticality,
+)
+from grpc_aio_resilience import pipeline as pipelines
 from mesh.faults.injection import FaultTable
 from mesh.policy.loading import load_policy
-from mesh.resilience import criticality, fates
-from mesh.resilience import pipeline as pipelines
-from mesh.resilience.clock import SystemClock
-from mesh.resilience.events import EventBus
-from mesh.resilience.interceptor import ResilienceInterceptor
 from mesh.runtime.server_chain import ServerChain, server_layers
 from mesh.telemetry.metrics import MeshMetrics
 from mesh.v1 import profile_pb2
 
 METHOD = "/mesh.v1.ProfileService/GetProfile"
-METADATA = (("user-agent", "grpc-python-asyncio"), (criticality.METADATA_KEY, "CRITICAL"))
+METADATA = (("user-agent", "grpc-python-asyncio"), (CRITICALITY_KEY, "CRITICAL"))
 REPLY = profile_pb2.GetProfileResponse(
     profile=profile_pb2.Profile(user_id="u1", display_name="Ada", interests=["books", "tea"])
 )
@@ -163,7 +168,7 @@ def _edge(leave_out: str = "") -> ResilienceInterceptor:
     policy = load_policy("full", {})
     edge = policy.edge("gateway_to_profile")
     bus, _ = _bus("gateway")
-    bus.subscribe(fates.listen)
+    bus.subscribe(fate_listener)
     order = pipelines.ORDERS[edge.order]
     pipelines.ORDERS[edge.order] = tuple(name for name in order if name != leave_out)
     try:
@@ -175,7 +180,7 @@ def _edge(leave_out: str = "") -> ResilienceInterceptor:
 
 async def client_figures(calls: int, repeats: int) -> dict[str, float]:
     """The edge's us per call, then each strategy's share of it."""
-    criticality.set_current(criticality.Criticality.CRITICAL)  # as while serving a call
+    set_criticality(Criticality.CRITICAL)  # as while serving a call
     details = grpc.aio.ClientCallDetails(METHOD, 0.8, None, None, None)
 
     async def edge_us(interceptor: ResilienceInterceptor) -> float:

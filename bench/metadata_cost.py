@@ -1,8 +1,8 @@
-"""What one more metadata entry costs a grpc.aio call: the price of `mesh-timeout-ms`, and of
+"""What one more metadata entry costs a grpc.aio call: the price of `resilience-timeout-ms`, and of
 the internal token's `authorization: Bearer <43 characters>` (mesh.runtime.internal_auth).
 
-The mesh's client sends every attempt's deadline as `mesh-timeout-ms` (the intake gate's
-input, mesh.resilience.intake) beside the `grpc-timeout` grpc sends anyway. This measures what
+The mesh's client sends every attempt's deadline as `resilience-timeout-ms` (the intake gate's
+input, grpc_aio_resilience.intake) beside the `grpc-timeout` grpc sends anyway. This measures what
 that entry costs grpc itself, with nothing of the mesh around it: a raw grpc.aio server with one
 unary method that answers at once, and a client in the same process sending calls one at a
 time, in rounds that alternate between the metadata variants (so the machine's drift falls on
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import grpc
 import grpc.aio
 
-from mesh.resilience.intake import TIMEOUT_KEY, timeout_value
+from grpc_aio_resilience import TIMEOUT_KEY, timeout_value
 from mesh.runtime.internal_auth import internal_metadata
 
 METHOD = "/bench.Echo/Call"

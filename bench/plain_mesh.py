@@ -46,9 +46,9 @@ def _bare_runtime(name: str, deps: dict[str, str]) -> Any:
     listens to the bus and nothing serves the metrics."""
     from prometheus_client import CollectorRegistry
 
+    from grpc_aio_resilience import EventBus
     from mesh.faults.injection import FaultTable
     from mesh.policy.loading import load_policy
-    from mesh.resilience.events import EventBus
     from mesh.runtime.config import ServiceConfig
     from mesh.runtime.edges import Edges
     from mesh.runtime.server import Runtime
@@ -64,7 +64,7 @@ def _bare_runtime(name: str, deps: dict[str, str]) -> Any:
         """Edges without interceptors: a plain round-robin channel each (never retried)."""
 
         def _channel(self, dependency: str, interceptor: Any, policy: Any) -> grpc.aio.Channel:
-            from mesh.resilience.channel import ROUND_ROBIN, balanced_target
+            from grpc_aio_resilience import ROUND_ROBIN, balanced_target
 
             addresses = self.wiring.addresses[dependency].split(",")
             target = balanced_target(addresses) or addresses[0]

@@ -136,6 +136,12 @@ def _overhead_summary(result: dict[str, Any]) -> str:
             f"Our client pipeline against tenacity + aiobreaker + asyncio.Semaphore doing the "
             f"same job (client - hand): {versus_hand:+.0f} us of loop CPU per call ({cheaper}).\n"
         )
+    fused = result.get("fused_saves_us_per_call")
+    if fused is not None:
+        text += (
+            f"The same client pipeline through its layers against it fused "
+            f"(client-layered - client): {fused:+.0f} us of loop CPU per call.\n"
+        )
     return text
 
 

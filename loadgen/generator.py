@@ -16,12 +16,10 @@ from collections.abc import Callable
 
 import grpc
 
+from grpc_aio_resilience import RETRYABLE_CODES, TIMEOUT_KEY, fate_in, pushback_s, timeout_value
 from loadgen.procstat import cpu_s
 from loadgen.protocol import Plan, Record, Request, encode_end, encode_records
 from mesh.customers import user_id
-from mesh.resilience import intake
-from mesh.resilience.classify import RETRYABLE_CODES, pushback_s
-from mesh.resilience.fates import fate_in
 from mesh.v1 import gateway_pb2, payment_pb2
 
 METHODS = {"home": "/mesh.v1.Gateway/GetHome", "checkout": "/mesh.v1.Gateway/Checkout"}
@@ -63,7 +61,7 @@ class _Load:
         self.stop = stop
         self.payloads = [serialise(r) for r in plan.requests]
         every: tuple[tuple[str, str], ...] = (
-            (intake.TIMEOUT_KEY, intake.timeout_value(plan.timeout_s)),  # as the mesh's clients
+            (TIMEOUT_KEY, timeout_value(plan.timeout_s)),  # as the mesh's clients
             *((("authorization", f"Bearer {plan.api_key}"),) if plan.api_key else ()),
         )
         self.metadata = [

@@ -7,9 +7,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from grpc_aio_resilience import seen_by_caller
 from loadgen.percentile import percentile
 from loadgen.protocol import Plan
-from mesh.resilience.fates import seen_by_caller
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,8 @@ class Outcome:
     detail: str = ""
     """The status details of a failed call (truncated)."""
     fate: str = ""
-    """Its fate (mesh.resilience.fates): the answer's `mesh-fate`, else what the caller saw."""
+    """Its fate (grpc_aio_resilience's fates): the answer's `resilience-fate`, else what the
+    caller saw."""
 
 
 @dataclass

@@ -35,8 +35,8 @@ RECORD_FIELDS = (
 """A record is a JSON list in this order: the plan's request index, its start (perf_counter,
 the same monotonic clock in every process), its latency, its status code name, the degraded
 parts joined by ',', a checkout's status and charge id, the pushback trailer in ms (or null)
-the status details of a failure (cut to 160 characters) and the fate the answer's `mesh-fate`
-trailer carried ("" when none: mesh.resilience.fates.seen_by_caller fills it in)."""
+the status details of a failure (cut to 160 characters) and the fate the answer's `resilience-fate`
+trailer carried ("" when none: grpc_aio_resilience.fates.seen_by_caller fills it in)."""
 
 Record = tuple[int, float, float, str, str, str, str, int | None, str, str]
 

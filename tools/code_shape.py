@@ -30,6 +30,7 @@ from pathlib import Path
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 FOLDERS = (
+    "libs",
     "services",
     "chaos",
     "meshctl",

@@ -46,6 +46,9 @@ def python_312() -> str | None:
     return None
 
 
+LIBRARY = "grpc-aio-resilience"
+
+
 def wants(python: str) -> list[str]:
     """What is installed: Chaos Toolkit for this Python, its plugins, the mesh's dependencies."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -54,7 +57,15 @@ def wants(python: str) -> list[str]:
         capture_output=True,
         text=True,
     ).stdout.strip()
-    return [*(CTK_312 if version == "True" else CTK_311), *EXTRAS, *project["dependencies"]]
+    # The resilience library comes from the repository, on the path below (not from an index).
+    needs = [d for d in project["dependencies"] if not d.startswith(LIBRARY)]
+    return [*(CTK_312 if version == "True" else CTK_311), *EXTRAS, *needs]
+
+
+def path_entries() -> list[Path]:
+    """What the venv's .pth puts on sys.path: the project's packages, the resilience library's
+    and the extension's, from this clone (no install of them)."""
+    return [ROOT, ROOT / "services", ROOT / "libs" / LIBRARY / "src", EXTENSION]
 
 
 def stamp_of(python: str, packages: list[str]) -> str:
@@ -117,7 +128,7 @@ def _ensure(venv: Path) -> Path:
     python = python_312() or sys.executable
     packages = wants(python)
     stamp = venv / "ctk.version"
-    want = stamp_of(python, packages)
+    want = stamp_of(python, [*packages, *map(str, path_entries())])  # a new path: a new venv
     if stamp.is_file() and stamp.read_text().split()[0] == want and chaos_binary(venv).exists():
         return chaos_binary(venv)
     if not (venv / "bin" / "python").exists() or not _has_pip(venv):
@@ -140,8 +151,7 @@ def _ensure(venv: Path) -> Path:
         capture_output=True,
         text=True,
     ).stdout.strip()
-    paths = [ROOT, ROOT / "services", EXTENSION]
-    (Path(site) / "grpc_resilience_mesh.pth").write_text("".join(f"{p}\n" for p in paths))
+    (Path(site) / "grpc_resilience_mesh.pth").write_text("".join(f"{p}\n" for p in path_entries()))
     stamp.write_text(f"{want} {' '.join(packages[:2])}\n")
     return chaos_binary(venv)
 

@@ -29,12 +29,12 @@ import grpc
 from chaos.experiment.model import Experiment, Variant, methods
 from chaos.experiment.sweep import SWEEP_METRICS
 from chaos.registry import CHECKS, SCENARIOS
+from grpc_aio_resilience import KINDS
 from mesh import topology
-from mesh.resilience.fates import KINDS
 
 RPCS = ("home", "checkout")
 FATE_METRICS = tuple(f"fate.{kind}" for kind in KINDS)
-"""Requests by fate kind (mesh.resilience.fates), in every gateway-load phase."""
+"""Requests by fate kind (grpc_aio_resilience.fates), in every gateway-load phase."""
 LOAD = (
     "requests",
     "ok",

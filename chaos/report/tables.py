@@ -31,7 +31,8 @@ FATE_COLUMNS = (
         "fate client-throttled: refused by our own throttle (or the load generator's)",
     ),
 )
-"""The fate column set (mesh.resilience.fates): one fate per request, so a row's add up to req."""
+"""The fate column set (grpc_aio_resilience's fates): one fate per request, so a row's add
+up to req."""
 COLUMNS = (
     ("requests", "req", ""),
     ("ok", "ok", ""),

@@ -1,4 +1,4 @@
-"""Each request's fate (mesh.resilience.fates) counted per phase: the reports' fate column set
+"""Each request's fate (grpc_aio_resilience.fates) counted per phase: the reports' fate column set
 (`fate.<kind>`), and the run's check that the fates add up to the requests, one each."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from collections.abc import Mapping
 
 from chaos.experiment.metric_names import FATE_METRICS
 from chaos.results import ExperimentResult, Verdict
+from grpc_aio_resilience import KINDS, kind_of, seen_by_caller
 from loadgen.in_process import LoadResult, Outcome
-from mesh.resilience.fates import KINDS, kind_of, seen_by_caller
 
 UNACCOUNTED = "fates_unaccounted"
 ONE_FATE_EACH = "each request has exactly one fate: the fate columns add up to the requests"

@@ -21,7 +21,7 @@ from loadgen.outcomes import LoadResult, Outcome
 
 RETURN_WATCH_S = 3.0
 """Load kept on after a restarted process reports SERVING. A caller's reconnect wait is capped
-at 1.2 s (mesh.resilience.channel.RECONNECT_BACKOFF_CAP_S, +20% jitter), so in 3 s a return
+at 1.2 s (grpc_aio_resilience.channel.RECONNECT_BACKOFF_CAP_S, +20% jitter), so in 3 s a return
 that comes is seen, and one later than replica-loss's 2.5 s bound is seen as late, not as
 missing."""
 MOST_EXTRA_S = 30.0

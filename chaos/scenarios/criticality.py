@@ -3,7 +3,7 @@ CRITICAL and SHEDDABLE calls, and the goodput each kind got.
 
 The gateway gives every public RPC one criticality (its policy's), so a mix is sent the way
 the mesh's own callers send it: Recommend straight to recommendation's replicas (round-robin),
-each call carrying `mesh-criticality` as a hop inside the mesh passes it on. With
+each call carrying `resilience-criticality` as a hop inside the mesh passes it on. With
 `mark: false` the same calls go unmarked (every call counts as CRITICAL), which shows what
 the admission layer does when it cannot tell them apart. Goodput is OK calls per second sent
 after `warmup_s`, each within its deadline (a late one ends DEADLINE_EXCEEDED).
@@ -25,10 +25,9 @@ from chaos.registry import ScenarioContext, ScenarioResult
 from chaos.scenarios.declarations import CRITICALITY_KINDS as KINDS
 from chaos.scenarios.declarations import CRITICALITY_PER_KIND
 from chaos.scenarios.params import CriticalityParams
+from grpc_aio_resilience import CRITICALITY_KEY, SHED_REASONS
 from loadgen.in_process import percentile
 from mesh.customers import USER_COUNT, user_id
-from mesh.resilience.criticality import METADATA_KEY
-from mesh.resilience.errors import SHED_REASONS
 from mesh.runtime.internal_auth import internal_metadata
 from mesh.topology import replica_of
 from mesh.v1 import recommendation_pb2, recommendation_pb2_grpc
@@ -70,7 +69,7 @@ async def _send(
 
     async def one(i: int) -> None:
         kind = "critical" if i % every == 0 else "sheddable"
-        md = (*credential, (METADATA_KEY, "CRITICAL" if kind == "critical" else "SHEDDABLE"))
+        md = (*credential, (CRITICALITY_KEY, "CRITICAL" if kind == "critical" else "SHEDDABLE"))
         # Round robin within each kind: by `i` alone, every critical call (i % 4 == 0) went
         # to the first of 2 replicas, 30/s against its 20/s.
         nth = i // every if kind == "critical" else i - i // every - 1

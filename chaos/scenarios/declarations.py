@@ -23,7 +23,7 @@ from chaos.scenarios.params import (
     StreamCutParams,
     WorkerCrashParams,
 )
-from mesh.resilience.errors import SHED_REASONS
+from grpc_aio_resilience import SHED_REASONS
 
 STREAM_OUTCOMES = ("committed", "retried-before-first-message", "partial")
 """What a cut stream's trace shows its retry did (chaos/scenarios/stream_cut.py)."""

@@ -55,7 +55,7 @@ class CriticalityParams(ScenarioParams):
     deadline_s: float = Field(
         default=0.5, gt=0, le=DEADLINE_S, description="(0, 60], at most duration_s"
     )
-    mark: bool = Field(default=True, description="false: no mesh-criticality (all CRITICAL)")
+    mark: bool = Field(default=True, description="false: no resilience-criticality (all CRITICAL)")
 
     @property
     def capacity_per_s(self) -> float:

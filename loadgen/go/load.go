@@ -50,14 +50,14 @@ var codeNames = []string{
 	"UNAUTHENTICATED",
 }
 
-// retryable mirrors mesh.resilience.classify.RETRYABLE_CODES (the test above checks it).
+// retryable mirrors grpc_aio_resilience.classify.RETRYABLE_CODES (the test above checks it).
 var retryable = map[string]bool{"UNAVAILABLE": true, "RESOURCE_EXHAUSTED": true}
 
-// pushbackKey is the server's retry hint (mesh.resilience.errors.PUSHBACK_KEY).
+// pushbackKey is the server's retry hint (grpc_aio_resilience.errors.PUSHBACK_KEY).
 const pushbackKey = "grpc-retry-pushback-ms"
 
-// timeoutKey carries each call's deadline in ms (mesh.resilience.intake.TIMEOUT_KEY).
-const timeoutKey = "mesh-timeout-ms"
+// timeoutKey carries each call's deadline in ms (grpc_aio_resilience.intake.TIMEOUT_KEY).
+const timeoutKey = "resilience-timeout-ms"
 
 // serialise encodes GetHomeRequest or CheckoutRequest as protobuf would (defaults omitted).
 func serialise(r Request) []byte {
@@ -211,9 +211,9 @@ func (l *load) once(i int) record {
 	return record{i, start, latency, "OK", degraded, state, chargeID, nil, "", fate(trailer)}
 }
 
-// fate is the mesh-fate trailer (mesh.resilience.fates.FATE_KEY), "" when there is none.
+// fate is the resilience-fate trailer (grpc_aio_resilience.fates.FATE_KEY), "" when there is none.
 func fate(trailer metadata.MD) string {
-	if values := trailer.Get("mesh-fate"); len(values) > 0 {
+	if values := trailer.Get("resilience-fate"); len(values) > 0 {
 		return values[0]
 	}
 	return ""
@@ -227,7 +227,7 @@ func codeName(code codes.Code) string {
 	return "UNKNOWN"
 }
 
-// pushback reads the server's hint in ms, as mesh.resilience.classify.pushback_s does: absent
+// pushback reads the server's hint in ms, as grpc_aio_resilience.classify.pushback_s does: absent
 // is nil, negative or unparsable is -1 (do not retry).
 func pushback(trailer metadata.MD) *int {
 	values := trailer.Get(pushbackKey)
@@ -286,7 +286,7 @@ func generate(plan *Plan, out *output, stop <-chan struct{}) {
 	for _, r := range plan.Requests {
 		l.payloads = append(l.payloads, serialise(r))
 		// The deadline as sent, so the server can tell how long the call waited to be taken
-		// (mesh.resilience.intake.TIMEOUT_KEY; tests/unit/tools/test_loadgen_source.py).
+		// (grpc_aio_resilience.intake.TIMEOUT_KEY; tests/unit/tools/test_loadgen_source.py).
 		md := metadata.MD{timeoutKey: []string{timeoutValue}}
 		if plan.APIKey != nil && *plan.APIKey != "" {
 			md.Set("authorization", "Bearer "+*plan.APIKey)

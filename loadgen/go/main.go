@@ -87,7 +87,7 @@ func parsePlan(line string) (*Plan, error) {
 
 // record is one finished request, sent as a JSON list in RECORD_FIELDS order: index,
 // started_s, latency_s, code, degraded, status, charge_id, pushback_ms (or null), detail,
-// fate (the mesh-fate trailer, "" when the answer carried none).
+// fate (the resilience-fate trailer, "" when the answer carried none).
 type record struct {
 	index    int
 	started  time.Time

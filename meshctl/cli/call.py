@@ -19,10 +19,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from grpc_aio_resilience import PUSHBACK_KEY, fate_in, seen_by_caller
 from loadgen.in_process import metadata_for, traced
 from mesh import settings
-from mesh.resilience.errors import PUSHBACK_KEY
-from mesh.resilience.fates import fate_in, seen_by_caller
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 from meshctl.cli.json_out import JsonOpt, to_stdout, write_json
 from meshctl.launch.state import STATE_DIR, STATE_FILE, MeshState

@@ -110,7 +110,7 @@ class EdgeStats:
     budget_tokens: float | None = None
     budget_max_tokens: float | None = None
     fates_per_s: dict[str, float] = field(default_factory=dict)
-    """The caller's own calls received, per second by fate (mesh.resilience.fates): at the
+    """The caller's own calls received, per second by fate (grpc_aio_resilience.fates): at the
     gateway, what became of the requests this edge serves."""
 
 

@@ -11,9 +11,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from grpc_aio_resilience import OutlierPolicy, XdsFaultPolicy, XdsPolicy, to_dict
 from mesh.policy.model import MeshPolicy
-from mesh.resilience.outlier_policy import OutlierPolicy
-from mesh.resilience.xds_policy import XdsFaultPolicy, XdsPolicy
 from mesh.settings import XDS_SCHEME
 from mesh.topology import XDS_CALLERS as XDS_CALLERS
 from mesh.topology import Edge, service, xds_edges
@@ -40,7 +39,7 @@ def edge_resources(xds: XdsPolicy, endpoints: list[str], grpc_service: str) -> d
     """One edge as mesh-xds reads it (tools/xds-control/config.go's Edge)."""
     out: dict[str, Any] = {"endpoints": endpoints}
     if xds.retry is not None:
-        out["retry"] = xds.retry.model_dump()
+        out["retry"] = to_dict(xds.retry)
     if xds.max_requests is not None:
         out["max_requests"] = xds.max_requests
     if xds.outlier is not None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from mesh.resilience.criticality import METADATA_KEY
+from grpc_aio_resilience.criticality import METADATA_KEY
 from mesh.runtime.internal_auth import internal_metadata
 from mesh.v1 import (
     gateway_pb2,

@@ -12,6 +12,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ROOT / "services" / "mesh"
+LIBRARY = ROOT / "libs" / "grpc-aio-resilience" / "src"
+"""The resilience library: part of every call's route too, though a distribution of its own."""
 GENERATED = PRODUCT / "v1"
 
 
@@ -19,7 +21,7 @@ async def files_run_by(call: Callable[[], Awaitable[Any]]) -> list[str]:
     """The product's files (repo-relative, generated stubs left out) whose functions ran
     while `call` ran, in the order each first ran."""
     seen: dict[str, None] = {}
-    product, generated = str(PRODUCT), str(GENERATED)
+    product, generated = (str(PRODUCT), str(LIBRARY)), str(GENERATED)
 
     def hook(frame: FrameType, event: str, _arg: Any) -> None:
         if event != "call":

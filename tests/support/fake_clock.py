@@ -1,4 +1,5 @@
-"""A clock for tests: it advances only when slept on or told to (mesh.resilience.clock.Clock)."""
+"""A clock for tests: it advances only when slept on or told to (grpc_aio_resilience's
+Clock)."""
 
 from __future__ import annotations
 

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 
 from prometheus_client import CollectorRegistry
 
+from grpc_aio_resilience.events import EventBus
 from mesh.faults.injection import FaultTable
 from mesh.policy.loading import load_policy
-from mesh.resilience.events import EventBus
 from mesh.runtime.config import ServiceConfig
 from mesh.runtime.server import Runtime
 from mesh.telemetry.metrics import MeshMetrics

@@ -3,18 +3,24 @@ module moves (the generators below read these objects, never the paths)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc_aio_resilience
 import mesh
 from chaos.experiment.loading import catalogue
+from grpc_aio_resilience import option_rows
 from mesh import settings
 from mesh.telemetry import names
 from mesh.telemetry.job_metrics import JobMetrics
 from mesh.telemetry.metrics import MeshMetrics
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = ROOT / "docs" / "reference"
+DOCS_ROOT = ROOT / "docs"
+DOCS = DOCS_ROOT / "reference"
+
+PIPELINE_ORDER: tuple[str, ...] = grpc_aio_resilience.PIPELINE_ORDER
 
 NOT_SCANNED = frozenset({"tests", "tools", "v1"})  # v1: generated stubs
 
@@ -49,6 +55,17 @@ def services_root() -> Path:
     return Path(mesh.__file__).parent
 
 
+def option_class(name: str) -> type:
+    """An options class of the library's face by name (`RetryPolicy`): a frozen dataclass whose
+    fields `option_rows` reads."""
+    found = (
+        getattr(grpc_aio_resilience, name, None) if name in grpc_aio_resilience.__all__ else None
+    )
+    if not (isinstance(found, type) and dataclasses.is_dataclass(found)):
+        raise ValueError(f"{name!r} is no options class of grpc_aio_resilience's face")
+    return found
+
+
 def modules(root: Path) -> Iterator[tuple[str, Path]]:
     """(dotted module name, file) of every module under the package `root`."""
     for path in sorted(root.rglob("*.py")):
@@ -59,6 +76,8 @@ def modules(root: Path) -> Iterator[tuple[str, Path]]:
 
 __all__ = [
     "DOCS",
+    "DOCS_ROOT",
+    "PIPELINE_ORDER",
     "ROOT",
     "JobMetrics",
     "MeshMetrics",
@@ -66,6 +85,8 @@ __all__ = [
     "integration_roots",
     "modules",
     "names",
+    "option_class",
+    "option_rows",
     "package_roots",
     "scanned_roots",
     "services_root",

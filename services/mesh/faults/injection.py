@@ -21,19 +21,27 @@ from typing import Any
 import grpc
 import grpc.aio
 
+from grpc_aio_resilience import (
+    Behaviour,
+    Clock,
+    EventBus,
+    FaultInjected,
+    InjectedFaultError,
+    ServerLayer,
+    StreamBehaviour,
+    SystemClock,
+    abort_with,
+    responses,
+)
 from mesh import safe_yaml, settings
 from mesh.config_error import ConfigError
+from mesh.exempt import is_exempt
 from mesh.faults.ranges import (
     MAX_AFTER_MESSAGES,
     MAX_DELAY_S,
     MAX_PUSHBACK_MS,
     MAX_SERVICE_TIME_FACTOR,
 )
-from mesh.resilience.clock import Clock, SystemClock
-from mesh.resilience.errors import InjectedFaultError
-from mesh.resilience.events import EventBus, FaultInjected
-from mesh.resilience.server_layer import Behaviour, ServerLayer, abort_with, is_exempt
-from mesh.resilience.streaming_server import StreamBehaviour, responses
 
 MAX_FAULTS_BYTES = safe_yaml.MAX_BYTES
 _FIELDS = (

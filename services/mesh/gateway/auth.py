@@ -20,9 +20,10 @@ from pathlib import Path
 import grpc
 import grpc.aio
 
+from grpc_aio_resilience import ServerLayer
 from mesh import settings
 from mesh.config_error import ConfigError
-from mesh.resilience.server_layer import ServerLayer, is_exempt
+from mesh.exempt import is_exempt
 from mesh.runtime.bearer import bearer_token, rejection
 
 UNAUTHENTICATED_DETAILS = "missing or invalid API key"

@@ -12,10 +12,14 @@ import asyncio
 
 import grpc
 
-from mesh.resilience import criticality
-from mesh.resilience.clock import Clock, SystemClock
-from mesh.resilience.criticality import Criticality
-from mesh.resilience.events import EventBus, FallbackServed
+from grpc_aio_resilience import (
+    Clock,
+    Criticality,
+    EventBus,
+    FallbackServed,
+    SystemClock,
+    set_criticality,
+)
 from mesh.runtime.edges import Edge
 from mesh.v1 import gateway_pb2, recommendation_pb2, recommendation_pb2_grpc
 
@@ -50,7 +54,7 @@ class PopularCache:
         return await asyncio.shield(self._refresh)
 
     async def _fetch(self) -> list[recommendation_pb2.Product]:
-        criticality.set_current(self.criticality)  # this task's own context: nobody else's
+        set_criticality(self.criticality)  # this task's own context: nobody else's
         reply = await self._edge.stub.Popular(
             recommendation_pb2.PopularRequest(limit=POPULAR_LIMIT)
         )

@@ -17,11 +17,10 @@ from dataclasses import dataclass
 import grpc
 import grpc.aio
 
+from grpc_aio_resilience import PUSHBACK_KEY, Clock, ServerLayer, SystemClock
 from mesh import settings
+from mesh.exempt import is_exempt
 from mesh.gateway.auth import ApiKeys
-from mesh.resilience.clock import Clock, SystemClock
-from mesh.resilience.errors import PUSHBACK_KEY
-from mesh.resilience.server_layer import ServerLayer, is_exempt
 from mesh.runtime.bearer import bearer_token, rejection
 
 

@@ -8,6 +8,7 @@ from typing import NoReturn
 
 import grpc
 
+from grpc_aio_resilience import ResilienceError, note_degraded
 from mesh.contracts.charge_ids import charge_id_for, check_charge_lookup
 from mesh.contracts.fields import (
     check_amount,
@@ -21,8 +22,6 @@ from mesh.gateway.auth import ApiKeys, AuthInterceptor
 from mesh.gateway.fallback import RecommendationsWithFallback
 from mesh.gateway.ratelimit import RateLimitInterceptor, RateLimitPolicy
 from mesh.gateway.streams import relay_stream
-from mesh.resilience import fates
-from mesh.resilience.errors import ResilienceError
 from mesh.runtime.edges import Edge
 from mesh.runtime.relay import relay_failure
 from mesh.runtime.server import Runtime, Service
@@ -149,7 +148,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         except grpc.aio.AioRpcError as err:
             if not charge_may_have_happened(err):
                 await self._relay(context, err, "payment")
-            fates.note_degraded("payment", "pending")
+            note_degraded("payment", "pending")
             return gateway_pb2.CheckoutResponse(
                 charge_id=charge_id_for(key),
                 status=payment_pb2.CHARGE_STATUS_PENDING,
@@ -195,7 +194,7 @@ async def build(runtime: Runtime) -> Service:
         close=close,
         front=[AuthInterceptor(keys)],  # a call without a valid key is refused, uncounted
         admission=[RateLimitInterceptor(rate_limit, keys)],  # refusals counted
-        # A public client's mesh-criticality is ignored: each RPC gets the policy's.
+        # A public client's resilience-criticality is ignored: each RPC gets the policy's.
         criticality=lambda method: runtime.policy.criticality.for_rpc(method),
         own_traces=PUBLIC_TRACEPARENT.read(runtime.environ) == "link",
     )

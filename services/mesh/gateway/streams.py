@@ -1,6 +1,6 @@
 """Gateway.StreamRecommendations: recommendation's ranked stream passed on item by item.
 
-The channel's stream interceptor (mesh.resilience.streaming) retries the stream only until its
+The channel's stream interceptor (grpc_aio_resilience.streaming) retries the stream only until its
 first item arrives. A failure after that reaches this relay as the stream's end: the items
 already sent stand, and the caller gets the error with the trailers below, so it can tell a
 partial answer from none. There is no fallback: popular items spliced after personalised ones

@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from grpc_aio_resilience import OptionError
 from mesh import safe_yaml, settings, topology
 from mesh.policy.model import MeshPolicy
 
@@ -96,14 +97,13 @@ def describe_errors(exc: ValidationError, source: str, overrides: Sequence[Overr
     The source is the env variable that set the key (or a section it merges into), else
     `source`; one variable's breach of one rule is reported once, not once per merged edge.
     """
-    errors = exc.errors(include_url=False, include_input=False, include_context=False)
+    errors = exc.errors(include_url=False, include_input=False)
     from_env: list[str] = []
     from_source: list[str] = []
     for err in errors:
-        loc = tuple(str(p) for p in err["loc"])
-        rule = err["msg"].removeprefix("Value error, ")
+        loc, blame_loc, rule = _located(err)
         reason = f"{'.'.join(safe_yaml.short(p) for p in loc)}: {rule}" if loc else rule
-        blamed = next((var for var, keys in overrides if _within(keys, loc, rule)), None)
+        blamed = next((var for var, keys in overrides if _within(keys, blame_loc, rule)), None)
         if blamed is None:
             from_source.append(reason)
         elif not any(r.startswith(f"{blamed}: ") and r.endswith(rule) for r in from_env):
@@ -115,6 +115,20 @@ def describe_errors(exc: ValidationError, source: str, overrides: Sequence[Overr
     if len(reasons) > MAX_REASONS:
         shown.append(f"and {len(reasons) - MAX_REASONS} more")
     return "; ".join(shown)
+
+
+def _located(err: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...], str]:
+    """An error's full key path, the section an override is blamed by, and its rule. An
+    options class's own check (OptionError) names the path below the section pydantic reports
+    it at; a rule across fields (attempt_s <= total_s) is any of the section's keys' doing."""
+    loc = tuple(str(p) for p in err["loc"])
+    cause = err.get("ctx", {}).get("error")
+    if isinstance(cause, OptionError):
+        full = (*loc, *cause.path.split(".")) if cause.path else loc
+        return full, full[:-1] if cause.path else loc, cause.rule
+    if err["type"] == "unexpected_keyword_argument":  # an options dataclass's unknown key
+        return loc, loc, "Extra inputs are not permitted"
+    return loc, loc, err["msg"].removeprefix("Value error, ")
 
 
 def _within(keys: tuple[str, ...], loc: tuple[str, ...], rule: str) -> bool:

@@ -1,18 +1,20 @@
 """The mesh's policy: per-edge and per-service settings over their defaults, checked against
 the topology (every edge and service it names exists; edges sharing a bulkhead pool agree).
 
-The settings of each strategy are the resilience library's (mesh.resilience.edge_policy,
-mesh.resilience.admission_policy); this model is what the mesh adds: names from topology.py.
+The settings of each strategy are the resilience library's options dataclasses (EdgePolicy,
+ServerPolicy), which pydantic validates in place (an OptionError from their own checks names
+the path below the section); this model is what the mesh adds: names from topology.py, and
+each server's declared pool (mesh.policy.pool).
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from grpc_aio_resilience import BulkheadPolicy, EdgePolicy
 from mesh import safe_yaml, topology
-from mesh.resilience.admission_policy import ServerPolicy
-from mesh.resilience.criticality_policy import CriticalityPolicy
-from mesh.resilience.edge_policy import BulkheadPolicy, EdgePolicy
+from mesh.policy.criticality import CriticalityPolicy
+from mesh.policy.pool import MeshServerPolicy
 
 
 class _Model(BaseModel):
@@ -36,8 +38,8 @@ class MeshPolicy(_Model):
     name: str = Field(min_length=1, max_length=100)
     edge_defaults: EdgePolicy = Field(default_factory=EdgePolicy)
     edges: dict[str, EdgePolicy] = {}
-    server_defaults: ServerPolicy = Field(default_factory=ServerPolicy)
-    servers: dict[str, ServerPolicy] = {}
+    server_defaults: MeshServerPolicy = Field(default_factory=MeshServerPolicy)
+    servers: dict[str, MeshServerPolicy] = {}
     fallbacks: FallbackPolicy = Field(default_factory=FallbackPolicy)
     criticality: CriticalityPolicy = Field(default_factory=CriticalityPolicy)
 
@@ -78,5 +80,5 @@ class MeshPolicy(_Model):
     def edge(self, name: str) -> EdgePolicy:
         return self.edges.get(name, self.edge_defaults)
 
-    def server(self, service_name: str) -> ServerPolicy:
+    def server(self, service_name: str) -> MeshServerPolicy:
         return self.servers.get(service_name, self.server_defaults)

@@ -7,17 +7,15 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcon
 
 import grpc
 
+from grpc_aio_resilience import Clock, EventBus, PoolFullError, SystemClock
 from mesh.contracts.fields import check_limit, check_user_id, checked_fields
 from mesh.customers import Product, customers
-from mesh.resilience.admission_policy import PoolPolicy
-from mesh.resilience.clock import Clock, SystemClock
-from mesh.resilience.errors import PoolFullError
-from mesh.resilience.events import EventBus
-from mesh.resilience.worker_pool import WorkerPool
+from mesh.policy.pool import PoolPolicy
 from mesh.runtime.edges import Edge
 from mesh.runtime.refusal import abort
 from mesh.runtime.relay import relay_failure
 from mesh.runtime.server import Runtime, Service
+from mesh.runtime.worker_pool import WorkerPool
 from mesh.v1 import profile_pb2, profile_pb2_grpc, recommendation_pb2, recommendation_pb2_grpc
 
 

@@ -11,8 +11,7 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from mesh.resilience import fates
-from mesh.resilience.server_layer import ServerLayer
+from grpc_aio_resilience import ServerLayer, note_shed, trailers_with_fate
 
 BEARER = "bearer "
 
@@ -34,13 +33,13 @@ def rejection(
     shed_by: str = "",
 ) -> grpc.RpcMethodHandler:
     """A unary handler that fails every call without deserializing its request; `shed_by`
-    names the limit when the refusal is a shed (the call's fate, mesh.resilience.fates)."""
+    names the limit when the refusal is a shed (the call's fate, grpc_aio_resilience.fates)."""
 
     async def reject(request: bytes, context: grpc.aio.ServicerContext) -> None:
         if shed_by:
-            fates.note_shed(shed_by)
+            note_shed(shed_by)
         time_left_s = context.time_remaining()
-        await context.abort(code, details, fates.trailers_with_fate(code, trailers, time_left_s))
+        await context.abort(code, details, trailers_with_fate(code, trailers, time_left_s))
 
     return grpc.unary_unary_rpc_method_handler(reject)
 

@@ -163,7 +163,7 @@ class ServiceConfig:
     from outside; None (never) on the services behind it."""
     dependencies: Mapping[str, str]
     """<CALLEE>_ADDR for each edge leaving this service, e.g. PROFILE_ADDR: HOST:PORT, or the
-    replicas' addresses separated by commas (mesh.resilience.channel balances over them)."""
+    replicas' addresses separated by commas (grpc_aio_resilience.channel balances over them)."""
     admin_token: str | None = field(default=None, repr=False)
     """MESH_ADMIN_TOKEN: the bearer token admin calls must carry (mesh.runtime.admin_auth),
     16..512 URL-safe characters. Default unset: the admin port is open to whoever reaches it."""

@@ -16,8 +16,7 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from mesh.resilience.server_layer import Behaviour, ServerLayer, WrappedHandlers
-from mesh.resilience.streaming_server import StreamBehaviour, responses
+from grpc_aio_resilience import Behaviour, ServerLayer, StreamBehaviour, WrappedHandlers, responses
 
 
 class RequestDecodingInterceptor(ServerLayer):

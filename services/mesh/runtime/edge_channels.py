@@ -12,7 +12,7 @@ from typing import Any
 
 import grpc.aio
 
-from mesh.resilience.channel import replica_router
+from grpc_aio_resilience import replica_router
 
 
 def _calls_in_flight(channel: grpc.aio.Channel) -> list[Any]:

@@ -18,15 +18,18 @@ from typing import Generic, TypeVar
 
 import grpc.aio
 
+from grpc_aio_resilience import (
+    Bulkhead,
+    EdgePolicy,
+    EventBus,
+    Pipeline,
+    ReplicaRouter,
+    ResilienceInterceptor,
+    SystemClock,
+    build_pipeline,
+    resilient_channel,
+)
 from mesh.policy.model import MeshPolicy
-from mesh.resilience.bulkhead import Bulkhead
-from mesh.resilience.channel import resilient_channel
-from mesh.resilience.clock import SystemClock
-from mesh.resilience.edge_policy import EdgePolicy
-from mesh.resilience.events import EventBus
-from mesh.resilience.interceptor import ResilienceInterceptor
-from mesh.resilience.outlier_router import ReplicaRouter
-from mesh.resilience.pipeline import Pipeline, build_pipeline
 from mesh.runtime.edge_channels import Retirements, close_edge_channel
 from mesh.runtime.grpc_options import message_size_options
 from mesh.runtime.tls import MeshTls
@@ -184,7 +187,7 @@ class Edges:
     ) -> Pipeline:
         """The one way an edge's pipeline is built, at start and on every policy swap; `gated`:
         the dependency's servers have an intake gate, so each attempt sends its deadline. The
-        build warns of its traps (mesh.resilience.traps) once per process, not per swap."""
+        build warns of its traps (grpc_aio_resilience.traps) once per process, not per swap."""
         tracing = self.wiring.tracing
         return build_pipeline(
             policy,
@@ -221,6 +224,6 @@ class Edges:
 
 
 def _gated(policy: MeshPolicy, dependency: str) -> bool:
-    """Whether `dependency` has an intake gate under `policy` (mesh.resilience.intake): only
-    then does it read `mesh-timeout-ms`, so only then is it sent."""
+    """Whether `dependency` has an intake gate under `policy` (grpc_aio_resilience.intake): only
+    then does it read `resilience-timeout-ms`, so only then is it sent."""
     return policy.server(dependency).intake.discipline != "none"

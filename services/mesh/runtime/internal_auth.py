@@ -5,8 +5,8 @@ callers.
 service in its environment and records it as `internal_token` in mesh.json, 0600). Every edge
 channel sends it with every attempt as `authorization: Bearer <token>`: a header, so it crosses
 Toxiproxy, which relays bytes. Profile, recommendation, payment and notification refuse a call
-without it with UNAUTHENTICATED before it is counted or its `mesh-criticality` read, so a local
-process can neither spend payment's API nor raise its calls' criticality over the gateway's.
+without it with UNAUTHENTICATED before it is counted or its `resilience-criticality` read, so a
+local process can neither spend payment's API nor raise its calls' criticality over the gateway's.
 Health and reflection stay open for readiness probes. The gateway's port is public: its callers
 hold API keys (mesh.gateway.auth), never this. Unset, the services trust whoever reaches them,
 as in Compose and Kubernetes, where the networks keep others out.
@@ -14,7 +14,7 @@ as in Compose and Kubernetes, where the networks keep others out.
 
 from __future__ import annotations
 
-from mesh.resilience.server_layer import ServerLayer
+from grpc_aio_resilience import ServerLayer
 from mesh.runtime.admin_auth import admin_token
 from mesh.runtime.bearer import BearerTokenLayer, bearer_metadata
 from mesh.topology import GATEWAY

@@ -26,7 +26,7 @@ from typing import TypeVar
 
 from grpc._cython.cygrpc import ExecuteBatchError
 
-from mesh.resilience.deadline import served_deadline
+from grpc_aio_resilience import served_deadline
 
 GRPC_LOGGER = "grpc._cython.cygrpc"
 INVALID_ENCODING_MSG = "Invalid encoding on %s"

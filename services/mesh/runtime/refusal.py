@@ -8,7 +8,7 @@ from typing import NoReturn
 import grpc
 import grpc.aio
 
-from mesh.resilience import fates
+from grpc_aio_resilience import trailers_with_fate
 
 
 async def abort(
@@ -23,5 +23,5 @@ async def abort(
     # abort with trailing metadata replaces what was set, and the fate makes it non-empty.
     trailers = (*tuple(context.trailing_metadata() or ()), *trailers)
     time_left_s = context.time_remaining()
-    await context.abort(code, details, fates.trailers_with_fate(code, trailers, time_left_s))
+    await context.abort(code, details, trailers_with_fate(code, trailers, time_left_s))
     raise AssertionError("unreachable: context.abort raises")

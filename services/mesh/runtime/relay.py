@@ -5,7 +5,7 @@
   our dependency's budget that ran out, not the caller's deadline, and the caller may
   reasonably try again. With less, the caller's own deadline ran out on the way: it is
   relayed as DEADLINE_EXCEEDED, which the caller's breaker, throttle and retry budget leave
-  out (mesh.resilience.classify.callers_deadline) instead of reading an outage.
+  out (grpc_aio_resilience's callers_deadline) instead of reading an outage.
 - A refusal marked as caused by the caller's deadline (CALLER_DEADLINE_KEY) keeps its mark.
 - A failure this hop already retried is sent on with `grpc-retry-pushback-ms: -1` so the
   caller does not retry it again (gRFC A6: a negative pushback means "do not retry"); 3
@@ -24,9 +24,13 @@ from typing import NoReturn
 
 import grpc
 
-from mesh.resilience import fates
-from mesh.resilience.classify import RETRYABLE_CODES
-from mesh.resilience.errors import CALLER_DEADLINE_KEY, PUSHBACK_KEY, ResilienceError
+from grpc_aio_resilience import (
+    CALLER_DEADLINE_KEY,
+    PUSHBACK_KEY,
+    RETRYABLE_CODES,
+    ResilienceError,
+    note_cause,
+)
 from mesh.runtime.refusal import abort
 
 
@@ -59,7 +63,7 @@ async def relay_failure(
 ) -> NoReturn:
     """Abort the current RPC with the dependency's failure, mapped as the module says, with
     `trailers` added to the trailing metadata."""
-    fates.note_cause(dependency, err)
+    note_cause(dependency, err)
     code = relayed_code(err, context.time_remaining(), spent_s)
     pushback = pushback_of(err)
     refused_here = isinstance(err, ResilienceError) and err.attempts_sent == 0

@@ -15,16 +15,18 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import CollectorRegistry
 
+from grpc_aio_resilience import (
+    AssignCriticality,
+    EventBus,
+    ServerLayer,
+    SheddingInterceptor,
+    StreamGuard,
+)
 from mesh import settings
 from mesh.config_error import ConfigError
 from mesh.faults.injection import FaultTable
 from mesh.policy.loading import load_policy
 from mesh.policy.model import MeshPolicy
-from mesh.resilience.events import EventBus
-from mesh.resilience.inbound import AssignCriticality
-from mesh.resilience.server_layer import ServerLayer
-from mesh.resilience.shedding import SheddingInterceptor
-from mesh.resilience.stream_guard import StreamGuard
 from mesh.runtime.admin_server import start_admin
 from mesh.runtime.collector import freeze_startup_objects
 from mesh.runtime.config import ServiceConfig
@@ -123,7 +125,7 @@ class Service:
     """The service's own admission, inside call counting (the gateway's per-key rate limit)."""
     criticality: AssignCriticality | None = None
     """The service's own criticality per RPC, ignoring its callers' (the gateway's, from
-    policy); None: each call keeps the `mesh-criticality` its caller sent."""
+    policy); None: each call keeps the `resilience-criticality` its caller sent."""
     own_traces: bool = False
     """Each call starts a trace of its own instead of continuing its caller's traceparent (the
     gateway with MESH_PUBLIC_TRACEPARENT=link: its callers are outsiders)."""

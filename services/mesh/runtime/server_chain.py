@@ -1,8 +1,8 @@
 """THE server chain: the order of a server's layers (`SERVER_ORDER`; the client side's is
-`mesh.resilience.pipeline.PIPELINE_ORDER`), the layers built in that order (`server_layers`)
+`grpc_aio_resilience.pipeline.PIPELINE_ORDER`), the layers built in that order (`server_layers`)
 and `ServerChain`, which runs them as one grpc.aio interceptor. `serve()` mounts this one chain.
 
-A layer is a `mesh.resilience.server_layer.ServerLayer`; the layers live with what they guard
+A layer is a `grpc_aio_resilience.server_layer.ServerLayer`; the layers live with what they guard
 (resilience, fault injection, telemetry, the gateway)."""
 
 from __future__ import annotations
@@ -12,13 +12,16 @@ from collections.abc import Sequence
 import grpc
 import grpc.aio
 
+from grpc_aio_resilience import (
+    AssignCriticality,
+    EventBus,
+    HandlerLookup,
+    ServerLayer,
+    ServerPolicy,
+    server_interceptors,
+)
+from mesh.exempt import EXEMPT
 from mesh.faults.injection import FaultInterceptor, FaultTable
-from mesh.resilience.admission_policy import ServerPolicy
-from mesh.resilience.events import EventBus
-from mesh.resilience.inbound import AssignCriticality, InboundInterceptor
-from mesh.resilience.server_layer import HandlerLookup, ServerLayer
-from mesh.resilience.shedding import SheddingInterceptor
-from mesh.resilience.stream_guard import StreamGuard
 from mesh.runtime.decoding import RequestDecodingInterceptor
 from mesh.telemetry.fate_layer import CountFate, FateLayer
 
@@ -29,7 +32,7 @@ SERVER_ORDER: tuple[str, ...] = (
     # closes in the call's own task
     "decoding",  # a corrupt payload -> INVALID_ARGUMENT, before anything reads it
     "tracing",  # the server span (when tracing is on)
-    "fates",  # each unary call's fate (mesh.resilience.fates) on that span, in its trailers
+    "fates",  # each unary call's fate (grpc_aio_resilience.fates) on that span, in its trailers
     # and counted: outside every layer that may refuse a call, so refusals get theirs too
     "front",  # the service's own gate (the gateway's API key, the internal token behind it):
     # an unauthenticated call is not counted, so nobody can inflate the metrics under method
@@ -38,8 +41,8 @@ SERVER_ORDER: tuple[str, ...] = (
     # own criticality per RPC), and counting of every call received
     "admission",  # the service's own admission (the gateway's per-key rate limit): inside
     # the counting, so its refusals show in mesh_server_calls_total
-    "shedding",  # THE admission layer of this server (mesh.resilience.shedding): the unary
-    # calls' concurrency limit (static, vegas, gradient2) with its queue, deadline-aware and
+    "shedding",  # THE admission layer of this server (grpc_aio_resilience.shedding): the unary
+    # calls' concurrency limit (static, vegas, gradient2, aimd) with its queue, deadline-aware and
     # sheddable-first refusals, and the streams' own limit; inside counting, so refusals show
     "faults",  # innermost: an injected delay or failure looks like a slow or failing handler
 )
@@ -58,19 +61,20 @@ def server_layers(
     assign_criticality: AssignCriticality | None = None,
     count_fate: CountFate | None = None,
 ) -> list[ServerLayer]:
-    """The server's layers, outermost first, in `SERVER_ORDER`."""
-    streams = StreamGuard(service_name, policy, bus)
+    """The server's layers, outermost first, in `SERVER_ORDER`: the library's three
+    (`server_interceptors`, FaultAdmin exempt as health is) with the mesh's between them."""
+    library = server_interceptors(
+        service_name, policy, bus, exempt=EXEMPT, assign_criticality=assign_criticality
+    )
     return [
-        streams,
+        library.streams,
         RequestDecodingInterceptor(),
         *tracing,
         FateLayer(service_name, bus, count_fate),
         *front,
-        InboundInterceptor(service_name, bus, assign_criticality),
+        library.inbound,
         *admission,
-        SheddingInterceptor(
-            service_name, policy, bus, make_stream_room=streams.end_longest_stalled
-        ),
+        library.shedding,
         FaultInterceptor(service_name, faults, bus),
     ]
 

@@ -1,6 +1,6 @@
-"""The server layer that gives each unary call received its fate (mesh.resilience.fates): it
+"""The server layer that gives each unary call received its fate (grpc_aio_resilience.fates): it
 gathers the call's facts while the layers inside run, then writes the fate on the call's
-SERVER span (`mesh.fate`), in its trailers (`mesh-fate`, for the caller to count) and in
+SERVER span (`mesh.fate`), in its trailers (`resilience-fate`, for the caller to count) and in
 `mesh_request_fates_total`."""
 
 from __future__ import annotations
@@ -12,15 +12,20 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from mesh.resilience import fates
-from mesh.resilience.events import EventBus
-from mesh.resilience.server_layer import (
+from grpc_aio_resilience import (
+    FATE_EVENTS,
+    FATE_KEY,
     Behaviour,
+    EventBus,
+    FateFacts,
     ServerLayer,
     WrappedHandlers,
     code_set,
-    is_exempt,
+    current_fate,
+    fate_listener,
+    fate_of,
 )
+from mesh.exempt import is_exempt
 from mesh.telemetry import names as n
 from mesh.telemetry.tracing.spans import current_server_span
 
@@ -31,14 +36,14 @@ CountFate = Callable[[str, str], None]
 class FateLayer(ServerLayer):
     """Inside the tracing layer (its span is current here), outside every layer that may refuse
     the call, so a refusal has its fate too. Streams pass through: their fate is their own
-    (mesh.resilience.streaming's StreamEnded)."""
+    (grpc_aio_resilience.streaming's StreamEnded)."""
 
     def __init__(self, service: str, bus: EventBus, count: CountFate | None = None) -> None:
         self._service = service
         self._count = count
         self._wrapped = WrappedHandlers()
-        if not bus.has(fates.listen):  # several servers of one process may share a bus
-            bus.subscribe(fates.listen, fates.LISTENS_TO)
+        if not bus.has(fate_listener):  # several servers of one process may share a bus
+            bus.subscribe(fate_listener, FATE_EVENTS)
 
     def wrap(
         self, handler: grpc.RpcMethodHandler | None, handler_call_details: grpc.HandlerCallDetails
@@ -57,8 +62,8 @@ class FateLayer(ServerLayer):
         on_final = None if count is None else (lambda fate: count(method, fate))
 
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            facts = fates.FateFacts(service, on_final)
-            token = fates.current.set(facts)
+            facts = FateFacts(service, on_final)
+            token = current_fate.set(facts)
             code = grpc.StatusCode.UNKNOWN
             try:
                 response = await inner(request, context)
@@ -71,24 +76,24 @@ class FateLayer(ServerLayer):
                 code = code_set(context, grpc.StatusCode.UNKNOWN)
                 raise
             finally:
-                fates.current.reset(token)
+                current_fate.reset(token)
                 self._finish(facts, method, code, context)
 
         return behaviour
 
     def _finish(
         self,
-        facts: fates.FateFacts,
+        facts: FateFacts,
         method: str,
         code: grpc.StatusCode,
         context: grpc.aio.ServicerContext,
     ) -> None:
         fate = facts.final  # an abort wrote it, and counted it before the status went out
         if fate is None:  # no abort wrote it: an answer, or a failure the handler raised
-            fate = facts.settle(fates.fate_of(facts, code, context.time_remaining()))
+            fate = facts.settle(fate_of(facts, code, context.time_remaining()))
             if code is grpc.StatusCode.OK:
                 trailers = tuple(context.trailing_metadata() or ())
-                context.set_trailing_metadata((*trailers, (fates.FATE_KEY, fate)))
+                context.set_trailing_metadata((*trailers, (FATE_KEY, fate)))
         span = current_server_span.get()
         if span is not None and span.is_recording():
             span.set_attribute(n.FATE, fate)

@@ -41,18 +41,18 @@ attempts, budget, pushback, not_retryable_method, retries_off; `stage` is attemp
 and ended CANCELLED or DEADLINE_EXCEEDED, how long it kept running past that deadline (0 when
 it stopped in time): how fast cancellation reaches this service.
 `mesh_server_shed_total` counts unary calls and streams refused by admission; `reason` is
-limit, queue_full, queue_timeout, deadline, criticality or intake (mesh.resilience.admission);
+limit, queue_full, queue_timeout, deadline, criticality or intake (grpc_aio_resilience.admission);
 `mesh_request_fates_total` counts each unary call received by its fate
-(mesh.resilience.fates: ok, ok-after-retry(N), shed(SERVICE:LIMIT), ...);
+(grpc_aio_resilience.fates: ok, ok-after-retry(N), shed(SERVICE:LIMIT), ...);
 `mesh_server_concurrency_limit` is the unary calls' current limit (static `max_in_flight`, or
 what Vegas / Gradient2 learned; 0: no limit). The `mesh_pool_*` metrics are the declared worker
-pool's (mesh.resilience.worker_pool): workers busy and calls waiting as the last call ended,
+pool's (mesh.runtime.worker_pool): workers busy and calls waiting as the last call ended,
 each call's wait for a worker, and the calls it ran for a caller who had gone (policy
 `pool.abandoned: run`); `mesh_server_streams_expired_total` counts streams
 the server ended because their reader took no message in time or they outlived the server's
-default stream deadline (mesh.resilience.stream_guard).
+default stream deadline (grpc_aio_resilience.stream_guard).
 `mesh_client_throttled_total` counts attempts the edge's adaptive throttle rejected locally
-(never sent; mesh.resilience.throttle).
+(never sent; grpc_aio_resilience.throttle).
 `mesh_client_call_seconds` is each logical outbound call's wall time, all attempts included.
 Bulkhead occupancy, retry budget tokens, time until a breaker's probe and which replicas
 outlier ejection keeps out (`mesh_replica_ejected`) are read from the pipelines at scrape time
@@ -67,9 +67,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from mesh.resilience import events as ev
-from mesh.resilience.breaker import state_at
-from mesh.resilience.clock import Clock, SystemClock
+import grpc_aio_resilience as ev
+from grpc_aio_resilience import Clock, SystemClock, state_at
 from mesh.telemetry.metrics_http import MetricsHttpLimits, MetricsHttpServer, listen
 from mesh.telemetry.pipeline_gauges import (
     PipelineGauges,

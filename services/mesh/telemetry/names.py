@@ -13,10 +13,10 @@
 | mesh.call_budget_s     | Sent      | time the call had left at its first attempt        |
 | mesh.attempts_sent     | Sent      | attempts that reached the wire (0: rejected by us) |
 | mesh.error_type        | Sent, Att | e.g. BreakerOpenError, AioRpcError                 |
-| mesh.criticality       | Attempt   | the mesh-criticality the attempt carried           |
+| mesh.criticality       | Attempt   | the resilience-criticality the attempt carried           |
 | mesh.degraded          | Recv      | true when a fallback answered part of the request  |
 | mesh.degraded_parts    | Recv      | the dependencies a fallback stood in for           |
-| mesh.fate              | Recv      | the call's fate (mesh.resilience.fates), e.g. ok   |
+| mesh.fate              | Recv      | the call's fate (grpc_aio_resilience.fates), e.g. ok   |
 | mesh.client_trace_id   | Recv      | trace id a public client sent (gateway, `link`)    |
 """
 

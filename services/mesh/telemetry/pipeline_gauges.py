@@ -23,11 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from mesh.resilience.breaker import BreakerStrategy
-from mesh.resilience.bulkhead import Bulkhead
-from mesh.resilience.outlier_router import ReplicaRouter
-from mesh.resilience.pipeline import Pipeline
-from mesh.resilience.retry import Retry
+from grpc_aio_resilience import BreakerStrategy, Bulkhead, Pipeline, ReplicaRouter, Retry
 
 PipelinesNow = Callable[[], Mapping[str, Pipeline]]
 """The current pipeline of each outbound edge, by dependency (a policy swap replaces them)."""

@@ -14,18 +14,20 @@ import pytest
 from aiobreaker import CircuitBreakerError
 
 from bench.hand_composed import HandComposedStub
-from mesh.resilience.edge_policy import EdgePolicy
+from grpc_aio_resilience import from_dict
+from grpc_aio_resilience.edge_policy import EdgePolicy
 from mesh.v1 import profile_pb2, profile_pb2_grpc
 
 pytestmark = pytest.mark.timeout(60)
 
-EDGE = EdgePolicy.model_validate(
+EDGE = from_dict(
+    EdgePolicy,
     {
         "deadline": {"total_s": 5.0, "attempt_s": 2.0},
         "retry": {"max_attempts": 3, "base_backoff_s": 0.001, "max_backoff_s": 0.002},
         "breaker": {"consecutive_failures": 4, "open_s": 30.0},
         "bulkhead": {"max_concurrent": 2},
-    }
+    },
 )
 
 

@@ -20,6 +20,7 @@ async def test_every_variant_is_measured_with_ratios_to_raw() -> None:
         "floor",
         "hand",
         "client",
+        "client-layered",
         "server",
         "full",
         "full+replicas",
@@ -40,6 +41,11 @@ async def test_every_variant_is_measured_with_ratios_to_raw() -> None:
         variants["client"]["loop_cpu_us_per_call"] - variants["hand"]["loop_cpu_us_per_call"]
     )
     assert result["client_minus_hand_us_per_call"] == pytest.approx(versus_hand)
+    layered = (
+        variants["client-layered"]["loop_cpu_us_per_call"]
+        - variants["client"]["loop_cpu_us_per_call"]
+    )
+    assert result["fused_saves_us_per_call"] == pytest.approx(layered)
 
 
 async def test_tracing_variants_export_one_span_per_hop_and_attempt() -> None:
@@ -51,6 +57,7 @@ async def test_tracing_variants_export_one_span_per_hop_and_attempt() -> None:
         "floor",
         "hand",
         "client",
+        "client-layered",
         "server",
         "full",
         "full+replicas",

@@ -1,6 +1,6 @@
 """The services behind the gateway on a shared host (review round 4, item 5): with the mesh's
 internal token set, a local process that calls recommendation or profile straight on its port,
-with or without `mesh-criticality: CRITICAL_PLUS`, is refused and not counted, so it can
+with or without `resilience-criticality: CRITICAL_PLUS`, is refused and not counted, so it can
 neither take their capacity at the gateway's expense nor read a profile; the gateway's own calls,
 which carry the token on every edge (gateway -> recommendation -> profile), go on as before.
 Health stays open for readiness probes."""
@@ -15,7 +15,7 @@ import grpc.aio
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from mesh.resilience.criticality import METADATA_KEY
+from grpc_aio_resilience.criticality import METADATA_KEY
 from mesh.runtime.internal_auth import TOKEN_ENV, internal_metadata
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, recommendation_pb2, recommendation_pb2_grpc
 from tests.integration.hardening.inproc_services import Served, serving

@@ -10,7 +10,7 @@ from collections import Counter
 import grpc
 import grpc.aio
 
-from mesh.resilience.errors import PUSHBACK_KEY
+from grpc_aio_resilience.errors import PUSHBACK_KEY
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc
 from tests.integration.hardening.inproc_services import Served, serving
 

@@ -29,23 +29,23 @@ from typing import TypeVar
 import grpc.aio
 import pytest
 
-from mesh.faults.injection import FaultSpec, FaultTable
-from mesh.gateway.fallback import RECOMMEND, RecommendationsWithFallback
-from mesh.policy.loading import load_policy
-from mesh.policy.model import MeshPolicy
-from mesh.recommendation.servicer import RecommendationServicer
-from mesh.resilience.channel import resilient_channel
-from mesh.resilience.clock import SystemClock
-from mesh.resilience.deadline import reset_inbound_deadline, set_inbound_deadline
-from mesh.resilience.events import (
+from grpc_aio_resilience.channel import resilient_channel
+from grpc_aio_resilience.clock import SystemClock
+from grpc_aio_resilience.deadline import reset_inbound_deadline, set_inbound_deadline
+from grpc_aio_resilience.events import (
     BreakerStateChanged,
     CallShed,
     ClientThrottled,
     Event,
     EventBus,
 )
-from mesh.resilience.interceptor import ResilienceInterceptor
-from mesh.resilience.pipeline import build_pipeline
+from grpc_aio_resilience.interceptor import ResilienceInterceptor
+from grpc_aio_resilience.pipeline import build_pipeline
+from mesh.faults.injection import FaultSpec, FaultTable
+from mesh.gateway.fallback import RECOMMEND, RecommendationsWithFallback
+from mesh.policy.loading import load_policy
+from mesh.policy.model import MeshPolicy
+from mesh.recommendation.servicer import RecommendationServicer
 from mesh.runtime.edges import Edge
 from mesh.runtime.server_chain import server_layers
 from mesh.v1 import profile_pb2, profile_pb2_grpc, recommendation_pb2_grpc

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 import grpc
 import pytest
 
+from grpc_aio_resilience.intake import TIMEOUT_KEY, timeout_value
 from loadgen.generator import serialise
 from loadgen.in_process import LoadGenerator, LoadResult, Outcome, generator_command
 from loadgen.protocol import Plan, Request, decode
-from mesh.resilience.intake import TIMEOUT_KEY, timeout_value
 from mesh.v1 import gateway_pb2, payment_pb2
 from tests.support.peers import peer_binary
 
@@ -79,13 +79,13 @@ class FakeGateway:
         fault = plan[min(attempt, len(plan) - 1)]
         if fault is not None:
             code, details, pushback = fault
-            fate = ("mesh-fate", f"failed-not-retryable({code.name})")
+            fate = ("resilience-fate", f"failed-not-retryable({code.name})")
             if pushback is not None:
                 context.set_trailing_metadata((("grpc-retry-pushback-ms", pushback), fate))
             else:
                 context.set_trailing_metadata((fate,))
             await context.abort(code, details)
-        context.set_trailing_metadata((("mesh-fate", f"ok-degraded(fake:{user})"),))
+        context.set_trailing_metadata((("resilience-fate", f"ok-degraded(fake:{user})"),))
         if rpc == "home":
             home = gateway_pb2.GetHomeResponse()
             for part, served_by in DEGRADED.get(user, []):
@@ -214,7 +214,7 @@ async def test_closed_loop_with_client_retries_reports_alike(
     assert (outcome[5].code, outcome[5].pushback_ms) == ("UNAVAILABLE", 5)
     assert (outcome[8].pushback_ms, outcome[6].detail) == (-1, 'bad "user"\n\\ ü')
     assert outcome[9].detail == "é" * 160
-    # The fate each answer's mesh-fate trailer carried, on success and on failure.
+    # The fate each answer's resilience-fate trailer carried, on success and on failure.
     assert (outcome[3].fate, outcome[12].fate) == (
         "ok-degraded(fake:u-0003)",
         "ok-degraded(fake:u-0012)",

@@ -1,6 +1,6 @@
-"""Each fate (mesh.resilience.fates) pinned to the mechanism that produces it: the real gateway,
+"""Each fate (grpc_aio_resilience.fates) pinned to the mechanism that produces it: the real gateway,
 recommendation and profile (serve(), in this process), a fault or a policy that sets the
-mechanism off, GetHome calls, and the fate each answer's `mesh-fate` trailer carries; the
+mechanism off, GetHome calls, and the fate each answer's `resilience-fate` trailer carries; the
 gateway's mesh_request_fates_total counts every call once."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import grpc
 import grpc.aio
 import pytest
 
-from mesh.resilience import fates
+from grpc_aio_resilience import fates
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc
 from tests.integration.hardening.inproc_services import Served, serving
 

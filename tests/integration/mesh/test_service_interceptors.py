@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry
 
+from grpc_aio_resilience.events import EventBus
 from mesh.config_error import ConfigError
 from mesh.faults.injection import FaultTable
 from mesh.gateway.auth import AuthInterceptor
@@ -13,7 +14,6 @@ from mesh.gateway.ratelimit import RateLimitInterceptor
 from mesh.gateway.servicer import build as build_gateway
 from mesh.policy.loading import load_policy
 from mesh.profile.servicer import build as build_profile
-from mesh.resilience.events import EventBus
 from mesh.runtime.config import ServiceConfig
 from mesh.runtime.server import Runtime
 from mesh.telemetry.metrics import MeshMetrics

@@ -71,9 +71,9 @@ class _FatedGateway(gateway_pb2_grpc.GatewayServicer):
 
     def GetHome(self, request: Any, context: grpc.ServicerContext) -> Any:
         if request.user_id != "u-0001":
-            context.set_trailing_metadata((("mesh-fate", "shed(profile:limit)"),))
+            context.set_trailing_metadata((("resilience-fate", "shed(profile:limit)"),))
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "profile shed the call")
-        context.set_trailing_metadata((("mesh-fate", "ok-after-retry(1)"),))
+        context.set_trailing_metadata((("resilience-fate", "ok-after-retry(1)"),))
         return gateway_pb2.GetHomeResponse()
 
 

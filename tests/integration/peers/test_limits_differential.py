@@ -1,7 +1,7 @@
 """Issue 27, item 5: our adaptive limits against Netflix's concurrency-limits-core 0.5.4 itself.
 
 The same seeded sample sequences (steady, a latency step up, a step down, drops, noise) go to
-`mesh.resilience.limits` and, through the Java driver `make peers` builds
+`grpc_aio_resilience.limits` and, through the Java driver `make peers` builds
 (tools/limits-differential), to the reference's classes; the limit after every sample must agree.
 
 Tolerance: none, every limit equal. Both sides hold time as whole nanoseconds (the Python
@@ -21,7 +21,7 @@ from itertools import cycle
 
 import pytest
 
-from mesh.resilience.limits import (
+from grpc_aio_resilience.limits import (
     AIMDLimit,
     AIMDSettings,
     FixedLimit,

@@ -10,6 +10,7 @@ the server's alone).
 from __future__ import annotations
 
 import asyncio
+import json
 import multiprocessing
 import sys
 import time
@@ -24,11 +25,12 @@ import grpc
 import grpc.aio
 from prometheus_client import CollectorRegistry
 
+from grpc_aio_resilience import from_dict, to_dict
+from grpc_aio_resilience.events import Event, EventBus, PoolWorkDone
 from loadgen.percentile import percentile
 from mesh.faults.injection import FaultTable
+from mesh.policy.pool import MeshServerPolicy
 from mesh.recommendation.servicer import DeclaredCapacity, RecommendationServicer
-from mesh.resilience.admission_policy import ServerPolicy
-from mesh.resilience.events import Event, EventBus, PoolWorkDone
 from mesh.runtime.server_chain import server_layers
 from mesh.telemetry.metrics import MeshMetrics
 from mesh.v1 import recommendation_pb2, recommendation_pb2_grpc
@@ -50,7 +52,7 @@ class Served:
 
 
 @asynccontextmanager
-async def capacity_server(policy: ServerPolicy) -> AsyncIterator[Served]:
+async def capacity_server(policy: MeshServerPolicy) -> AsyncIterator[Served]:
     """Recommendation on 127.0.0.1:0 with the policy's pool and admission; stopped after."""
     bus = EventBus()
     metrics = MeshMetrics(CollectorRegistry(), "recommendation")
@@ -165,7 +167,7 @@ def figures(
 
 
 async def measure(
-    policy: ServerPolicy,
+    policy: MeshServerPolicy,
     load: float,
     duration_s: float,
     warmup_s: float = 1.0,
@@ -183,7 +185,7 @@ def _serve_child(policy_json: str, conn: Connection) -> None:
     """A server process: sends its target, serves until told to stop, then its CPU seconds."""
 
     async def serve() -> None:
-        async with capacity_server(ServerPolicy.model_validate_json(policy_json)) as served:
+        async with capacity_server(from_dict(MeshServerPolicy, json.loads(policy_json))) as served:
             cpu_start = time.process_time()
             conn.send(served.target)
             await asyncio.get_running_loop().run_in_executor(None, conn.recv)
@@ -193,13 +195,13 @@ def _serve_child(policy_json: str, conn: Connection) -> None:
 
 
 async def measure_apart(
-    policy: ServerPolicy, load: float, duration_s: float, warmup_s: float = 1.0
+    policy: MeshServerPolicy, load: float, duration_s: float, warmup_s: float = 1.0
 ) -> Figures:
     """As `measure`, the server in a child process; CPU per call is the server's."""
     rate = load * policy.pool.workers / policy.pool.service_time_s
     ctx = multiprocessing.get_context("spawn")
     ours, theirs = ctx.Pipe()
-    child = ctx.Process(target=_serve_child, args=(policy.model_dump_json(), theirs))
+    child = ctx.Process(target=_serve_child, args=(json.dumps(to_dict(policy)), theirs))
     child.start()
     try:
         target = await asyncio.get_running_loop().run_in_executor(None, ours.recv)
@@ -225,9 +227,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 def variant(
     name: str, workers: int = POOL["workers"], service_time_s: float = POOL["service_time_s"]
-) -> ServerPolicy:
+) -> MeshServerPolicy:
     pool = {**POOL, "workers": workers, "service_time_s": service_time_s}
-    return ServerPolicy.model_validate({"pool": pool, **VARIANTS[name]})
+    return from_dict(MeshServerPolicy, {"pool": pool, **VARIANTS[name]})
 
 
 async def main(duration_s: float) -> None:

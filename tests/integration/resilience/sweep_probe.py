@@ -29,7 +29,7 @@ import random
 import sys
 from dataclasses import dataclass
 
-from mesh.resilience.limits import (
+from grpc_aio_resilience.limits import (
     Gradient2Limit,
     Gradient2Settings,
     VegasLimit,

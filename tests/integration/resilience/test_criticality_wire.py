@@ -11,13 +11,13 @@ from typing import Any
 import grpc
 import grpc.aio
 
+from grpc_aio_resilience.channel import resilient_channel
+from grpc_aio_resilience.clock import SystemClock
+from grpc_aio_resilience.criticality import METADATA_KEY
+from grpc_aio_resilience.events import EventBus
+from grpc_aio_resilience.interceptor import ResilienceInterceptor
+from grpc_aio_resilience.pipeline import build_pipeline
 from mesh.gateway import servicer as gateway
-from mesh.resilience.channel import resilient_channel
-from mesh.resilience.clock import SystemClock
-from mesh.resilience.criticality import METADATA_KEY
-from mesh.resilience.events import EventBus
-from mesh.resilience.interceptor import ResilienceInterceptor
-from mesh.resilience.pipeline import build_pipeline
 from mesh.runtime.server import serve
 from mesh.v1 import (
     gateway_pb2,
@@ -206,10 +206,10 @@ async def test_the_reserve_goes_by_the_criticality_the_server_settled() -> None:
     assigns its own (the gateway), a client that claims CRITICAL_PLUS is still what the service
     said, so the places kept for critical calls stay theirs; elsewhere the caller's value
     counts, SHEDDABLE included (the lowest level is not "none")."""
+    from grpc_aio_resilience.admission_policy import LimitPolicy, ServerPolicy
+    from grpc_aio_resilience.criticality import Criticality
+    from grpc_aio_resilience.inbound import AssignCriticality
     from mesh.faults.injection import FaultTable
-    from mesh.resilience.admission_policy import LimitPolicy, ServerPolicy
-    from mesh.resilience.criticality import Criticality
-    from mesh.resilience.inbound import AssignCriticality
     from mesh.runtime.server_chain import server_layers
 
     async def handler(_: object, __: grpc.aio.ServicerContext) -> None:

@@ -9,14 +9,15 @@ import grpc
 import grpc.aio
 import pytest
 
+from grpc_aio_resilience import from_dict
+from grpc_aio_resilience.admission_policy import ServerPolicy
+from grpc_aio_resilience.channel import resilient_channel
+from grpc_aio_resilience.clock import SystemClock
+from grpc_aio_resilience.edge_policy import EdgePolicy
+from grpc_aio_resilience.events import EventBus
+from grpc_aio_resilience.interceptor import ResilienceInterceptor
+from grpc_aio_resilience.pipeline import build_pipeline
 from mesh.faults.injection import FaultTable
-from mesh.resilience.admission_policy import ServerPolicy
-from mesh.resilience.channel import resilient_channel
-from mesh.resilience.clock import SystemClock
-from mesh.resilience.edge_policy import EdgePolicy
-from mesh.resilience.events import EventBus
-from mesh.resilience.interceptor import ResilienceInterceptor
-from mesh.resilience.pipeline import build_pipeline
 from mesh.runtime.server_chain import server_layers
 from mesh.v1 import profile_pb2, profile_pb2_grpc
 from tests.integration.resilience.servers import ProfileFake, profile_servicer, serving
@@ -27,8 +28,8 @@ REQUEST = profile_pb2.GetProfileRequest(user_id="u1")
 
 def roomy_edge() -> EdgePolicy:
     """Own budgets far above the caller's, so only the propagated deadline can bind."""
-    return EdgePolicy.model_validate(
-        {"deadline": {"total_s": 30.0, "attempt_s": 30.0}, "retry": {"max_attempts": 1}}
+    return from_dict(
+        EdgePolicy, {"deadline": {"total_s": 30.0, "attempt_s": 30.0}, "retry": {"max_attempts": 1}}
     )
 
 

@@ -13,12 +13,13 @@ import grpc
 import grpc.aio
 import pytest
 
-from mesh.resilience.channel import replica_router, resilient_channel
-from mesh.resilience.clock import SystemClock
-from mesh.resilience.edge_policy import EdgePolicy
-from mesh.resilience.events import Event, EventBus, HedgeStarted
-from mesh.resilience.interceptor import ResilienceInterceptor
-from mesh.resilience.pipeline import build_pipeline
+from grpc_aio_resilience import from_dict
+from grpc_aio_resilience.channel import replica_router, resilient_channel
+from grpc_aio_resilience.clock import SystemClock
+from grpc_aio_resilience.edge_policy import EdgePolicy
+from grpc_aio_resilience.events import Event, EventBus, HedgeStarted
+from grpc_aio_resilience.interceptor import ResilienceInterceptor
+from grpc_aio_resilience.pipeline import build_pipeline
 from mesh.v1 import profile_pb2, profile_pb2_grpc
 from tests.integration.resilience.servers import ProfileFake, profile_servicer, serving, wait_until
 
@@ -46,13 +47,18 @@ class Replica:
         self.user_ids: list[str] = []
         self.slow_runs: list[str] = []
         self.cancelled: set[str] = set()
+        self.seen: dict[str, int] = {}
         self.fake = ProfileFake(self.serve)
 
     async def serve(
         self, request: profile_pb2.GetProfileRequest, context: grpc.aio.ServicerContext
     ) -> None:
         self.user_ids.append(request.user_id)
-        tail = self.slow and len(self.user_ids) % SLOW_EVERY == 0
+        # Every SLOW_EVERYth call of each channel (its user ids' tag) is slow: counted over all
+        # channels, which calls meet the tail would hang on how their calls interleave.
+        tag = request.user_id.partition("/")[0]
+        self.seen[tag] = self.seen.get(tag, 0) + 1
+        tail = self.slow and self.seen[tag] % SLOW_EVERY == 0
         if tail:
             self.slow_runs.append(request.user_id)
         try:
@@ -63,7 +69,8 @@ class Replica:
 
 
 def edge_channel(addresses: list[str], bus: EventBus, *, hedging: bool) -> grpc.aio.Channel:
-    policy = EdgePolicy.model_validate(
+    policy = from_dict(
+        EdgePolicy,
         {
             "deadline": {"total_s": 5.0, "attempt_s": 1.5},
             "retry": {"budget": {"max_tokens": MAX_TOKENS, "token_ratio": TOKEN_RATIO}},
@@ -72,7 +79,7 @@ def edge_channel(addresses: list[str], bus: EventBus, *, hedging: bool) -> grpc.
                 "hedging_delay_s": HEDGING_DELAY_S,
                 "max_attempts": 2,
             },
-        }
+        },
     )
     clock = SystemClock()
     pipeline = build_pipeline(policy, dependency="profile", bus=bus, clock=clock)

@@ -1,5 +1,5 @@
 """The wait in front of admission over real hops: the mesh's client sends each attempt's
-deadline as `mesh-timeout-ms` to a server with an intake gate (to no other), and a server with
+deadline as `resilience-timeout-ms` to a server with an intake gate (to no other), and a server with
 `intake: codel` refuses a call whose header says it waited past N, with RESOURCE_EXHAUSTED, a
 pushback and the reason counted."""
 
@@ -11,14 +11,15 @@ import grpc
 import grpc.aio
 from prometheus_client import CollectorRegistry
 
+from grpc_aio_resilience import from_dict
+from grpc_aio_resilience.admission_policy import ServerPolicy
+from grpc_aio_resilience.channel import resilient_channel
+from grpc_aio_resilience.clock import SystemClock
+from grpc_aio_resilience.events import EventBus
+from grpc_aio_resilience.intake import TIMEOUT_KEY
+from grpc_aio_resilience.interceptor import ResilienceInterceptor
+from grpc_aio_resilience.pipeline import build_pipeline
 from mesh.faults.injection import FaultTable
-from mesh.resilience.admission_policy import ServerPolicy
-from mesh.resilience.channel import resilient_channel
-from mesh.resilience.clock import SystemClock
-from mesh.resilience.events import EventBus
-from mesh.resilience.intake import TIMEOUT_KEY
-from mesh.resilience.interceptor import ResilienceInterceptor
-from mesh.resilience.pipeline import build_pipeline
 from mesh.runtime.server_chain import server_layers
 from mesh.telemetry.metrics import MeshMetrics
 from mesh.v1 import profile_pb2_grpc
@@ -58,7 +59,7 @@ async def test_a_call_that_waited_past_n_is_refused_and_a_fresh_one_served() -> 
     async def handler(request: object, _: object) -> None:
         served.append(request)
 
-    policy = ServerPolicy.model_validate({"max_in_flight": 16, "intake": CODEL})
+    policy = from_dict(ServerPolicy, {"max_in_flight": 16, "intake": CODEL})
     layers = server_layers("profile", policy, bus, FaultTable())
     async with serving(profile_servicer(ProfileFake(handler)), layers) as target:
         async with grpc.aio.insecure_channel(target) as channel:

@@ -8,7 +8,8 @@ from collections import Counter
 
 import grpc
 
-from mesh.resilience.admission_policy import ServerPolicy
+from grpc_aio_resilience import from_dict
+from mesh.policy.pool import MeshServerPolicy
 from tests.integration.resilience.overload import (
     POOL,
     capacity_server,
@@ -26,7 +27,7 @@ async def test_the_pool_serves_at_most_its_declared_capacity_with_the_cpu_mostly
     # and saw 124 end in that second): `python -m tests.integration.resilience.overload`
     # measures it. CPU: the client and the server share this process; under half a core
     # (measured: ~0.25) shows that the capacity is the pool's, not the CPU's.
-    policy = ServerPolicy.model_validate({"max_in_flight": 0, "pool": POOL})
+    policy = from_dict(MeshServerPolicy, {"max_in_flight": 0, "pool": POOL})
     async with capacity_server(policy) as served:
         outcomes, wall_s, cpu_s = await open_loop(served.target, 400, 1.0, deadline_s=5.0)
     within = [o for o in outcomes if o.code is grpc.StatusCode.OK and o.sent_s + o.latency_s <= 1]

@@ -8,12 +8,13 @@ import grpc
 import grpc.aio
 import pytest
 
-from mesh.resilience.channel import resilient_channel
-from mesh.resilience.clock import SystemClock
-from mesh.resilience.edge_policy import EdgePolicy
-from mesh.resilience.events import EventBus
-from mesh.resilience.interceptor import ResilienceInterceptor
-from mesh.resilience.pipeline import build_pipeline
+from grpc_aio_resilience import from_dict
+from grpc_aio_resilience.channel import resilient_channel
+from grpc_aio_resilience.clock import SystemClock
+from grpc_aio_resilience.edge_policy import EdgePolicy
+from grpc_aio_resilience.events import EventBus
+from grpc_aio_resilience.interceptor import ResilienceInterceptor
+from grpc_aio_resilience.pipeline import build_pipeline
 from mesh.v1 import profile_pb2, profile_pb2_grpc
 from tests.integration.resilience.servers import ProfileFake, profile_servicer, serving
 
@@ -32,11 +33,12 @@ def failing_first(code: grpc.StatusCode, pushback_ms: str, failures: int = 1) ->
 
 
 def edge() -> EdgePolicy:
-    return EdgePolicy.model_validate(
+    return from_dict(
+        EdgePolicy,
         {
             "deadline": {"total_s": 5.0, "attempt_s": 2.0},
             "retry": {"max_attempts": 3, "base_backoff_s": 0.01, "max_backoff_s": 0.02},
-        }
+        },
     )
 
 

@@ -14,12 +14,13 @@ import time
 import grpc
 import grpc.aio
 
-from mesh.resilience.channel import RECONNECT_BACKOFF_CAP_S, resilient_channel
-from mesh.resilience.clock import SystemClock
-from mesh.resilience.edge_policy import EdgePolicy
-from mesh.resilience.events import EventBus
-from mesh.resilience.interceptor import ResilienceInterceptor
-from mesh.resilience.pipeline import build_pipeline
+from grpc_aio_resilience import from_dict
+from grpc_aio_resilience.channel import RECONNECT_BACKOFF_CAP_S, resilient_channel
+from grpc_aio_resilience.clock import SystemClock
+from grpc_aio_resilience.edge_policy import EdgePolicy
+from grpc_aio_resilience.events import EventBus
+from grpc_aio_resilience.interceptor import ResilienceInterceptor
+from grpc_aio_resilience.pipeline import build_pipeline
 from mesh.v1 import profile_pb2, profile_pb2_grpc
 from tests.integration.resilience.servers import ProfileFake, profile_servicer
 
@@ -45,7 +46,7 @@ async def ok(stub: profile_pb2_grpc.ProfileServiceStub) -> bool:
 
 async def test_first_success_after_the_return_comes_within_the_capped_backoff() -> None:
     # no retries and no breaker: each call is one attempt on the channel as it is
-    edge = EdgePolicy.model_validate({"retry": {"max_attempts": 1}, "breaker": {"enabled": False}})
+    edge = from_dict(EdgePolicy, {"retry": {"max_attempts": 1}, "breaker": {"enabled": False}})
     pipeline = build_pipeline(edge, dependency="profile", bus=EventBus(), clock=SystemClock())
     server, port = await start(0)
     channel = resilient_channel(

@@ -14,13 +14,14 @@ import grpc.aio
 import pytest
 from grpc.aio import _channel
 
-from mesh.resilience.channel import replica_router, resilient_channel
-from mesh.resilience.clock import SystemClock
-from mesh.resilience.edge_policy import EdgePolicy
-from mesh.resilience.events import EventBus
-from mesh.resilience.interceptor import ResilienceInterceptor
-from mesh.resilience.outlier_policy import OutlierPolicy
-from mesh.resilience.pipeline import build_pipeline
+from grpc_aio_resilience import from_dict
+from grpc_aio_resilience.channel import replica_router, resilient_channel
+from grpc_aio_resilience.clock import SystemClock
+from grpc_aio_resilience.edge_policy import EdgePolicy
+from grpc_aio_resilience.events import EventBus
+from grpc_aio_resilience.interceptor import ResilienceInterceptor
+from grpc_aio_resilience.outlier_policy import OutlierPolicy
+from grpc_aio_resilience.pipeline import build_pipeline
 from mesh.v1 import profile_pb2, profile_pb2_grpc, recommendation_pb2_grpc
 from tests.integration.resilience.servers import ProfileFake, profile_servicer, serving
 from tests.integration.resilience.test_streams_wire import REQUEST, StreamFake, register
@@ -55,8 +56,9 @@ def record_layers(monkeypatch: pytest.MonkeyPatch, multicallable: type, kind: st
 async def over_replicas(first: Register, second: Register) -> AsyncIterator[grpc.aio.Channel]:
     """An edge channel over two real replicas, ejection on: the router picks each attempt's."""
     async with serving(first) as one, serving(second) as two:
-        policy = EdgePolicy.model_validate(
-            {"breaker": {"enabled": False}, "deadline": {"total_s": 5.0, "attempt_s": 2.0}}
+        policy = from_dict(
+            EdgePolicy,
+            {"breaker": {"enabled": False}, "deadline": {"total_s": 5.0, "attempt_s": 2.0}},
         )
         bus = EventBus()
         pipeline = build_pipeline(policy, dependency="dep", bus=bus, clock=SystemClock())

@@ -15,14 +15,15 @@ import grpc
 import grpc.aio
 import pytest
 
-from mesh.resilience.channel import replica_router, resilient_channel
-from mesh.resilience.clock import SystemClock
-from mesh.resilience.edge_policy import EdgePolicy
-from mesh.resilience.errors import StreamBrokenError
-from mesh.resilience.events import Event, EventBus, ReplicaEjected, RetryScheduled, StreamEnded
-from mesh.resilience.interceptor import ResilienceInterceptor
-from mesh.resilience.outlier_policy import OutlierPolicy
-from mesh.resilience.pipeline import build_pipeline
+from grpc_aio_resilience import from_dict
+from grpc_aio_resilience.channel import replica_router, resilient_channel
+from grpc_aio_resilience.clock import SystemClock
+from grpc_aio_resilience.edge_policy import EdgePolicy
+from grpc_aio_resilience.errors import StreamBrokenError
+from grpc_aio_resilience.events import Event, EventBus, ReplicaEjected, RetryScheduled, StreamEnded
+from grpc_aio_resilience.interceptor import ResilienceInterceptor
+from grpc_aio_resilience.outlier_policy import OutlierPolicy
+from grpc_aio_resilience.pipeline import build_pipeline
 from mesh.v1 import recommendation_pb2_grpc
 from tests.integration.resilience.servers import serving
 from tests.integration.resilience.test_streams_wire import REQUEST, StreamFake, register
@@ -55,7 +56,8 @@ class Edge:
         self.events: list[Event] = []
         bus = EventBus()
         bus.subscribe(self.events.append)
-        policy = EdgePolicy.model_validate(
+        policy = from_dict(
+            EdgePolicy,
             {
                 "deadline": {"total_s": 10.0, "attempt_s": 5.0},
                 "retry": {
@@ -66,7 +68,7 @@ class Edge:
                 },
                 "breaker": {"enabled": False},
                 "bulkhead": {"enabled": False},
-            }
+            },
         )
         clock = SystemClock()
         pipeline = build_pipeline(policy, dependency="recommendation", bus=bus, clock=clock)

@@ -12,14 +12,15 @@ import grpc
 import grpc.aio
 import pytest
 
-from mesh.resilience import events as ev
-from mesh.resilience.channel import replica_router, resilient_channel
-from mesh.resilience.clock import SystemClock
-from mesh.resilience.edge_policy import EdgePolicy
-from mesh.resilience.events import EventBus
-from mesh.resilience.interceptor import ResilienceInterceptor
-from mesh.resilience.outlier_policy import OutlierPolicy
-from mesh.resilience.pipeline import build_pipeline
+from grpc_aio_resilience import events as ev
+from grpc_aio_resilience import from_dict
+from grpc_aio_resilience.channel import replica_router, resilient_channel
+from grpc_aio_resilience.clock import SystemClock
+from grpc_aio_resilience.edge_policy import EdgePolicy
+from grpc_aio_resilience.events import EventBus
+from grpc_aio_resilience.interceptor import ResilienceInterceptor
+from grpc_aio_resilience.outlier_policy import OutlierPolicy
+from grpc_aio_resilience.pipeline import build_pipeline
 from mesh.v1 import profile_pb2, profile_pb2_grpc
 from tests.integration.resilience.servers import ProfileFake, profile_servicer, serving
 
@@ -39,12 +40,13 @@ async def replicas(*fakes: ProfileFake) -> AsyncIterator[list[str]]:
 def edge_channel(
     addresses: list[str], bus: EventBus, *, outlier: bool, attempts: int = 3
 ) -> grpc.aio.Channel:
-    policy = EdgePolicy.model_validate(
+    policy = from_dict(
+        EdgePolicy,
         {
             "retry": {"max_attempts": attempts, "budget": {"enabled": False}},
             "breaker": {"enabled": False},
             "deadline": {"total_s": 5.0, "attempt_s": 2.0},
-        }
+        },
     )
     pipeline = build_pipeline(policy, dependency="profile", bus=bus, clock=SystemClock())
     return resilient_channel(
@@ -133,12 +135,13 @@ async def test_concurrent_calls_each_retry_on_the_other_replica() -> None:
     retries: list[Any] = []
     bus.subscribe(lambda e: retries.append(e) if isinstance(e, ev.RetryScheduled) else None)
     async with replicas(broken, healthy) as addresses:
-        policy = EdgePolicy.model_validate(
+        policy = from_dict(
+            EdgePolicy,
             {
                 "retry": {"max_attempts": 2, "budget": {"enabled": False}},
                 "breaker": {"enabled": False},
                 "deadline": {"total_s": 5.0, "attempt_s": 2.0},
-            }
+            },
         )
         pipeline = build_pipeline(policy, dependency="profile", bus=bus, clock=SystemClock())
         channel = resilient_channel(

@@ -12,10 +12,10 @@ import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import CollectorRegistry
 
+from grpc_aio_resilience.admission_policy import ServerPolicy
+from grpc_aio_resilience.events import EventBus
 from mesh.faults.admin import FaultAdminServicer
 from mesh.faults.injection import FaultSpec, FaultTable
-from mesh.resilience.admission_policy import ServerPolicy
-from mesh.resilience.events import EventBus
 from mesh.runtime.server_chain import server_layers
 from mesh.telemetry.metrics import MeshMetrics
 from mesh.v1 import admin_pb2, admin_pb2_grpc, profile_pb2, profile_pb2_grpc

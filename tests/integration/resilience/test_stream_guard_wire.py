@@ -1,4 +1,4 @@
-"""The server's limits on a stream's time (mesh.resilience.stream_guard) over a real server:
+"""The server's limits on a stream's time (grpc_aio_resilience.stream_guard) over a real server:
 a stream without a client deadline ends at the server's default, a client's own deadline is
 left to grpc, and a reader that takes no message is let go of whatever deadline it sent."""
 
@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator, Callable
 import grpc
 import grpc.aio
 
+from grpc_aio_resilience.admission_policy import ServerPolicy
+from grpc_aio_resilience.events import Event, EventBus, ServerCallFinished, StreamExpired
 from mesh.faults.injection import FaultTable
-from mesh.resilience.admission_policy import ServerPolicy
-from mesh.resilience.events import Event, EventBus, ServerCallFinished, StreamExpired
 from mesh.runtime.server_chain import server_layers
 from mesh.v1 import recommendation_pb2, recommendation_pb2_grpc
 from tests.integration.hardening.stalled_h2 import stall

@@ -15,15 +15,14 @@ import grpc
 import grpc.aio
 import pytest
 
-from mesh.faults.injection import FaultSpec, FaultTable
-from mesh.gateway.streams import MESSAGES_KEY, PARTIAL_KEY, relay_stream
-from mesh.resilience.admission_policy import ServerPolicy
-from mesh.resilience.bulkhead import Bulkhead
-from mesh.resilience.channel import resilient_channel
-from mesh.resilience.clock import SystemClock
-from mesh.resilience.edge_policy import EdgePolicy
-from mesh.resilience.errors import BreakerOpenError, BulkheadFullError, StreamBrokenError
-from mesh.resilience.events import (
+from grpc_aio_resilience import from_dict
+from grpc_aio_resilience.admission_policy import ServerPolicy
+from grpc_aio_resilience.bulkhead import Bulkhead
+from grpc_aio_resilience.channel import resilient_channel
+from grpc_aio_resilience.clock import SystemClock
+from grpc_aio_resilience.edge_policy import EdgePolicy
+from grpc_aio_resilience.errors import BreakerOpenError, BulkheadFullError, StreamBrokenError
+from grpc_aio_resilience.events import (
     Event,
     EventBus,
     RetryScheduled,
@@ -31,8 +30,10 @@ from mesh.resilience.events import (
     StreamCommitted,
     StreamEnded,
 )
-from mesh.resilience.interceptor import ResilienceInterceptor
-from mesh.resilience.pipeline import build_pipeline
+from grpc_aio_resilience.interceptor import ResilienceInterceptor
+from grpc_aio_resilience.pipeline import build_pipeline
+from mesh.faults.injection import FaultSpec, FaultTable
+from mesh.gateway.streams import MESSAGES_KEY, PARTIAL_KEY, relay_stream
 from mesh.runtime.relay import relay_failure
 from mesh.runtime.server_chain import server_layers
 from mesh.v1 import gateway_pb2, gateway_pb2_grpc, recommendation_pb2, recommendation_pb2_grpc
@@ -87,7 +88,7 @@ def edge(**sections: Any) -> EdgePolicy:
         "bulkhead": {"enabled": False},
     }
     base.update(sections)
-    return EdgePolicy.model_validate(base)
+    return from_dict(EdgePolicy, base)
 
 
 class Client:

@@ -11,13 +11,14 @@ from dataclasses import dataclass
 import grpc
 import grpc.aio
 
-from mesh.resilience.channel import resilient_channel
-from mesh.resilience.clock import SystemClock
-from mesh.resilience.edge_policy import EdgePolicy
-from mesh.resilience.errors import ClientThrottledError
-from mesh.resilience.events import EventBus
-from mesh.resilience.interceptor import ResilienceInterceptor
-from mesh.resilience.pipeline import build_pipeline
+from grpc_aio_resilience import from_dict
+from grpc_aio_resilience.channel import resilient_channel
+from grpc_aio_resilience.clock import SystemClock
+from grpc_aio_resilience.edge_policy import EdgePolicy
+from grpc_aio_resilience.errors import ClientThrottledError
+from grpc_aio_resilience.events import EventBus
+from grpc_aio_resilience.interceptor import ResilienceInterceptor
+from grpc_aio_resilience.pipeline import build_pipeline
 from mesh.v1 import profile_pb2, profile_pb2_grpc
 from tests.integration.resilience.servers import ProfileFake, profile_servicer, serving
 
@@ -52,14 +53,15 @@ class Capacity:
 
 
 def throttled_edge() -> EdgePolicy:
-    return EdgePolicy.model_validate(
+    return from_dict(
+        EdgePolicy,
         {
             "deadline": {"total_s": 2.0, "attempt_s": 2.0},
             "retry": {"max_attempts": 1},
             "breaker": {"enabled": False},
             "bulkhead": {"enabled": False},
             "throttle": {"enabled": True, "k": 2, "window_s": 2, "min_requests": 10},
-        }
+        },
     )
 
 

@@ -8,12 +8,13 @@ from collections import Counter
 import grpc
 import grpc.aio
 
-from mesh.resilience.channel import resilient_channel
-from mesh.resilience.clock import SystemClock
-from mesh.resilience.edge_policy import EdgePolicy
-from mesh.resilience.events import EventBus
-from mesh.resilience.interceptor import ResilienceInterceptor
-from mesh.resilience.pipeline import build_pipeline
+from grpc_aio_resilience import from_dict
+from grpc_aio_resilience.channel import resilient_channel
+from grpc_aio_resilience.clock import SystemClock
+from grpc_aio_resilience.edge_policy import EdgePolicy
+from grpc_aio_resilience.events import EventBus
+from grpc_aio_resilience.interceptor import ResilienceInterceptor
+from grpc_aio_resilience.pipeline import build_pipeline
 from mesh.v1 import recommendation_pb2, recommendation_pb2_grpc
 from tests.integration.resilience.servers import serving
 
@@ -35,7 +36,8 @@ class Recommendations(recommendation_pb2_grpc.RecommendationServiceServicer):
 
 async def scenario(scope: str, parallel: bool) -> tuple[Counter[str], Counter[str]]:
     fake = Recommendations()
-    policy = EdgePolicy.model_validate(
+    policy = from_dict(
+        EdgePolicy,
         {
             "deadline": {"total_s": 5.0, "attempt_s": 2.0},
             "retry": {"max_attempts": 3, "base_backoff_s": 0.01, "budget": {"enabled": False}},
@@ -46,7 +48,7 @@ async def scenario(scope: str, parallel: bool) -> tuple[Counter[str], Counter[st
                 "open_s": 60.0,
             },
             "bulkhead": {"enabled": False},
-        }
+        },
     )
     served: Counter[str] = Counter()
 

@@ -18,7 +18,7 @@ import random
 import sys
 from dataclasses import dataclass, field
 
-from mesh.resilience.limits import VegasLimit, VegasSettings
+from grpc_aio_resilience.limits import VegasLimit, VegasSettings
 
 WORKERS, SERVICE_S, TIMEOUT_S = 2, 0.1, 0.35
 

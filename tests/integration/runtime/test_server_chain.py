@@ -18,12 +18,12 @@ import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import CollectorRegistry
 
+from grpc_aio_resilience.admission_policy import ServerPolicy
+from grpc_aio_resilience.events import EventBus
+from grpc_aio_resilience.server_layer import ServerLayer
 from mesh.faults.injection import FaultTable
 from mesh.gateway.auth import ApiKeys, AuthInterceptor
 from mesh.gateway.ratelimit import RateLimitInterceptor, RateLimitPolicy
-from mesh.resilience.admission_policy import ServerPolicy
-from mesh.resilience.events import EventBus
-from mesh.resilience.server_layer import ServerLayer
 from mesh.runtime.server_chain import ServerChain, server_layers
 from mesh.telemetry.metrics import MeshMetrics
 from mesh.telemetry.tracing import MeshTracing, server_tracing, setup_tracing

@@ -1,5 +1,5 @@
 """The root span of a call (its Recv span, name unchanged) carries the call's fate as
-`mesh.fate`, the same fate its caller reads in the `mesh-fate` trailer."""
+`mesh.fate`, the same fate its caller reads in the `resilience-fate` trailer."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from grpc_aio_resilience import fates
+from grpc_aio_resilience.admission_policy import ServerPolicy
+from grpc_aio_resilience.events import EventBus, FallbackServed
 from mesh.faults.injection import FaultTable
-from mesh.resilience import fates
-from mesh.resilience.admission_policy import ServerPolicy
-from mesh.resilience.events import EventBus, FallbackServed
 from mesh.runtime.refusal import abort
 from mesh.runtime.server_chain import server_layers
 from mesh.telemetry.tracing import MeshTracing, server_tracing

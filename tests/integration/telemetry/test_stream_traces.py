@@ -16,15 +16,16 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from grpc_aio_resilience import from_dict
+from grpc_aio_resilience.admission_policy import ServerPolicy
+from grpc_aio_resilience.channel import resilient_channel
+from grpc_aio_resilience.clock import SystemClock
+from grpc_aio_resilience.edge_policy import EdgePolicy
+from grpc_aio_resilience.events import EventBus
+from grpc_aio_resilience.interceptor import ResilienceInterceptor
+from grpc_aio_resilience.pipeline import build_pipeline
 from mesh.faults.injection import FaultTable
 from mesh.gateway.streams import relay_stream
-from mesh.resilience.admission_policy import ServerPolicy
-from mesh.resilience.channel import resilient_channel
-from mesh.resilience.clock import SystemClock
-from mesh.resilience.edge_policy import EdgePolicy
-from mesh.resilience.events import EventBus
-from mesh.resilience.interceptor import ResilienceInterceptor
-from mesh.resilience.pipeline import build_pipeline
 from mesh.runtime.relay import relay_failure
 from mesh.runtime.server_chain import server_layers
 from mesh.telemetry.tracing import MeshTracing, server_tracing
@@ -60,9 +61,7 @@ class Relay(gateway_pb2_grpc.GatewayServicer):
     """A: the gateway's relay over a traced resilient channel to B."""
 
     def __init__(self, b_target: str, tracing: MeshTracing, bus: EventBus) -> None:
-        policy = EdgePolicy.model_validate(
-            {"retry": {"base_backoff_s": 0.001, "max_backoff_s": 0.002}}
-        )
+        policy = from_dict(EdgePolicy, {"retry": {"base_backoff_s": 0.001, "max_backoff_s": 0.002}})
         pipeline = build_pipeline(
             policy,
             dependency="recommendation",

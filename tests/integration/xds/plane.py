@@ -22,12 +22,13 @@ from typing import Any
 import grpc.aio
 import pytest
 
-from mesh.resilience.channel import resilient_channel
-from mesh.resilience.clock import SystemClock
-from mesh.resilience.edge_policy import EdgePolicy
-from mesh.resilience.events import EventBus
-from mesh.resilience.interceptor import ResilienceInterceptor
-from mesh.resilience.pipeline import build_pipeline
+from grpc_aio_resilience import from_dict
+from grpc_aio_resilience.channel import resilient_channel
+from grpc_aio_resilience.clock import SystemClock
+from grpc_aio_resilience.edge_policy import EdgePolicy
+from grpc_aio_resilience.events import EventBus
+from grpc_aio_resilience.interceptor import ResilienceInterceptor
+from grpc_aio_resilience.pipeline import build_pipeline
 from meshctl.launch.processes import terminate
 from meshctl.launch.xds_config import bootstrap, write_json
 from meshctl.launch.xds_plane import XDS_TOKEN_ENV
@@ -112,13 +113,14 @@ def running_plane(tmp_path: Path, config: dict[str, Any], poll_s: float = 0.1) -
 def xds_channel(name: str, bus: EventBus | None = None) -> grpc.aio.Channel:
     """Our edge's channel (resilient_channel) to xds:///name, its interceptor's own retry,
     breaker and bulkhead off: what xDS does is all there is."""
-    policy = EdgePolicy.model_validate(
+    policy = from_dict(
+        EdgePolicy,
         {
             "deadline": {"total_s": 5.0, "attempt_s": 5.0},
             "retry": {"max_attempts": 1},
             "breaker": {"enabled": False},
             "bulkhead": {"enabled": False},
-        }
+        },
     )
     bus = bus or EventBus()
     pipeline = build_pipeline(policy, dependency=name, bus=bus, clock=SystemClock())

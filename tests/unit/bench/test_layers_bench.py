@@ -7,7 +7,7 @@ import asyncio
 import math
 
 from bench.layers import run_layers_bench
-from mesh.resilience import pipeline as pipelines
+from grpc_aio_resilience import pipeline as pipelines
 
 
 def test_every_layer_and_strategy_gets_a_figure_and_the_orders_stay() -> None:

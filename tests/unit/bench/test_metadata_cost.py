@@ -9,7 +9,7 @@ from bench.metadata_cost import cpu_per_call_us, main, report
 
 async def test_each_variant_is_measured_in_every_round_and_the_entry_arrives() -> None:
     figures = await cpu_per_call_us(calls=20, rounds=2)
-    assert set(figures) == {"no entry", "mesh-timeout-ms", "internal token"}
+    assert set(figures) == {"no entry", "resilience-timeout-ms", "internal token"}
     assert all(len(v) == 2 and all(us > 0 for us in v) for v in figures.values())
     lines = report(figures)
     assert lines[1].split()[3:5] == ["1.000", "0.0"]  # the floor against itself

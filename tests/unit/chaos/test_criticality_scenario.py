@@ -15,7 +15,7 @@ class _Replica:
         self._name, self._seen = name, seen
 
     async def Recommend(self, request: Any, **kwargs: Any) -> None:
-        kind = dict(kwargs["metadata"]).get("mesh-criticality", "unmarked")
+        kind = dict(kwargs["metadata"]).get("resilience-criticality", "unmarked")
         self._seen[(self._name, kind)] += 1
 
 

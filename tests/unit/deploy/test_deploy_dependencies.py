@@ -67,9 +67,25 @@ def _top_level_distributions() -> dict[str, list[str]]:
     return dict(importlib.metadata.packages_distributions())
 
 
+@functools.cache
+def _local_libraries() -> dict[str, str]:
+    """Top-level package -> distribution, for the repository's own libraries (libs/*/src/*): an
+    editable install records no files, so packages_distributions() does not know them."""
+    found = {}
+    for pyproject in (ROOT / "libs").glob("*/pyproject.toml"):
+        name = tomllib.loads(pyproject.read_text())["project"]["name"]
+        for package in (pyproject.parent / "src").iterdir():
+            if (package / "__init__.py").is_file():
+                found[package.name] = name
+    return found
+
+
 def distributions_of(module: str) -> set[str]:
     """The installed distributions that ship module. A namespace package's top level (google,
     opentelemetry) comes from several; keep those holding files under the module's own path."""
+    local = _local_libraries().get(module.split(".")[0])
+    if local is not None:
+        return {_name(local)}
     candidates = _top_level_distributions().get(module.split(".")[0], [])
     if len(candidates) <= 1:
         return {_name(d) for d in candidates}

@@ -118,7 +118,8 @@ def test_lint_enforces_the_import_contracts_and_the_absence_of_cycles() -> None:
     assert ".venv/bin/lint-imports" in result.stdout
     assert "-m tools.import_cycles services/mesh=mesh chaos=chaos" in result.stdout
     assert (
-        "-m tools.code_shape services chaos meshctl embedded_toxiproxy loadgen bench tests tools"
+        "-m tools.code_shape libs services chaos meshctl embedded_toxiproxy loadgen bench tests "
+        "tools"
     ) in result.stdout
 
 
@@ -130,7 +131,10 @@ def test_install_brings_the_dev_extra() -> None:
         text=True,
         timeout=60,
     )
-    assert "pip install --quiet -e '.[dev]'" in result.stdout, result.stdout
+    # the resilience library from the repository first: no index has it
+    assert "pip install --quiet -e ./libs/grpc-aio-resilience -e '.[dev]'" in result.stdout, (
+        result.stdout
+    )
 
 
 def test_the_demo_says_each_stage_and_how_long_it_took() -> None:
@@ -205,12 +209,12 @@ def test_check_is_lint_types_and_the_unit_and_integration_tests_only() -> None:
     commands = result.stdout.splitlines()
     assert ".venv/bin/mypy" in commands
     assert (
-        ".venv/bin/ruff check services chaos meshctl embedded_toxiproxy loadgen bench tests tools "
-        "integrations"
+        ".venv/bin/ruff check libs services chaos meshctl embedded_toxiproxy loadgen bench tests "
+        "tools integrations examples"
     ) in commands
     (at,) = [i for i, line in enumerate(commands) if "-m pytest" in line]
     pytest_line = " ".join(part.strip(" \\\t") for part in commands[at : at + 2])
-    assert pytest_line.endswith("-m pytest -n 4 tests/unit tests/integration")
+    assert pytest_line.endswith("-m pytest -n 4 tests/unit tests/integration tests/examples")
     assert "MESH_PEERS_BIN=" in pytest_line  # the tests of a real peer skip
     assert not [line for line in commands if "tools.peers" in line or "chromium" in line]
 

@@ -31,10 +31,10 @@ def test_a_changed_page_is_reported_stale(tmp_path: Path) -> None:
 def test_check_exits_1_naming_a_stale_page(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["--write"], out=tmp_path) == 0
-    assert main(["--check"], out=tmp_path) == 0
+    assert main(["--write"], out=tmp_path, docs=tmp_path) == 0
+    assert main(["--check"], out=tmp_path, docs=tmp_path) == 0
     (tmp_path / "spans.md").write_text("old\n", encoding="utf-8")
-    assert main(["--check"], out=tmp_path) == 1
+    assert main(["--check"], out=tmp_path, docs=tmp_path) == 1
     assert f"stale: {tmp_path / 'spans.md'}" in capsys.readouterr().out
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import grpc
 import grpc.aio
 
+from grpc_aio_resilience.events import Event, EventBus, FallbackServed
 from mesh.gateway.fallback import POPULAR_LIMIT, RecommendationsWithFallback
-from mesh.resilience.events import Event, EventBus, FallbackServed
 from mesh.v1 import recommendation_pb2
 from tests.support.fake_clock import FakeClock
 

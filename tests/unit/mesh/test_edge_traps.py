@@ -13,10 +13,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from grpc_aio_resilience import traps
+from grpc_aio_resilience.description import describe
+from grpc_aio_resilience.traps import ResiliencePolicyWarning
 from mesh.policy.loading import load_policy, load_policy_text
-from mesh.resilience import traps
-from mesh.resilience.description import describe
-from mesh.resilience.traps import ResiliencePolicyWarning
 from mesh.runtime.logging import setup_logging
 from mesh.v1 import recommendation_pb2_grpc
 from tests.support.runtimes import runtime_for

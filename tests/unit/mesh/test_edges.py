@@ -9,9 +9,9 @@ from typing import Any
 import grpc
 import pytest
 
+from grpc_aio_resilience.attempt import send_on_wire, send_without_wait_header
 from mesh.policy.loading import load_policy, load_policy_text
 from mesh.policy.model import MeshPolicy
-from mesh.resilience.attempt import send_on_wire, send_without_wait_header
 from mesh.runtime.policy_admin import PolicyAdminServicer
 from mesh.runtime.server import Runtime
 from mesh.v1 import admin_pb2, profile_pb2_grpc
@@ -77,7 +77,7 @@ async def test_an_edge_sends_the_deadline_header_only_to_a_server_that_reads_it(
     try:
         assert edge.pipeline.wire is send_without_wait_header  # full: profile has no gate
         runtime.apply_policy(load_policy_text(GATED, environ={}))
-        assert edge.pipeline.wire is send_on_wire  # the gate reads mesh-timeout-ms
+        assert edge.pipeline.wire is send_on_wire  # the gate reads resilience-timeout-ms
         runtime.apply_policy(load_policy("full", {}))
         assert edge.pipeline.wire is send_without_wait_header
     finally:

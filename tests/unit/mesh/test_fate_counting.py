@@ -10,8 +10,8 @@ from typing import Any
 import grpc
 import pytest
 
-from mesh.resilience import fates
-from mesh.resilience.events import EventBus
+from grpc_aio_resilience import fates
+from grpc_aio_resilience.events import EventBus
 from mesh.runtime.bearer import rejection
 from mesh.telemetry.fate_layer import FateLayer
 from tests.unit.mesh.test_refusals import Aborted, FakeContext
@@ -58,7 +58,7 @@ async def test_a_refusal_is_counted_before_its_status_is_sent() -> None:
         await handler.unary_unary(b"", context)
     assert context.counted_at_send == [(GET_HOME, "shed(gateway:rate-limit)")]
     assert counted == [(GET_HOME, "shed(gateway:rate-limit)")], "counted once, not again"
-    assert ("mesh-fate", "shed(gateway:rate-limit)") in context.trailers
+    assert ("resilience-fate", "shed(gateway:rate-limit)") in context.trailers
 
 
 async def test_an_answer_is_counted_once_and_carries_its_fate() -> None:
@@ -74,7 +74,7 @@ async def test_an_answer_is_counted_once_and_carries_its_fate() -> None:
     context = Context(counted)
     assert await handler.unary_unary(b"", context) == b"reply"
     assert counted == [(GET_HOME, "ok")]
-    assert context.trailers == (("mesh-fate", "ok"),)
+    assert context.trailers == (("resilience-fate", "ok"),)
 
 
 def test_a_fate_is_settled_and_counted_once() -> None:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from mesh.resilience.attempt import AttemptHook
-from mesh.resilience.edge_policy import EdgePolicy
-from mesh.resilience.events import EventBus
-from mesh.resilience.pipeline import build_pipeline
+from grpc_aio_resilience.attempt import AttemptHook
+from grpc_aio_resilience.edge_policy import EdgePolicy
+from grpc_aio_resilience.events import EventBus
+from grpc_aio_resilience.pipeline import build_pipeline
 from mesh.runtime.config import ConfigError, ServiceConfig
 from mesh.runtime.internal_auth import InternalTokenLayer, internal_gate, internal_metadata
 from mesh.topology import service

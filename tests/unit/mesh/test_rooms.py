@@ -55,7 +55,7 @@ def test_every_package_of_mesh_has_a_layer() -> None:
     (layers,) = [
         c
         for c in config["contracts"]
-        if c["type"] == "layers" and c["layers"][-1] == "mesh.resilience"
+        if c["type"] == "layers" and c["layers"][-1] == "mesh.telemetry"
     ]
     placed = {m.strip() for layer in layers["layers"] for m in layer.split(" | ")}
     packages = {f"mesh.{p.parent.name}" for p in MESH.glob("*/__init__.py")} - {"mesh.v1"}

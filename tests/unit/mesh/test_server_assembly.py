@@ -6,13 +6,13 @@ from __future__ import annotations
 import grpc.aio
 from prometheus_client import CollectorRegistry
 
+from grpc_aio_resilience.admission_policy import ServerPolicy
+from grpc_aio_resilience.events import EventBus
+from grpc_aio_resilience.inbound import InboundInterceptor
+from grpc_aio_resilience.shedding import SheddingInterceptor
+from grpc_aio_resilience.stream_guard import StreamGuard
 from mesh.faults.injection import FaultInterceptor, FaultTable
 from mesh.policy.loading import load_policy
-from mesh.resilience.admission_policy import ServerPolicy
-from mesh.resilience.events import EventBus
-from mesh.resilience.inbound import InboundInterceptor
-from mesh.resilience.shedding import SheddingInterceptor
-from mesh.resilience.stream_guard import StreamGuard
 from mesh.runtime.config import ServiceConfig
 from mesh.runtime.decoding import RequestDecodingInterceptor
 from mesh.runtime.server import Runtime

@@ -10,11 +10,12 @@ from typing import Any
 import grpc
 import pytest
 
-from mesh.resilience.admission import Admission, Place
-from mesh.resilience.admission_policy import ServerPolicy
-from mesh.resilience.criticality import Criticality
-from mesh.resilience.errors import PUSHBACK_KEY, ShedError
-from mesh.resilience.events import CallShed, ConcurrencyLimitChanged, Event, EventBus
+from grpc_aio_resilience import from_dict
+from grpc_aio_resilience.admission import Admission, Place
+from grpc_aio_resilience.admission_policy import ServerPolicy
+from grpc_aio_resilience.criticality import Criticality
+from grpc_aio_resilience.errors import PUSHBACK_KEY, ShedError
+from grpc_aio_resilience.events import CallShed, ConcurrencyLimitChanged, Event, EventBus
 from tests.unit.resilience.manual_clock import ManualClock, settle
 
 M = "/mesh.v1.RecommendationService/Popular"
@@ -37,7 +38,7 @@ def admission(**policy: Any) -> tuple[Admission, ManualClock, list[Event]]:
     bus = EventBus()
     seen: list[Event] = []
     bus.subscribe(seen.append)
-    return Admission("recommendation", ServerPolicy.model_validate(policy), clock, bus), clock, seen
+    return Admission("recommendation", from_dict(ServerPolicy, policy), clock, bus), clock, seen
 
 
 def sheds(seen: list[Event]) -> list[str]:
@@ -95,6 +96,24 @@ async def test_an_adaptive_limit_grows_at_a_steady_rtt_and_shrinks_as_the_rtt_gr
     assert adm.limit < grown
     limits = [e.limit for e in seen if isinstance(e, ConcurrencyLimitChanged)]
     assert limits[0] == 20 and limits[-1] == adm.limit, "every change is announced"
+
+
+async def test_an_aimd_limit_grows_while_busy_and_backs_off_on_a_drop_or_a_slow_call() -> None:
+    aimd = {"min_limit": 2, "timeout_s": 0.1}
+    adm, clock, seen = admission(limit={"algorithm": "aimd", "aimd": aimd})
+    assert adm.limit == 20
+    await rounds(adm, clock, 0.020, 3)
+    grown = adm.limit
+    assert grown > 20, "one more place per sample while at least half the limit is in use"
+    place = await adm.acquire(M, CRITICAL, None)
+    await clock.advance(0.020)
+    adm.release(place, dropped=True)
+    assert adm.limit == int(grown * 0.9)
+    backed_off = adm.limit
+    await rounds(adm, clock, 0.200, 1)
+    assert adm.limit < backed_off, "a call slower than timeout_s counts as a drop"
+    changed = [e for e in seen if isinstance(e, ConcurrencyLimitChanged)]
+    assert changed[-1].limit == adm.limit and changed[-1].algorithm == "aimd"
 
 
 async def test_a_windowed_limit_moves_once_a_window_where_a_per_call_one_moves_every_call() -> None:
@@ -186,7 +205,7 @@ async def test_deadline_aware_refuses_a_call_with_less_left_than_the_service_tim
     adm, _, seen = admission(
         max_in_flight=64,
         limit={"deadline_aware": True},
-        pool={"workers": 4, "service_time_s": 0.020},
+        expected_service_s=0.020,
     )
     assert await refused(adm, left=0.005) == "deadline"
     await adm.acquire(M, CRITICAL, 0.050)
@@ -208,7 +227,7 @@ async def slow_calls(adm: Admission, clock: ManualClock, rtt_s: float, n: int) -
 DEADLINE_AWARE = {
     "max_in_flight": 4,
     "limit": {"deadline_aware": True},
-    "pool": {"workers": 1, "service_time_s": 0.050},
+    "expected_service_s": 0.050,
 }
 
 
@@ -219,7 +238,7 @@ async def test_a_policy_swap_starts_the_expected_time_afresh() -> None:
     adm, clock, seen = admission(**DEADLINE_AWARE)
     await slow_calls(adm, clock, 2.0, 20)
     assert adm.expected_s == pytest.approx(2.0, rel=0.05)
-    adm.update(ServerPolicy.model_validate(DEADLINE_AWARE))
+    adm.update(from_dict(ServerPolicy, DEADLINE_AWARE))
     assert adm.expected_s == adm.idle_s == 0.050
     held = await adm.acquire(M, CRITICAL, 0.9)
     assert await adm.acquire(M, CRITICAL, 0.9) and held
@@ -302,7 +321,7 @@ async def test_a_full_queue_drops_its_least_critical_waiter_for_a_critical_call(
 async def test_a_policy_swap_changes_the_algorithm_for_calls_from_then_on() -> None:
     adm, _, seen = admission(max_in_flight=2)
     held = await adm.acquire(M, CRITICAL, None)
-    adm.update(ServerPolicy.model_validate({"limit": {"algorithm": "vegas"}}))
+    adm.update(from_dict(ServerPolicy, {"limit": {"algorithm": "vegas"}}))
     assert adm.limit == 20 and adm.in_flight == 1, "calls in flight keep their places"
     adm.release(held, dropped=None)
     assert adm.in_flight == 0
@@ -310,7 +329,7 @@ async def test_a_policy_swap_changes_the_algorithm_for_calls_from_then_on() -> N
 
 
 async def test_a_policy_swap_starts_a_learnt_limit_afresh_as_it_does_breakers() -> None:
-    policy = ServerPolicy.model_validate({"limit": {"algorithm": "gradient2"}})
+    policy = from_dict(ServerPolicy, {"limit": {"algorithm": "gradient2"}})
     adm, clock, _ = admission(limit={"algorithm": "gradient2"})
     await rounds(adm, clock, 0.020, 5)
     assert adm.limit > 20, "learnt from the samples"

@@ -7,8 +7,8 @@ import statistics
 
 import pytest
 
-from mesh.resilience.classify import NO_RETRY, pushback_s
-from mesh.resilience.retry import full_jitter_s, retry_delay_s
+from grpc_aio_resilience.classify import NO_RETRY, pushback_s
+from grpc_aio_resilience.retry import full_jitter_s, retry_delay_s
 
 
 @pytest.mark.parametrize("retry", range(12))

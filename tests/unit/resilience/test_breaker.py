@@ -10,10 +10,11 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from mesh.resilience.breaker import BreakerStateMachine
-from mesh.resilience.edge_policy import BreakerPolicy
-from mesh.resilience.errors import BreakerOpenError
-from mesh.resilience.events import BreakerState, BreakerStateChanged, Event
+from grpc_aio_resilience import from_dict
+from grpc_aio_resilience.breaker import BreakerStateMachine
+from grpc_aio_resilience.edge_policy import BreakerPolicy
+from grpc_aio_resilience.errors import BreakerOpenError
+from grpc_aio_resilience.events import BreakerState, BreakerStateChanged, Event
 from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import recording_bus
 
@@ -23,7 +24,7 @@ CLOSED, HALF_OPEN, OPEN = BreakerState.CLOSED, BreakerState.HALF_OPEN, BreakerSt
 def make(**fields: object) -> tuple[BreakerStateMachine, FakeClock, list[Event]]:
     clock = FakeClock()
     bus, seen = recording_bus()
-    policy = BreakerPolicy.model_validate(fields)
+    policy = from_dict(BreakerPolicy, fields)
     return BreakerStateMachine(policy, clock, bus, "dep", "/m"), clock, seen
 
 
@@ -232,7 +233,7 @@ TestBreakerAgainstModel.settings = settings(max_examples=150, stateful_step_coun
 
 
 def test_its_state_follows_its_clock_without_a_call() -> None:
-    from mesh.resilience.breaker import state_at
+    from grpc_aio_resilience.breaker import state_at
 
     b, clock, seen = make(consecutive_failures=1, open_s=2.0)
     fail(b)

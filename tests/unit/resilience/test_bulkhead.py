@@ -8,11 +8,11 @@ from typing import Any
 import grpc
 import pytest
 
-from mesh.resilience.bulkhead import Bulkhead
-from mesh.resilience.context import CallContext
-from mesh.resilience.edge_policy import BulkheadPolicy
-from mesh.resilience.errors import BulkheadFullError
-from mesh.resilience.events import BulkheadRejected
+from grpc_aio_resilience.bulkhead import Bulkhead
+from grpc_aio_resilience.context import CallContext
+from grpc_aio_resilience.edge_policy import BulkheadPolicy
+from grpc_aio_resilience.errors import BulkheadFullError
+from grpc_aio_resilience.events import BulkheadRejected
 from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import GET_PROFILE, recording_bus
 

@@ -11,20 +11,20 @@ import grpc
 import grpc.aio
 import pytest
 
-from mesh.policy.loading import load_policy
-from mesh.resilience import classify
-from mesh.resilience.breaker import BreakerStrategy
-from mesh.resilience.criticality import Criticality
-from mesh.resilience.errors import CALLER_DEADLINE_KEY, PUSHBACK_KEY, ShedError
-from mesh.resilience.events import (
+from grpc_aio_resilience import classify
+from grpc_aio_resilience.breaker import BreakerStrategy
+from grpc_aio_resilience.criticality import Criticality
+from grpc_aio_resilience.errors import CALLER_DEADLINE_KEY, PUSHBACK_KEY, ShedError
+from grpc_aio_resilience.events import (
     BreakerState,
     BreakerStateChanged,
     ReplicaEjected,
     RetryScheduled,
 )
-from mesh.resilience.pipeline import Pipeline, build_pipeline
-from mesh.resilience.retry import Retry
-from mesh.resilience.throttle import AdaptiveThrottle
+from grpc_aio_resilience.pipeline import Pipeline, build_pipeline
+from grpc_aio_resilience.retry import Retry
+from grpc_aio_resilience.throttle import AdaptiveThrottle
+from mesh.policy.loading import load_policy
 from mesh.runtime.relay import relayed_code
 from mesh.v1 import recommendation_pb2
 from tests.support.fake_clock import FakeClock

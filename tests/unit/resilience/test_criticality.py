@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from mesh.resilience import criticality
-from mesh.resilience.criticality import Criticality
+from grpc_aio_resilience import criticality
+from grpc_aio_resilience.criticality import Criticality
 
 
 def test_sheddable_ranks_below_critical() -> None:
@@ -19,12 +19,13 @@ def test_sheddable_ranks_below_critical() -> None:
 
 
 def test_metadata_names_a_criticality_or_nothing() -> None:
-    assert criticality.from_metadata([("mesh-criticality", "sheddable")]) is Criticality.SHEDDABLE
-    assert criticality.from_metadata([("mesh-criticality", b"CRITICAL_PLUS")]) is (
+    sheddable = [("resilience-criticality", "sheddable")]
+    assert criticality.from_metadata(sheddable) is Criticality.SHEDDABLE
+    assert criticality.from_metadata([("resilience-criticality", b"CRITICAL_PLUS")]) is (
         Criticality.CRITICAL_PLUS
     )
-    assert criticality.from_metadata([("mesh-criticality", "urgent")]) is None
-    assert criticality.from_metadata([("mesh-criticality", b"\xff")]) is None
+    assert criticality.from_metadata([("resilience-criticality", "urgent")]) is None
+    assert criticality.from_metadata([("resilience-criticality", b"\xff")]) is None
     assert criticality.from_metadata([("other", "SHEDDABLE")]) is None
     assert criticality.from_metadata(None) is None
 

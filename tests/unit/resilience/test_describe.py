@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from grpc_aio_resilience import PipelineDescriptor, describe, from_dict
+from grpc_aio_resilience.edge_policy import EdgePolicy
+from grpc_aio_resilience.pipeline import Pipeline, build_pipeline
+from grpc_aio_resilience.traps import ResiliencePolicyWarning
 from mesh.policy.loading import PRESETS, load_policy
-from mesh.resilience import PipelineDescriptor, describe
-from mesh.resilience.edge_policy import EdgePolicy
-from mesh.resilience.pipeline import Pipeline, build_pipeline
-from mesh.resilience.traps import ResiliencePolicyWarning
 from mesh.topology import EDGES, service
 from mesh.v1 import payment_pb2, profile_pb2, recommendation_pb2
 from tests.unit.resilience import trap_proto
@@ -132,7 +132,7 @@ def test_a_stream_is_retried_before_its_first_message_only() -> None:
 
 
 def test_a_users_own_service_as_a_user_would_assert_it() -> None:
-    edge = EdgePolicy.model_validate({"breaker": {"scope": "dependency"}})
+    edge = from_dict(EdgePolicy, {"breaker": {"scope": "dependency"}})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ResiliencePolicyWarning)
         pipeline = build_pipeline(
@@ -178,7 +178,7 @@ def test_a_streams_pipeline_describes_as_its_edges_and_a_hand_made_one_by_names(
 
 def test_a_hedged_method_is_described_under_hedging_and_not_under_retry() -> None:
     hedged = [trap_proto.GET, trap_proto.POST, trap_proto.WATCH]
-    edge = EdgePolicy.model_validate({"hedging": {"enabled": True, "methods": hedged}})
+    edge = from_dict(EdgePolicy, {"hedging": {"enabled": True, "methods": hedged}})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ResiliencePolicyWarning)
         pipeline = build_pipeline(

@@ -6,7 +6,7 @@ import grpc
 import grpc.aio
 import pytest
 
-from mesh.resilience.errors import (
+from grpc_aio_resilience.errors import (
     BreakerOpenError,
     BulkheadFullError,
     DeadlineBudgetExhaustedError,

@@ -13,14 +13,15 @@ import grpc
 import grpc.aio
 import pytest
 
-from mesh.resilience.context import CallContext
-from mesh.resilience.edge_policy import EdgePolicy
-from mesh.resilience.events import Event, EventBus, HedgeSettled, HedgeSkipped, HedgeStarted
-from mesh.resilience.hedging_options import HedgingOptionError, HedgingOptions
-from mesh.resilience.interceptor import ResilienceInterceptor
-from mesh.resilience.outlier_policy import OutlierPolicy
-from mesh.resilience.outlier_router import ReplicaRouter
-from mesh.resilience.pipeline import Pipeline, build_pipeline
+from grpc_aio_resilience import from_dict
+from grpc_aio_resilience.context import CallContext
+from grpc_aio_resilience.edge_policy import EdgePolicy
+from grpc_aio_resilience.events import Event, EventBus, HedgeSettled, HedgeSkipped, HedgeStarted
+from grpc_aio_resilience.hedging_options import HedgingOptionError, HedgingOptions
+from grpc_aio_resilience.interceptor import ResilienceInterceptor
+from grpc_aio_resilience.outlier_policy import OutlierPolicy
+from grpc_aio_resilience.outlier_router import ReplicaRouter
+from grpc_aio_resilience.pipeline import Pipeline, build_pipeline
 from mesh.v1 import profile_pb2
 from tests.unit.resilience.manual_clock import ManualClock, settle
 from tests.unit.resilience.unit_fakes import CHARGE, GET_PROFILE, REQUESTS, FakeCall, rpc_error
@@ -58,14 +59,15 @@ class ScriptedWire:
 
 
 def edge(budget: dict[str, Any] | None = None, **hedging: Any) -> EdgePolicy:
-    return EdgePolicy.model_validate(
+    return from_dict(
+        EdgePolicy,
         {
             "deadline": {"total_s": 30.0, "attempt_s": 10.0},
             "retry": {"max_attempts": 3, "budget": budget or {"enabled": False}},
             "breaker": {"enabled": False},
             "bulkhead": {"enabled": False},
             "hedging": {"enabled": True, "hedging_delay_s": 0.1, "max_attempts": 3, **hedging},
-        }
+        },
     )
 
 
@@ -225,12 +227,13 @@ def test_hedging_is_off_by_default_and_refused_beside_grpc_s_own_retries() -> No
     assert EdgePolicy().hedging.enabled is False
     assert "hedging" not in build_pipeline(EdgePolicy(), dependency="d", bus=EventBus()).names
     with pytest.raises(ValueError, match=r"hedging\.enabled needs native_retry off"):
-        EdgePolicy.model_validate(
+        from_dict(
+            EdgePolicy,
             {
                 "retry": {"max_attempts": 1},
                 "native_retry": {"enabled": True},
                 "hedging": {"enabled": True},
-            }
+            },
         )
 
 

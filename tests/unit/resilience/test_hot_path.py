@@ -10,19 +10,19 @@ import grpc
 import grpc.aio
 import pytest
 
-from mesh.resilience import attempt as attempt_module
-from mesh.resilience import criticality
-from mesh.resilience import events as ev
-from mesh.resilience import inbound as inbound_module
-from mesh.resilience import pipeline as pipeline_module
-from mesh.resilience.attempt import AttemptHook
-from mesh.resilience.context import CallContext
-from mesh.resilience.deadline import AttemptTimeout, TotalDeadline, inbound_deadline
-from mesh.resilience.edge_policy import DeadlinePolicy, EdgePolicy
-from mesh.resilience.errors import BreakerOpenError, DeadlineBudgetExhaustedError
-from mesh.resilience.events import EventBus
-from mesh.resilience.inbound import InboundInterceptor
-from mesh.resilience.pipeline import build_pipeline
+from grpc_aio_resilience import attempt as attempt_module
+from grpc_aio_resilience import criticality, from_dict
+from grpc_aio_resilience import events as ev
+from grpc_aio_resilience import inbound as inbound_module
+from grpc_aio_resilience import pipeline as pipeline_module
+from grpc_aio_resilience.attempt import AttemptHook
+from grpc_aio_resilience.context import CallContext
+from grpc_aio_resilience.deadline import AttemptTimeout, TotalDeadline, inbound_deadline
+from grpc_aio_resilience.edge_policy import DeadlinePolicy, EdgePolicy
+from grpc_aio_resilience.errors import BreakerOpenError, DeadlineBudgetExhaustedError
+from grpc_aio_resilience.events import EventBus
+from grpc_aio_resilience.inbound import InboundInterceptor
+from grpc_aio_resilience.pipeline import build_pipeline
 from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import GET_PROFILE, FakeWire, call
 
@@ -30,12 +30,13 @@ UNAVAILABLE = grpc.StatusCode.UNAVAILABLE
 
 
 def _edge() -> EdgePolicy:
-    return EdgePolicy.model_validate(
+    return from_dict(
+        EdgePolicy,
         {
             "deadline": {"total_s": 10.0, "attempt_s": 1.0},
             "retry": {"max_attempts": 3, "budget": {"enabled": False}},
             "breaker": {"consecutive_failures": 4, "failure_rate": None},
-        }
+        },
     )
 
 

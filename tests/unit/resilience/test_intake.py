@@ -1,17 +1,17 @@
-"""CoDel on the wait in front of admission (mesh.resilience.intake), on a manual clock: what a
-call's `mesh-timeout-ms` says it waited, and which waits the gate refuses when."""
+"""CoDel on the wait in front of admission (grpc_aio_resilience.intake), on a manual clock: what a
+call's `resilience-timeout-ms` says it waited, and which waits the gate refuses when."""
 
 from __future__ import annotations
 
 import grpc
 import pytest
 
-from mesh.resilience import intake
-from mesh.resilience.admission import Admission
-from mesh.resilience.admission_policy import IntakePolicy, ServerPolicy
-from mesh.resilience.criticality import Criticality
-from mesh.resilience.errors import ShedError
-from mesh.resilience.events import CallShed, Event, EventBus
+from grpc_aio_resilience import intake
+from grpc_aio_resilience.admission import Admission
+from grpc_aio_resilience.admission_policy import IntakePolicy, ServerPolicy
+from grpc_aio_resilience.criticality import Criticality
+from grpc_aio_resilience.errors import ShedError
+from grpc_aio_resilience.events import CallShed, Event, EventBus
 from tests.unit.resilience.manual_clock import ManualClock
 
 M = "/mesh.v1.Gateway/GetHome"
@@ -54,11 +54,11 @@ def test_off_by_default() -> None:
 @pytest.mark.parametrize(
     ("metadata", "expected"),
     [
-        ((("mesh-timeout-ms", "250"),), 0.25),
-        ((("other", "1"), ("mesh-timeout-ms", b"1500")), 1.5),
-        ((("mesh-timeout-ms", "soon"),), None),
-        ((("mesh-timeout-ms", "-5"),), None),
-        ((("mesh-timeout-ms", "inf"),), None),
+        ((("resilience-timeout-ms", "250"),), 0.25),
+        ((("other", "1"), ("resilience-timeout-ms", b"1500")), 1.5),
+        ((("resilience-timeout-ms", "soon"),), None),
+        ((("resilience-timeout-ms", "-5"),), None),
+        ((("resilience-timeout-ms", "inf"),), None),
         ((), None),
         (None, None),
     ],

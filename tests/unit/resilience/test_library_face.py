@@ -1,4 +1,4 @@
-"""mesh.resilience has a face: `__all__` names the pipeline, the strategies, errors, events,
+"""grpc_aio_resilience has a face: `__all__` names the pipeline, the strategies, errors, events,
 the interceptor and the channel, each the object its module defines, loaded on first use."""
 
 from __future__ import annotations
@@ -7,14 +7,15 @@ import importlib
 import subprocess
 import sys
 
-import mesh.resilience as resilience
+import grpc_aio_resilience as resilience
 
 
 def test_every_public_name_is_the_object_its_module_defines() -> None:
     assert len(resilience.__all__) == len(set(resilience.__all__)) > 20
     for name in resilience.__all__:
-        module = importlib.import_module(f"mesh.resilience.{resilience._WHERE[name]}")
-        assert getattr(resilience, name) is getattr(module, name), name
+        where, _, attribute = resilience._WHERE[name].partition(":")  # module:attribute: renamed
+        module = importlib.import_module(f"grpc_aio_resilience.{where}")
+        assert getattr(resilience, name) is getattr(module, attribute or name), name
     for wanted in (
         "build_pipeline",
         "Retry",
@@ -31,7 +32,7 @@ def test_every_public_name_is_the_object_its_module_defines() -> None:
 
 def test_star_import_gives_the_face_and_an_unknown_name_is_an_attribute_error() -> None:
     namespace: dict[str, object] = {}
-    exec("from mesh.resilience import *", namespace)
+    exec("from grpc_aio_resilience import *", namespace)
     assert set(resilience.__all__) <= set(namespace)
     try:
         resilience.NoSuchThing  # noqa: B018
@@ -43,9 +44,9 @@ def test_star_import_gives_the_face_and_an_unknown_name_is_an_attribute_error() 
 
 def test_importing_one_small_module_does_not_load_the_library() -> None:
     code = (
-        "import sys, mesh.resilience.classify; "
-        "print(sorted(m for m in sys.modules if m.startswith('mesh.resilience.')))"
+        "import sys, grpc_aio_resilience.classify; "
+        "print(sorted(m for m in sys.modules if m.startswith('grpc_aio_resilience.')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "mesh.resilience.pipeline" not in out.stdout
-    assert "mesh.resilience.channel" not in out.stdout
+    assert "grpc_aio_resilience.pipeline" not in out.stdout
+    assert "grpc_aio_resilience.channel" not in out.stdout

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mesh.resilience.limits import (
+from grpc_aio_resilience.limits import (
     AIMDLimit,
     AIMDSettings,
     FixedLimit,

@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from mesh.resilience.limits import Gradient2Limit, Gradient2Settings
+from grpc_aio_resilience.limits import Gradient2Limit, Gradient2Settings
 
 MS = 1e-3
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mesh.resilience.limits import VegasLimit, VegasSettings
+from grpc_aio_resilience.limits import VegasLimit, VegasSettings
 
 MS = 1e-3
 

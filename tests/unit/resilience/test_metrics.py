@@ -7,7 +7,8 @@ import urllib.request
 
 from prometheus_client import CollectorRegistry
 
-from mesh.resilience import events as ev
+from grpc_aio_resilience import events as ev
+from grpc_aio_resilience import from_dict
 from mesh.telemetry.metrics import MeshMetrics
 
 M = "/mesh.v1.ProfileService/GetProfile"
@@ -79,8 +80,8 @@ async def test_two_registries_do_not_collide_and_http_serves_one() -> None:
 
 
 def test_an_open_breaker_nobody_calls_reads_half_open_once_its_open_time_passes() -> None:
-    from mesh.resilience.breaker import BreakerStateMachine
-    from mesh.resilience.edge_policy import BreakerPolicy
+    from grpc_aio_resilience.breaker import BreakerStateMachine
+    from grpc_aio_resilience.edge_policy import BreakerPolicy
     from tests.support.fake_clock import FakeClock
 
     clock = FakeClock()
@@ -88,7 +89,7 @@ def test_an_open_breaker_nobody_calls_reads_half_open_once_its_open_time_passes(
     metrics = MeshMetrics(registry, "gateway", clock=clock)
     bus = ev.EventBus()
     bus.subscribe(metrics.listener)
-    policy = BreakerPolicy.model_validate({"consecutive_failures": 2, "open_s": 2.0})
+    policy = from_dict(BreakerPolicy, {"consecutive_failures": 2, "open_s": 2.0})
     breaker = BreakerStateMachine(policy, clock, bus, "recommendation", "/x/Popular")
     for _ in range(2):
         breaker.record_failure(breaker.acquire())

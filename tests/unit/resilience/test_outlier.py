@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mesh.resilience.events import ReplicaEjected, ReplicaReturned
-from mesh.resilience.outlier import OutlierDetector
-from mesh.resilience.outlier_policy import OutlierPolicy
+from grpc_aio_resilience.events import ReplicaEjected, ReplicaReturned
+from grpc_aio_resilience.outlier import OutlierDetector
+from grpc_aio_resilience.outlier_policy import OutlierPolicy
 from tests.support.fake_clock import FakeClock
 
 

@@ -7,14 +7,14 @@ import random
 
 from prometheus_client import CollectorRegistry
 
+from grpc_aio_resilience import events as ev
+from grpc_aio_resilience.breaker import BreakerStrategy
+from grpc_aio_resilience.bulkhead import Bulkhead
+from grpc_aio_resilience.outlier_policy import OutlierPolicy
+from grpc_aio_resilience.outlier_router import ReplicaRouter
+from grpc_aio_resilience.pipeline import build_pipeline
+from grpc_aio_resilience.retry import Retry
 from mesh.policy.loading import load_policy
-from mesh.resilience import events as ev
-from mesh.resilience.breaker import BreakerStrategy
-from mesh.resilience.bulkhead import Bulkhead
-from mesh.resilience.outlier_policy import OutlierPolicy
-from mesh.resilience.outlier_router import ReplicaRouter
-from mesh.resilience.pipeline import build_pipeline
-from mesh.resilience.retry import Retry
 from mesh.telemetry.metrics import MeshMetrics
 from tests.support.fake_clock import FakeClock
 

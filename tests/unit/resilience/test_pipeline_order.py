@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from mesh.policy.loading import PRESETS, load_policy, load_policy_text
-from mesh.resilience.channel import resilient_channel
-from mesh.resilience.edge_policy import EdgePolicy
-from mesh.resilience.interceptor import ResilienceInterceptor
-from mesh.resilience.pipeline import (
+from grpc_aio_resilience import from_dict
+from grpc_aio_resilience.channel import resilient_channel
+from grpc_aio_resilience.edge_policy import EdgePolicy
+from grpc_aio_resilience.interceptor import ResilienceInterceptor
+from grpc_aio_resilience.pipeline import (
     BREAKER_OUTSIDE_RETRY_ORDER,
     ORDERS,
     PIPELINE_ORDER,
     build_pipeline,
 )
+from mesh.policy.loading import PRESETS, load_policy, load_policy_text
 from mesh.topology import EDGES
 from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import recording_bus
@@ -62,9 +63,7 @@ def test_the_other_declared_order_puts_the_breaker_outside_retry() -> None:
 
 
 def test_hedging_sits_outside_retry_when_an_edge_turns_it_on() -> None:
-    policy = EdgePolicy.model_validate(
-        {"hedging": {"enabled": True}, "throttle": {"enabled": True}}
-    )
+    policy = from_dict(EdgePolicy, {"hedging": {"enabled": True}, "throttle": {"enabled": True}})
     pipeline = build_pipeline(policy, dependency="profile", bus=recording_bus()[0])
     assert pipeline.names == hedging_before_retry(FULL)
 

@@ -11,12 +11,13 @@ import grpc
 import grpc.aio
 import pytest
 
+from grpc_aio_resilience import from_dict
+from grpc_aio_resilience.breaker import BreakerStrategy
+from grpc_aio_resilience.edge_policy import EdgePolicy
+from grpc_aio_resilience.errors import BreakerOpenError
+from grpc_aio_resilience.events import BreakerState
+from grpc_aio_resilience.pipeline import Pipeline, build_pipeline
 from mesh.policy.loading import PolicyError, load_policy_text
-from mesh.resilience.breaker import BreakerStrategy
-from mesh.resilience.edge_policy import EdgePolicy
-from mesh.resilience.errors import BreakerOpenError
-from mesh.resilience.events import BreakerState
-from mesh.resilience.pipeline import Pipeline, build_pipeline
 from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import GET_PROFILE, FakeWire, Reply, call, recording_bus
 
@@ -26,7 +27,8 @@ INSIDE, OUTSIDE = "retry-outside-breaker", "breaker-outside-retry"
 
 
 def policy(order: str, consecutive: int, **deadline: float) -> EdgePolicy:
-    return EdgePolicy.model_validate(
+    return from_dict(
+        EdgePolicy,
         {
             "order": order,
             "deadline": {"total_s": 10.0, "attempt_s": 1.0, **deadline},
@@ -39,7 +41,7 @@ def policy(order: str, consecutive: int, **deadline: float) -> EdgePolicy:
                 "half_open_successes": 1,
             },
             "bulkhead": {"enabled": False},
-        }
+        },
     )
 
 

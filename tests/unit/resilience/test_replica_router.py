@@ -12,13 +12,13 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from mesh.resilience.channel import replica_router, resilient_channel, router_of
-from mesh.resilience.edge_policy import EdgePolicy
-from mesh.resilience.events import ReplicaEjected, ReplicaReturned
-from mesh.resilience.interceptor import ResilienceInterceptor
-from mesh.resilience.outlier_policy import OutlierPolicy
-from mesh.resilience.outlier_router import ReplicaRouter
-from mesh.resilience.pipeline import build_pipeline
+from grpc_aio_resilience.channel import replica_router, resilient_channel, router_of
+from grpc_aio_resilience.edge_policy import EdgePolicy
+from grpc_aio_resilience.events import EventBus, ReplicaEjected, ReplicaReturned
+from grpc_aio_resilience.interceptor import ResilienceInterceptor
+from grpc_aio_resilience.outlier_policy import OutlierPolicy
+from grpc_aio_resilience.outlier_router import ReplicaRouter
+from grpc_aio_resilience.pipeline import build_pipeline
 from mesh.v1 import profile_pb2
 from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import GET_PROFILE, FakeCall, recording_bus, rpc_error
@@ -200,3 +200,18 @@ async def test_a_channel_over_replicas_has_one_interceptor_the_router_behind_it(
         finally:
             await router.close() if router is not None else None
             await channel.close()
+
+
+def test_hedged_calls_first_attempts_still_take_turns() -> None:
+    """A hedge goes to a replica its call has not used, without moving the rotation on: with
+    two replicas, calls that all hedge start on each in turn (before: always on the same one,
+    so with one replica slow every call hedged and paid for it from the retry budget)."""
+    router = ReplicaRouter(
+        "profile", ["a", "b"], lambda address: None, OutlierPolicy(), EventBus(), FakeClock()
+    )
+    firsts = []
+    for _ in range(6):
+        taken: set[str] = set()
+        firsts.append(router.pick_apart(taken))
+        assert router.pick_apart(taken) != firsts[-1]  # the hedge: the other replica
+    assert firsts == ["b", "a", "b", "a", "b", "a"]

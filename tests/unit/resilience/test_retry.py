@@ -8,10 +8,11 @@ import grpc
 import grpc.aio
 import pytest
 
-from mesh.resilience.edge_policy import EdgePolicy
-from mesh.resilience.errors import BreakerOpenError, DeadlineBudgetExhaustedError
-from mesh.resilience.events import RetryScheduled, RetrySkipped
-from mesh.resilience.pipeline import Pipeline, build_pipeline
+from grpc_aio_resilience import from_dict
+from grpc_aio_resilience.edge_policy import EdgePolicy
+from grpc_aio_resilience.errors import BreakerOpenError, DeadlineBudgetExhaustedError
+from grpc_aio_resilience.events import RetryScheduled, RetrySkipped
+from grpc_aio_resilience.pipeline import Pipeline, build_pipeline
 from mesh.v1 import payment_pb2
 from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import (
@@ -28,13 +29,14 @@ UNAVAILABLE = grpc.StatusCode.UNAVAILABLE
 
 def edge(**retry: object) -> EdgePolicy:
     """Retry (no budget) and deadlines only, unless a test says otherwise."""
-    return EdgePolicy.model_validate(
+    return from_dict(
+        EdgePolicy,
         {
             "deadline": {"total_s": 10.0, "attempt_s": 1.0},
             "retry": {"max_attempts": 3, "budget": {"enabled": False}, **retry},
             "breaker": {"enabled": False},
             "bulkhead": {"enabled": False},
-        }
+        },
     )
 
 
@@ -138,13 +140,14 @@ async def test_budget_exhaustion_stops_retries_for_the_whole_dependency() -> Non
 
 
 async def test_attempts_get_the_attempt_timeout_capped_by_time_left() -> None:
-    policy = EdgePolicy.model_validate(
+    policy = from_dict(
+        EdgePolicy,
         {
             "deadline": {"total_s": 0.7, "attempt_s": 0.3},
             "retry": {"max_attempts": 5, "base_backoff_s": 0.01, "budget": {"enabled": False}},
             "breaker": {"enabled": False},
             "bulkhead": {"enabled": False},
-        }
+        },
     )
     pipeline, wire = setup(policy, None, hang_s=60.0)
     started_s = wire.clock.now()
@@ -172,12 +175,13 @@ async def test_no_backoff_starts_that_would_outlive_the_deadline() -> None:
 
 
 async def test_breaker_opening_mid_retry_skips_the_remaining_retries() -> None:
-    policy = EdgePolicy.model_validate(
+    policy = from_dict(
+        EdgePolicy,
         {
             "retry": {"max_attempts": 5, "budget": {"enabled": False}},
             "breaker": {"consecutive_failures": 2, "failure_rate": None},
             "bulkhead": {"enabled": False},
-        }
+        },
     )
     clock = FakeClock()
     bus, seen = recording_bus()

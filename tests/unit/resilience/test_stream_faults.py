@@ -9,9 +9,9 @@ from typing import Any
 import grpc
 import pytest
 
+from grpc_aio_resilience.events import EventBus
 from mesh.config_error import ConfigError
 from mesh.faults.injection import FaultInterceptor, FaultSpec, FaultTable, FaultValidationError
-from mesh.resilience.events import EventBus
 
 STREAM = "/mesh.v1.RecommendationService/StreamRecommend"
 Details = namedtuple("Details", "method invocation_metadata")

@@ -11,11 +11,12 @@ import grpc
 import grpc.aio
 import pytest
 
-from mesh.resilience.edge_policy import EdgePolicy
-from mesh.resilience.errors import StreamBrokenError
-from mesh.resilience.events import RetryScheduled, RetrySkipped, StreamCommitted, StreamEnded
-from mesh.resilience.pipeline import build_pipeline
-from mesh.resilience.streaming import ResilientStreamCall, StreamContext, StreamWire
+from grpc_aio_resilience import from_dict
+from grpc_aio_resilience.edge_policy import EdgePolicy
+from grpc_aio_resilience.errors import StreamBrokenError
+from grpc_aio_resilience.events import RetryScheduled, RetrySkipped, StreamCommitted, StreamEnded
+from grpc_aio_resilience.pipeline import build_pipeline
+from grpc_aio_resilience.streaming import ResilientStreamCall, StreamContext, StreamWire
 from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import recording_bus, rpc_error
 
@@ -71,13 +72,14 @@ class FakeStreams:
 
 
 def policy(max_attempts: int = 3, attempt_s: float = 0.3, total_s: float = 5.0) -> EdgePolicy:
-    return EdgePolicy.model_validate(
+    return from_dict(
+        EdgePolicy,
         {
             "deadline": {"total_s": total_s, "attempt_s": attempt_s},
             "retry": {"max_attempts": max_attempts, "budget": {"enabled": False}},
             "breaker": {"enabled": False},
             "bulkhead": {"enabled": False},
-        }
+        },
     )
 
 

@@ -10,11 +10,11 @@ import grpc.aio
 import pytest
 from prometheus_client import CollectorRegistry
 
+from grpc_aio_resilience.errors import ClientThrottledError
+from grpc_aio_resilience.events import ClientThrottled
+from grpc_aio_resilience.pipeline import build_pipeline
+from grpc_aio_resilience.throttle import AdaptiveThrottle, is_overload_refusal
 from mesh.policy.loading import load_policy_text
-from mesh.resilience.errors import ClientThrottledError
-from mesh.resilience.events import ClientThrottled
-from mesh.resilience.pipeline import build_pipeline
-from mesh.resilience.throttle import AdaptiveThrottle, is_overload_refusal
 from mesh.telemetry.metrics import MeshMetrics
 from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.throttle_sim import (

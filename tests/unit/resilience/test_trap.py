@@ -12,15 +12,17 @@ from collections import Counter
 import grpc
 import grpc.aio
 
-from mesh.resilience.edge_policy import EdgePolicy
-from mesh.resilience.events import BreakerRejected, RetryScheduled
-from mesh.resilience.pipeline import Pipeline, build_pipeline
+from grpc_aio_resilience import from_dict
+from grpc_aio_resilience.edge_policy import EdgePolicy
+from grpc_aio_resilience.events import BreakerRejected, RetryScheduled
+from grpc_aio_resilience.pipeline import Pipeline, build_pipeline
 from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import POPULAR, RECOMMEND, FakeWire, call, recording_bus
 
 
 def setup(scope: str) -> tuple[Pipeline, FakeWire, list[object]]:
-    policy = EdgePolicy.model_validate(
+    policy = from_dict(
+        EdgePolicy,
         {
             "deadline": {"total_s": 10.0, "attempt_s": 1.0},
             "retry": {
@@ -36,7 +38,7 @@ def setup(scope: str) -> tuple[Pipeline, FakeWire, list[object]]:
                 "open_s": 30.0,
             },
             "bulkhead": {"enabled": False},
-        }
+        },
     )
     clock = FakeClock()
     bus, seen = recording_bus()

@@ -4,17 +4,18 @@ deadline), with the numbers and the option to change; a sound composition builds
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from mesh.resilience import traps
-from mesh.resilience.description import describe
-from mesh.resilience.edge_policy import EdgePolicy
-from mesh.resilience.pipeline import Pipeline, build_pipeline
-from mesh.resilience.traps import ResiliencePolicyWarning
+from grpc_aio_resilience import from_dict, traps
+from grpc_aio_resilience.description import describe
+from grpc_aio_resilience.edge_policy import EdgePolicy
+from grpc_aio_resilience.pipeline import Pipeline, build_pipeline
+from grpc_aio_resilience.traps import ResiliencePolicyWarning
 from tests.unit.resilience import trap_proto
 from tests.unit.resilience.unit_fakes import recording_bus
 
@@ -36,7 +37,7 @@ def policy(**sections: dict[str, Any]) -> EdgePolicy:
     merged = {**SOUND}
     for name, section in sections.items():
         merged[name] = {**merged.get(name, {}), **section}
-    return EdgePolicy.model_validate(merged)
+    return from_dict(EdgePolicy, merged)
 
 
 def build(edge: EdgePolicy, services: tuple[str, ...] = ()) -> tuple[Pipeline, list[str]]:
@@ -96,7 +97,7 @@ def test_a_rate_window_one_call_fills_is_warned() -> None:
 
 def test_a_breaker_outside_retry_counts_a_call_once_so_it_is_not_warned() -> None:
     edge = policy(breaker={"consecutive_failures": 2, "min_calls": 2})
-    _, warned = build(edge.model_copy(update={"order": "breaker-outside-retry"}))
+    _, warned = build(dataclasses.replace(edge, order="breaker-outside-retry"))
     assert warned == []
 
 

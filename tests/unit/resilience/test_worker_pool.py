@@ -8,9 +8,10 @@ import statistics
 
 import pytest
 
-from mesh.resilience.admission_policy import PoolPolicy
-from mesh.resilience.events import Event, EventBus, PoolWorkDone
-from mesh.resilience.worker_pool import WorkerPool, service_times
+from grpc_aio_resilience import from_dict
+from grpc_aio_resilience.events import Event, EventBus, PoolWorkDone
+from mesh.policy.pool import PoolPolicy
+from mesh.runtime.worker_pool import WorkerPool, service_times
 from tests.unit.resilience.manual_clock import ManualClock, settle
 
 
@@ -54,7 +55,7 @@ async def test_a_late_event_loop_does_not_lower_the_capacity() -> None:
 @pytest.mark.parametrize("distribution", ["fixed", "exponential", "lognormal"])
 def test_service_times_have_the_declared_mean(distribution: str) -> None:
     policy = {"workers": 1, "service_time_s": 0.02, "distribution": distribution, "seed": 7}
-    draw = service_times(PoolPolicy.model_validate(policy))
+    draw = service_times(from_dict(PoolPolicy, policy))
     samples = [draw() for _ in range(20_000)]
     assert statistics.fmean(samples) == pytest.approx(0.02, rel=0.05)
     assert min(samples) > 0

@@ -9,11 +9,12 @@ from typing import Any
 import grpc
 import pytest
 
+from grpc_aio_resilience import from_dict
+from grpc_aio_resilience.errors import PoolFullError
+from grpc_aio_resilience.events import Event, EventBus, PoolWorkDone
 from mesh.faults.injection import FaultSpec, FaultTable, FaultValidationError
-from mesh.resilience.admission_policy import PoolPolicy
-from mesh.resilience.errors import PoolFullError
-from mesh.resilience.events import Event, EventBus, PoolWorkDone
-from mesh.resilience.worker_pool import WorkerPool
+from mesh.policy.pool import PoolPolicy
+from mesh.runtime.worker_pool import WorkerPool
 from tests.unit.resilience.manual_clock import ManualClock, settle
 
 
@@ -23,7 +24,7 @@ def _pool(
     bus = EventBus()
     seen: list[Event] = []
     bus.subscribe(seen.append)
-    settings = PoolPolicy.model_validate({"workers": 1, "service_time_s": 0.1, **policy})
+    settings = from_dict(PoolPolicy, {"workers": 1, "service_time_s": 0.1, **policy})
     return WorkerPool("recommendation", settings, clock, bus, slowdown), seen
 
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 import grpc
 import grpc.aio
 
-from mesh.resilience.context import CallContext
-from mesh.resilience.errors import ClientThrottledError
-from mesh.resilience.throttle import AdaptiveThrottle
-from mesh.resilience.throttle_policy import ThrottlePolicy
+from grpc_aio_resilience.context import CallContext
+from grpc_aio_resilience.errors import ClientThrottledError
+from grpc_aio_resilience.throttle import AdaptiveThrottle
+from grpc_aio_resilience.throttle_policy import ThrottlePolicy
 from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import FakeCall, recording_bus, rpc_error
 

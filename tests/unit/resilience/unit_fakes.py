@@ -9,9 +9,9 @@ from typing import Any, TypeAlias
 import grpc
 import grpc.aio
 
-from mesh.resilience.context import CallContext
-from mesh.resilience.events import Event, EventBus
-from mesh.resilience.pipeline import Pipeline
+from grpc_aio_resilience.context import CallContext
+from grpc_aio_resilience.events import Event, EventBus
+from grpc_aio_resilience.pipeline import Pipeline
 from mesh.v1 import payment_pb2, profile_pb2, recommendation_pb2
 from tests.support.fake_clock import FakeClock
 

@@ -26,8 +26,8 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from mesh.resilience import events as ev
-from mesh.resilience.context import CallContext
+from grpc_aio_resilience import events as ev
+from grpc_aio_resilience.context import CallContext
 from mesh.telemetry.tracing import spans as sp
 from mesh.telemetry.tracing.choice import recorder_for
 from mesh.telemetry.tracing.jsonl_exporter import JsonLinesSpanExporter, JsonLinesSpanProcessor

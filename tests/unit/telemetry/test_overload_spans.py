@@ -13,14 +13,14 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from grpc_aio_resilience import criticality
+from grpc_aio_resilience.context import CallContext
+from grpc_aio_resilience.criticality import Criticality
+from grpc_aio_resilience.errors import ClientThrottledError
+from grpc_aio_resilience.events import EventBus
+from grpc_aio_resilience.pipeline import Pipeline, build_pipeline
+from grpc_aio_resilience.throttle import AdaptiveThrottle
 from mesh.policy.loading import load_policy_text
-from mesh.resilience import criticality
-from mesh.resilience.context import CallContext
-from mesh.resilience.criticality import Criticality
-from mesh.resilience.errors import ClientThrottledError
-from mesh.resilience.events import EventBus
-from mesh.resilience.pipeline import Pipeline, build_pipeline
-from mesh.resilience.throttle import AdaptiveThrottle
 from mesh.telemetry import names as n
 from mesh.telemetry.tracing import spans as sp
 from mesh.telemetry.tracing.span_events import tracing_listener

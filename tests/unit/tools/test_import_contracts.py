@@ -42,7 +42,7 @@ def test_every_service_is_held_apart_from_the_others() -> None:
     (layers,) = [
         c
         for c in contracts().values()
-        if c["type"] == "layers" and c["layers"][-1] == "mesh.resilience"
+        if c["type"] == "layers" and c["layers"][-1] == "mesh.telemetry"
     ]
     assert set(layers["layers"][0].split(" | ")) == services
 

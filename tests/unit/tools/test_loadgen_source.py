@@ -1,7 +1,7 @@
 """loadgen/go (the Go load generator) has no generated code: its protobuf field numbers,
 ChargeStatus names, status code names, retryable codes and pushback key are written out in
 load.go. Each must agree with the .proto files (through the generated descriptors) and with
-mesh.resilience, or its records would quietly differ from the Python generator's."""
+grpc_aio_resilience, or its records would quietly differ from the Python generator's."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import grpc
 
+from grpc_aio_resilience import intake
+from grpc_aio_resilience.classify import RETRYABLE_CODES
+from grpc_aio_resilience.errors import PUSHBACK_KEY
 from loadgen.generator import METHODS, TICK_S
-from mesh.resilience import intake
-from mesh.resilience.classify import RETRYABLE_CODES
-from mesh.resilience.errors import PUSHBACK_KEY
 from mesh.v1 import gateway_pb2, payment_pb2
 
 SOURCE = (Path(__file__).resolve().parents[3] / "loadgen" / "go" / "load.go").read_text()

@@ -21,9 +21,9 @@ import grpc
 import grpc.aio
 from opentelemetry import trace
 
+from grpc_aio_resilience import Behaviour, StreamBehaviour, WrappedHandlers, responses
 from mesh import settings
-from mesh.resilience.server_layer import Behaviour, WrappedHandlers, is_exempt
-from mesh.resilience.streaming_server import StreamBehaviour, responses
+from mesh.exempt import is_exempt
 from mesh.telemetry import names as n
 from mesh.telemetry.tracing.spans import SpanFactory, TracingServerInterceptor, current_server_span
 from mesh.telemetry.tracing.traceparent import parse_ids

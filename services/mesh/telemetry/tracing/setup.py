@@ -26,10 +26,8 @@ from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
+from grpc_aio_resilience import AttemptObserver, Listener, ServerLayer
 from mesh import settings
-from mesh.resilience.attempt import AttemptObserver
-from mesh.resilience.events import Listener
-from mesh.resilience.server_layer import ServerLayer
 from mesh.telemetry.tracing.jsonl_exporter import (
     DEFAULT_BACKUPS,
     DEFAULT_DELAY_S,

@@ -15,7 +15,7 @@ from typing import Any
 
 from opentelemetry import trace
 
-from mesh.resilience import events as ev
+import grpc_aio_resilience as ev
 from mesh.telemetry import names as n
 from mesh.telemetry.tracing.spans import current_call_span, current_server_span
 

@@ -30,18 +30,22 @@ from opentelemetry.propagators.textmap import Setter, TextMapPropagator
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 from opentelemetry.util.types import AttributeValue
 
-from mesh import settings
-from mesh.resilience import classify
-from mesh.resilience.context import CallContext
-from mesh.resilience.deadline import inbound_deadline
-from mesh.resilience.server_layer import (
+from grpc_aio_resilience import (
     Behaviour,
+    CallContext,
     ServerLayer,
+    StreamBehaviour,
+    StreamStatus,
     WrappedHandlers,
     code_set,
-    is_exempt,
+    inbound_deadline,
+    tracked,
 )
-from mesh.resilience.streaming_server import StreamBehaviour, StreamStatus, tracked
+from grpc_aio_resilience import (
+    pushback_s as pushback_in,
+)
+from mesh import settings
+from mesh.exempt import is_exempt
 from mesh.telemetry import names as n
 from mesh.telemetry.tracing.choice import recorder_for
 from mesh.telemetry.tracing.seam import SpanRecorder
@@ -251,7 +255,7 @@ class AttemptSpan:
         span = self._span
         if exc is not None and span.is_recording():
             if isinstance(exc, grpc.aio.AioRpcError):
-                pushback_s = classify.pushback_s(exc.trailing_metadata())
+                pushback_s = pushback_in(exc.trailing_metadata())
                 if pushback_s is not None:
                     span.add_event(n.EV_PUSHBACK, {n.PUSHBACK_S: pushback_s})
             _end_client_span(span, exc, {})

@@ -1,0 +1,1 @@
+"""A small key-value service and its client, each protected by grpc_aio_resilience."""

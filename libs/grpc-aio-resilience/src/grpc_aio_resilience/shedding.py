@@ -1,0 +1,189 @@
+"""Server-side admission, the one layer: unary calls through grpc_aio_resilience.admission (a
+static, Vegas or Gradient2 limit, deadline-aware, queued, sheddable first, CoDel on the wait in
+front of the server), streams against their own static limit. A grpc.aio ServerInterceptor: mount
+it alone, or with StreamGuard outside it (`server_interceptors`)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import aclosing
+from typing import Any
+
+import grpc
+import grpc.aio
+
+from grpc_aio_resilience import criticality, intake
+from grpc_aio_resilience.admission import Admission
+from grpc_aio_resilience.admission_policy import ServerPolicy
+from grpc_aio_resilience.clock import Clock, SystemClock
+from grpc_aio_resilience.errors import ShedError
+from grpc_aio_resilience.events import CallShed, EventBus
+from grpc_aio_resilience.server_layer import (
+    EXEMPT_PREFIXES,
+    Behaviour,
+    ServerLayer,
+    WrappedHandlers,
+    abort_with,
+    is_exempt,
+)
+from grpc_aio_resilience.streaming_server import StreamBehaviour, responses
+
+
+class _Places:
+    """One limit on what is in flight at once (0: no limit)."""
+
+    __slots__ = ("in_flight", "kind", "limit")
+
+    def __init__(self, kind: str, limit: int) -> None:
+        self.kind = kind
+        self.limit = limit
+        self.in_flight = 0
+
+
+DROPPED_CODES = frozenset({"RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED"})
+"""A call ending with these was dropped (refused further on, or out of time): the limit's
+onDropped. OK is a sample (onSuccess); any other code has no meaningful RTT (onIgnore)."""
+
+
+def _dropped(context: grpc.aio.ServicerContext, default: str) -> bool | None:
+    code = context.code()
+    name = code.name if isinstance(code, grpc.StatusCode) else default
+    if name == "OK":
+        return False
+    if name in DROPPED_CODES:
+        return True
+    if name == "CANCELLED":  # the client's deadline passed (a timeout), or it gave up
+        remaining_s = context.time_remaining()
+        return True if remaining_s is not None and remaining_s <= 0 else None
+    return None
+
+
+class SheddingInterceptor(ServerLayer):
+    """Refuses what admission will not take with RESOURCE_EXHAUSTED and a pushback, so
+    callers back off instead of queueing into a timeout (refuse some rather than fail all).
+
+    Streams count against their own limit, `max_streams_in_flight`, never against the unary
+    calls': a stream may hold its place for as long as its reader takes, and streams that
+    stall must not leave a unary call without one. At that limit a new stream first asks
+    `make_stream_room` (StreamGuard.end_longest_stalled) to end a stream whose reader stalled,
+    and takes its place; only when there is none is it refused.
+
+    Methods starting with an `exempt` prefix (health and reflection by default) are never
+    refused; without a `bus`, the layer's events go to a bus of its own."""
+
+    def __init__(
+        self,
+        service: str,
+        policy: ServerPolicy | None = None,
+        bus: EventBus | None = None,
+        clock: Clock | None = None,
+        make_stream_room: Callable[[], bool] | None = None,
+        *,
+        exempt: Iterable[str] = EXEMPT_PREFIXES,
+    ) -> None:
+        policy = ServerPolicy() if policy is None else policy
+        self._service = service
+        self._bus = bus = EventBus() if bus is None else bus
+        self._make_stream_room = make_stream_room
+        self._exempt = tuple(exempt)
+        self.admission = Admission(service, policy, clock or SystemClock(), bus)
+        self._streams = _Places("stream", 0)
+        self.update(policy)
+        self._wrapped = WrappedHandlers()
+
+    def update(self, policy: ServerPolicy) -> None:
+        """New limits for calls arriving from now on (a policy swapped at runtime)."""
+        self.admission.update(policy)
+        self._streams.limit = policy.max_streams_in_flight
+        self._pushback_s = policy.shed_pushback_ms / 1000.0
+
+    def wrap(
+        self, handler: grpc.RpcMethodHandler | None, handler_call_details: grpc.HandlerCallDetails
+    ) -> grpc.RpcMethodHandler | None:
+        method = handler_call_details.method
+        if handler is None or is_exempt(method, self._exempt):
+            return handler
+        if handler.unary_stream is not None:  # a stream holds its place while it lasts
+            if not self._streams.limit:
+                return handler
+            stream = handler.unary_stream
+            return self._wrapped.wrap(
+                method,
+                handler,
+                lambda: handler._replace(unary_stream=self._wrap_stream(stream, method)),
+            )
+        if handler.unary_unary is None or not self.admission.active:
+            return handler
+        return self._wrapped.wrap(
+            method,
+            handler,
+            lambda: handler._replace(unary_unary=self._wrap(handler.unary_unary, method)),
+        )
+
+    async def _admit(self, places: _Places, method: str, context: grpc.aio.ServicerContext) -> None:
+        """Takes a stream's place (one a stalled stream gives up, if need be: it leaves soon,
+        and until then the streams are one over their limit), or refuses with a pushback."""
+        room = self._make_stream_room
+        if places.limit and places.in_flight >= places.limit and not (room and room()):
+            self._bus.emit(
+                CallShed(self._service, method, places.in_flight, self._pushback_s, "limit")
+            )
+            err = ShedError(self._service, places.limit, self._pushback_s, places.kind)
+            await abort_with(context, err)
+        places.in_flight += 1
+
+    def _wrap(self, inner: Behaviour, method: str) -> Behaviour:
+        admission = self.admission
+
+        async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            # What the inbound layer settled (the gateway assigns its own per RPC, so a public
+            # client cannot claim the reserve), else what the caller sent.
+            level = criticality.current()
+            if level is None:
+                level = criticality.from_metadata(context.invocation_metadata())
+            if level is None:
+                level = criticality.DEFAULT
+            remaining_s = context.time_remaining()
+            waited_s = None
+            if admission.intake.enabled:
+                sent_s = intake.sent_timeout_s(context.invocation_metadata())
+                waited_s = intake.waited_s(sent_s, remaining_s)
+            try:  # most calls get their place at once, without a coroutine of their own
+                now = admission.admit_now(method, level, remaining_s, waited_s)
+                place = (
+                    now
+                    if now is not None
+                    else await admission.queue_for(method, level, remaining_s)
+                )
+            except ShedError as err:
+                await abort_with(context, err)
+            dropped: bool | None = None
+            try:
+                response = await inner(request, context)
+                dropped = _dropped(context, "OK")
+                return response
+            except asyncio.CancelledError:
+                dropped = _dropped(context, "CANCELLED")
+                raise
+            except Exception:
+                dropped = _dropped(context, "UNKNOWN")
+                raise
+            finally:
+                admission.release(place, dropped)
+
+        return behaviour
+
+    def _wrap_stream(self, inner: StreamBehaviour, method: str) -> StreamBehaviour:
+        places = self._streams
+
+        async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            await self._admit(places, method, context)
+            try:
+                async with aclosing(responses(inner, request, context)) as messages:
+                    async for message in messages:
+                        yield message
+            finally:
+                places.in_flight -= 1
+
+        return behaviour
