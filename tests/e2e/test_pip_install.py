@@ -1,4 +1,6 @@
-"""`pip install .` into a fresh venv gives a `mesh` that runs: the CLI's libraries are in the
+"""`pip install ./libs/grpc-aio-resilience .` (the README's install without make: the resilience
+library is a distribution of its own, from the repository) into a fresh venv gives a `mesh` that
+runs: the CLI's libraries are in the
 base install (they were in an extra, and `mesh` failed with ModuleNotFoundError: typer), and
 `mesh up` starts the mesh and suggests a command that works though the venv is not on the PATH.
 Slow: a whole install (the pip cache makes it minutes, not seconds)."""
@@ -23,7 +25,10 @@ def test_pip_install_then_mesh_up(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(ROOT)],
+        [
+            *(str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"),
+            *(str(ROOT / "libs" / "grpc-aio-resilience"), str(ROOT)),
+        ],
         check=True,
         timeout=1000,
     )

@@ -211,7 +211,7 @@ def assert_gateway_serving(mesh: Mesh) -> None:
         ("edge_defaults: {deadline: {min_attempt_s: .inf}}", "min_attempt_s: Input should be a"),
         (
             "edges: {gateway_to_profile: {deadline: {total_s: 0.1, attempt_s: 0.2}}}",
-            "attempt_s (0.2) must be <= total_s (0.1)",
+            "attempt_s: 0.2 must be <= total_s (0.1)",
         ),
         ("edge_defaults: {retry: {max_attempts: s3cr3t-value}}", "max_attempts: Input should"),
     ],

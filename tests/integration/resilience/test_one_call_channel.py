@@ -61,3 +61,15 @@ async def test_pipeline_of_refuses_a_channel_it_did_not_make() -> None:
             resilience.pipeline_of(channel)
     finally:
         await channel.close()
+
+
+async def test_a_trap_is_warned_at_the_callers_line() -> None:
+    """Built through insecure_channel, the trap points at the line that called it (as
+    build_pipeline's do), not inside the library."""
+    service = trap_proto.register()
+    with pytest.warns(resilience.ResiliencePolicyWarning) as caught:
+        channel = resilience.insecure_channel(
+            "127.0.0.1:1", services=(service,), dependency="trap-line"
+        )
+    await channel.close()
+    assert {w.filename for w in caught} == {__file__}

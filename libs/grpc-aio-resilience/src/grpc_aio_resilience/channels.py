@@ -10,6 +10,7 @@ by several dependencies, attempt and call observers for tracing, a custom clock)
 
 from __future__ import annotations
 
+import warnings
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -98,14 +99,18 @@ def _protected(
     bus = bus or EventBus()
     clock = SystemClock()
     name = dependency or (services[0] if services else target)
-    pipeline = build_pipeline(
-        policy,
-        dependency=name,
-        bus=bus,
-        clock=clock,
-        wait_header=send_deadline_header,
-        services=services,
-    )
+    with warnings.catch_warnings(record=True) as caught:  # the traps, said at the user's line
+        warnings.simplefilter("always")
+        pipeline = build_pipeline(
+            policy,
+            dependency=name,
+            bus=bus,
+            clock=clock,
+            wait_header=send_deadline_header,
+            services=services,
+        )
+    for warning in caught:
+        warnings.warn(warning.message, warning.category, stacklevel=3)
     interceptor = ResilienceInterceptor(pipeline, dependency=name, clock=clock)
     channel = resilient_channel(
         target,
