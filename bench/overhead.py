@@ -155,17 +155,20 @@ class _Variants:
         client: bool = True,
         server: bool = True,
         layered: bool = False,
+        server_layered: bool = False,
     ) -> None:
         """Our server chain behind our client pipeline; without one side, plain grpc.aio.
         `layered`: the pipeline runs through its chain of layers, not fused
-        (grpc_aio_resilience.fused): a wire equal to its own but not the same object."""
+        (grpc_aio_resilience.fused): a wire equal to its own but not the same object.
+        `server_layered`: the chain runs each layer's own wrapper (ServerChain's `fused` off)."""
         bus = EventBus()
         if tracing_on is not None:
             bus.subscribe(tracing_on.listener)
         targets = []
         for _ in range(replicas):
             # As serve() mounts them.
-            server_obj, target = await _start([self._chain(bus, tracing_on)] if server else [])
+            chain = self._chain(bus, tracing_on, fused=not server_layered)
+            server_obj, target = await _start([chain] if server else [])
             self.servers.append(server_obj)
             targets.append(target)
         if not client:
@@ -196,7 +199,9 @@ class _Variants:
             dependency="profile",
         )
 
-    def _chain(self, bus: EventBus, tracing_on: MeshTracing | None) -> ServerChain:
+    def _chain(
+        self, bus: EventBus, tracing_on: MeshTracing | None, fused: bool = True
+    ) -> ServerChain:
         layers = server_layers(
             "profile",
             self.policy.server("profile"),
@@ -204,7 +209,7 @@ class _Variants:
             FaultTable(),
             tracing=server_tracing(tracing_on),
         )
-        return ServerChain(layers)
+        return ServerChain(layers, fused=fused)
 
     async def hand_composed(self, name: str) -> None:
         """The same edge's client job by hand over plain grpc.aio (bench.hand_composed)."""
@@ -255,6 +260,7 @@ async def _start_variants(concurrency: int, tracing: bool) -> _Variants:
         await variants.full_stack("client", None, server=False)
         await variants.full_stack("client-layered", None, server=False, layered=True)
         await variants.full_stack("server", None, client=False)
+        await variants.full_stack("server-layered", None, client=False, server_layered=True)
         await variants.full_stack("full", None)
         # The mesh's own topology: two replicas, the edge's replica router (ejection on in the
         # full policy) picking one per attempt; and the same with ejection off, where gRPC's
@@ -317,7 +323,8 @@ async def run_overhead_bench(
     pipeline can go); hand (tenacity + aiobreaker + asyncio.Semaphore around a plain stub,
     bench.hand_composed: the client-side job done by hand); client (our pipeline, plain
     server); client-layered (the same pipeline through its layers, not fused); server (our
-    server chain, plain client); full (both); with `tracing`, also full+tracing (our spans:
+    server chain, plain client); server-layered (the same chain, each layer its own wrapper,
+    ServerChain's `fused` off); full (both); with `tracing`, also full+tracing (our spans:
     server, call and attempt) and raw+stock-otel (opentelemetry-instrumentation-grpc aio
     client and server interceptors), both exporting through a BatchSpanProcessor to an
     exporter that OTLP-encodes and drops each batch.
@@ -366,6 +373,8 @@ DIFFERENCES: dict[str, tuple[str, str]] = {
     "client_minus_hand_us_per_call": ("client", "hand"),
     # The same client pipeline through its chain of layers, against it fused.
     "fused_saves_us_per_call": ("client-layered", "client"),
+    # The same server chain with each layer's own wrapper, against it fused.
+    "server_fused_saves_us_per_call": ("server-layered", "server"),
 }
 """Headline figures: one variant's loop CPU per call minus another's."""
 

@@ -8,6 +8,7 @@ Slow: a whole install (the pip cache makes it minutes, not seconds)."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,16 +19,20 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
+IGNORED = shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1200)]
 
 
 def test_pip_install_then_mesh_up(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
+    # a copy: setuptools builds in the source folder, and a build/ left in libs/ would be linted
+    library = tmp_path / "grpc-aio-resilience"
+    shutil.copytree(ROOT / "libs" / "grpc-aio-resilience", library, ignore=IGNORED)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     subprocess.run(
         [
             *(str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"),
-            *(str(ROOT / "libs" / "grpc-aio-resilience"), str(ROOT)),
+            *(str(library), str(ROOT)),
         ],
         check=True,
         timeout=1000,

@@ -37,7 +37,8 @@ def inbound_criticality(
     return criticality.from_metadata(context.invocation_metadata())
 
 
-def _code_after(context: grpc.aio.ServicerContext, default: str) -> str:
+def code_after(context: grpc.aio.ServicerContext, default: str) -> str:
+    """The name of the code the handler set on `context`, else `default`."""
     code = context.code()
     if isinstance(code, grpc.StatusCode):
         return str(code.name)
@@ -54,9 +55,9 @@ class InboundInterceptor(ServerLayer):
     def __init__(
         self, service: str, bus: EventBus | None = None, assign: AssignCriticality | None = None
     ) -> None:
-        self._service = service
-        self._bus = EventBus() if bus is None else bus
-        self._assign = assign
+        self.service = service
+        self.bus = EventBus() if bus is None else bus
+        self.assign = assign
         self._wrapped = WrappedHandlers()
 
     def wrap(
@@ -69,9 +70,7 @@ class InboundInterceptor(ServerLayer):
                 method,
                 handler,
                 lambda: handler._replace(
-                    unary_stream=inbound_stream(
-                        stream, self._service, method, self._bus, self._assign
-                    )
+                    unary_stream=inbound_stream(stream, self.service, method, self.bus, self.assign)
                 ),
             )
         if handler is None or handler.unary_unary is None:
@@ -83,10 +82,10 @@ class InboundInterceptor(ServerLayer):
         )
 
     def _wrap(self, inner: Behaviour, method: str) -> Behaviour:
-        bus = self._bus
+        bus = self.bus
         emit = bus.emit
-        service = self._service
-        assign = self._assign
+        service = self.service
+        assign = self.assign
 
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
             started_s = time.monotonic()
@@ -105,13 +104,13 @@ class InboundInterceptor(ServerLayer):
             code = "UNKNOWN"
             try:
                 response = await inner(request, context)
-                code = _code_after(context, "OK")
+                code = code_after(context, "OK")
                 return response
             except asyncio.CancelledError:
                 code = "CANCELLED"
                 raise
             except Exception:
-                code = _code_after(context, "UNKNOWN")
+                code = code_after(context, "UNKNOWN")
                 raise
             finally:
                 reset_inbound_deadline(token)

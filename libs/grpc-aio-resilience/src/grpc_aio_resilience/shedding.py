@@ -46,7 +46,8 @@ DROPPED_CODES = frozenset({"RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED"})
 onDropped. OK is a sample (onSuccess); any other code has no meaningful RTT (onIgnore)."""
 
 
-def _dropped(context: grpc.aio.ServicerContext, default: str) -> bool | None:
+def dropped_after(context: grpc.aio.ServicerContext, default: str) -> bool | None:
+    """How the limit takes the call's end: dropped (True), a sample (False), ignored (None)."""
     code = context.code()
     name = code.name if isinstance(code, grpc.StatusCode) else default
     if name == "OK":
@@ -86,7 +87,7 @@ class SheddingInterceptor(ServerLayer):
         self._service = service
         self._bus = bus = EventBus() if bus is None else bus
         self._make_stream_room = make_stream_room
-        self._exempt = tuple(exempt)
+        self.exempt = tuple(exempt)
         self.admission = Admission(service, policy, clock or SystemClock(), bus)
         self._streams = _Places("stream", 0)
         self.update(policy)
@@ -102,7 +103,7 @@ class SheddingInterceptor(ServerLayer):
         self, handler: grpc.RpcMethodHandler | None, handler_call_details: grpc.HandlerCallDetails
     ) -> grpc.RpcMethodHandler | None:
         method = handler_call_details.method
-        if handler is None or is_exempt(method, self._exempt):
+        if handler is None or is_exempt(method, self.exempt):
             return handler
         if handler.unary_stream is not None:  # a stream holds its place while it lasts
             if not self._streams.limit:
@@ -161,13 +162,13 @@ class SheddingInterceptor(ServerLayer):
             dropped: bool | None = None
             try:
                 response = await inner(request, context)
-                dropped = _dropped(context, "OK")
+                dropped = dropped_after(context, "OK")
                 return response
             except asyncio.CancelledError:
-                dropped = _dropped(context, "CANCELLED")
+                dropped = dropped_after(context, "CANCELLED")
                 raise
             except Exception:
-                dropped = _dropped(context, "UNKNOWN")
+                dropped = dropped_after(context, "UNKNOWN")
                 raise
             finally:
                 admission.release(place, dropped)
