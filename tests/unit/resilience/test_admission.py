@@ -10,7 +10,7 @@ from typing import Any
 import grpc
 import pytest
 
-from grpc_aio_resilience import from_dict
+from grpc_aio_resilience import SheddingInterceptor, from_dict
 from grpc_aio_resilience.admission import Admission, Place
 from grpc_aio_resilience.admission_policy import ServerPolicy
 from grpc_aio_resilience.criticality import Criticality
@@ -335,3 +335,14 @@ async def test_a_policy_swap_starts_a_learnt_limit_afresh_as_it_does_breakers() 
     assert adm.limit > 20, "learnt from the samples"
     adm.update(policy)  # the same policy again: a new variant's swap
     assert adm.limit == 20
+
+
+def test_a_new_shedding_layer_announces_its_limit_once() -> None:
+    """The first limit is one event (a user printing the bus saw it twice at start)."""
+    bus = EventBus()
+    seen: list[object] = []
+    bus.subscribe(seen.append, kinds=(ConcurrencyLimitChanged,))
+    layer = SheddingInterceptor("kv", ServerPolicy(max_in_flight=7), bus)
+    assert seen == [ConcurrencyLimitChanged("kv", "static", 7)]
+    layer.update(ServerPolicy(max_in_flight=9))
+    assert seen[-1] == ConcurrencyLimitChanged("kv", "static", 9)

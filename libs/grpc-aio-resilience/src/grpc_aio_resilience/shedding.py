@@ -88,9 +88,9 @@ class SheddingInterceptor(ServerLayer):
         self._bus = bus = EventBus() if bus is None else bus
         self._make_stream_room = make_stream_room
         self.exempt = tuple(exempt)
-        self.admission = Admission(service, policy, clock or SystemClock(), bus)
-        self._streams = _Places("stream", 0)
-        self.update(policy)
+        self.admission = Admission(service, policy, clock or SystemClock(), bus)  # announces
+        self._streams = _Places("stream", policy.max_streams_in_flight)
+        self._pushback_s = policy.shed_pushback_ms / 1000.0
         self._wrapped = WrappedHandlers()
 
     def update(self, policy: ServerPolicy) -> None:
