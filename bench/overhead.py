@@ -31,6 +31,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from bench.encoding_exporter import EncodingExporter, encoding_provider
 from bench.floor import NoopClientInterceptor, NoopServerInterceptor
 from bench.hand_composed import HandComposedStub
+from bench.overhead_figures import differences, with_ratios
 from grpc_aio_resilience import (
     NO_BUILTIN_RETRIES,
     EventBus,
@@ -155,20 +156,17 @@ class _Variants:
         client: bool = True,
         server: bool = True,
         layered: bool = False,
-        server_layered: bool = False,
     ) -> None:
         """Our server chain behind our client pipeline; without one side, plain grpc.aio.
         `layered`: the pipeline runs through its chain of layers, not fused
-        (grpc_aio_resilience.fused): a wire equal to its own but not the same object.
-        `server_layered`: the chain runs each layer's own wrapper (ServerChain's `fused` off)."""
+        (grpc_aio_resilience.fused): a wire equal to its own but not the same object."""
         bus = EventBus()
         if tracing_on is not None:
             bus.subscribe(tracing_on.listener)
         targets = []
         for _ in range(replicas):
             # As serve() mounts them.
-            chain = self._chain(bus, tracing_on, fused=not server_layered)
-            server_obj, target = await _start([chain] if server else [])
+            server_obj, target = await _start([self._chain(bus, tracing_on)] if server else [])
             self.servers.append(server_obj)
             targets.append(target)
         if not client:
@@ -199,9 +197,7 @@ class _Variants:
             dependency="profile",
         )
 
-    def _chain(
-        self, bus: EventBus, tracing_on: MeshTracing | None, fused: bool = True
-    ) -> ServerChain:
+    def _chain(self, bus: EventBus, tracing_on: MeshTracing | None) -> ServerChain:
         layers = server_layers(
             "profile",
             self.policy.server("profile"),
@@ -209,7 +205,7 @@ class _Variants:
             FaultTable(),
             tracing=server_tracing(tracing_on),
         )
-        return ServerChain(layers, fused=fused)
+        return ServerChain(layers)
 
     async def hand_composed(self, name: str) -> None:
         """The same edge's client job by hand over plain grpc.aio (bench.hand_composed)."""
@@ -260,7 +256,6 @@ async def _start_variants(concurrency: int, tracing: bool) -> _Variants:
         await variants.full_stack("client", None, server=False)
         await variants.full_stack("client-layered", None, server=False, layered=True)
         await variants.full_stack("server", None, client=False)
-        await variants.full_stack("server-layered", None, client=False, server_layered=True)
         await variants.full_stack("full", None)
         # The mesh's own topology: two replicas, the edge's replica router (ejection on in the
         # full policy) picking one per attempt; and the same with ejection off, where gRPC's
@@ -302,17 +297,6 @@ async def _measure(
     return {n: _summary(samples[n], elapsed[n], cpu[n], process[n]) for n in stubs}
 
 
-def _with_ratios(variants: dict[str, dict[str, float]]) -> None:
-    raw = variants["raw"]
-    for row in variants.values():
-        row["throughput"] = row["throughput_rps"]
-        row["p50_ratio"] = row["p50_ms"] / raw["p50_ms"]
-        row["p99_ratio"] = row["p99_ms"] / raw["p99_ms"]
-        row["throughput_ratio"] = row["throughput_rps"] / raw["throughput_rps"]
-        row["cpu_ratio"] = row["loop_cpu_us_per_call"] / raw["loop_cpu_us_per_call"]
-        row["process_cpu_ratio"] = row["process_cpu_us_per_call"] / raw["process_cpu_us_per_call"]
-
-
 async def run_overhead_bench(
     calls: int = 3000, concurrency: int = 64, rounds: int = 3, tracing: bool = False
 ) -> dict[str, Any]:
@@ -323,8 +307,7 @@ async def run_overhead_bench(
     pipeline can go); hand (tenacity + aiobreaker + asyncio.Semaphore around a plain stub,
     bench.hand_composed: the client-side job done by hand); client (our pipeline, plain
     server); client-layered (the same pipeline through its layers, not fused); server (our
-    server chain, plain client); server-layered (the same chain, each layer its own wrapper,
-    ServerChain's `fused` off); full (both); with `tracing`, also full+tracing (our spans:
+    server chain, plain client); full (both); with `tracing`, also full+tracing (our spans:
     server, call and attempt) and raw+stock-otel (opentelemetry-instrumentation-grpc aio
     client and server interceptors), both exporting through a BatchSpanProcessor to an
     exporter that OTLP-encodes and drops each batch.
@@ -338,7 +321,7 @@ async def run_overhead_bench(
     finally:
         await started.close()
         gc.unfreeze()
-    _with_ratios(variants)
+    with_ratios(variants)
     for name, exporter in started.exporters.items():
         variants[name]["spans_exported"] = exporter.spans
     raw, full = variants["raw"], variants["full"]
@@ -360,30 +343,8 @@ async def run_overhead_bench(
         "p99_ratio": full["p99_ratio"],
         "throughput_ratio": full["throughput_ratio"],
         "cpu_ratio": full["cpu_ratio"],
-        **_differences(variants),
+        **differences(variants),
     }
-
-
-DIFFERENCES: dict[str, tuple[str, str]] = {
-    # Loop CPU per call that is ours, beyond what the interceptor API itself costs (issue 41's
-    # target: at most 0.15 of a raw call's, `ours_ratio`).
-    "ours_us_per_call": ("full", "floor"),
-    # The client-side job: our pipeline against the same done by hand, both over a plain
-    # server (negative: ours is cheaper).
-    "client_minus_hand_us_per_call": ("client", "hand"),
-    # The same client pipeline through its chain of layers, against it fused.
-    "fused_saves_us_per_call": ("client-layered", "client"),
-    # The same server chain with each layer's own wrapper, against it fused.
-    "server_fused_saves_us_per_call": ("server-layered", "server"),
-}
-"""Headline figures: one variant's loop CPU per call minus another's."""
-
-
-def _differences(variants: dict[str, dict[str, float]]) -> dict[str, float]:
-    cpu = {name: row["loop_cpu_us_per_call"] for name, row in variants.items()}
-    found = {key: cpu[a] - cpu[b] for key, (a, b) in DIFFERENCES.items()}
-    found["ours_ratio"] = found["ours_us_per_call"] / cpu["raw"]
-    return found
 
 
 def main() -> None:

@@ -142,12 +142,6 @@ def _overhead_summary(result: dict[str, Any]) -> str:
             f"The same client pipeline through its layers against it fused "
             f"(client-layered - client): {fused:+.0f} us of loop CPU per call.\n"
         )
-    server_fused = result.get("server_fused_saves_us_per_call")
-    if server_fused is not None:
-        text += (
-            f"The same server chain with each layer's own wrapper against it fused "
-            f"(server-layered - server): {server_fused:+.0f} us of loop CPU per call.\n"
-        )
     return text
 
 

@@ -17,8 +17,6 @@ import grpc
 import grpc.aio
 
 from grpc_aio_resilience import Behaviour, ServerLayer, StreamBehaviour, WrappedHandlers, responses
-from mesh.exempt import is_exempt
-from mesh.telemetry.fate_layer import FateLayer
 
 
 class RequestDecodingInterceptor(ServerLayer):
@@ -57,8 +55,7 @@ class RequestDecodingInterceptor(ServerLayer):
         )
 
 
-async def refuse_undecodable(method: str, context: grpc.aio.ServicerContext) -> None:
-    """Ends the call with INVALID_ARGUMENT naming the request type `method` expects."""
+async def _refuse(method: str, context: grpc.aio.ServicerContext) -> None:
     await context.abort(
         grpc.StatusCode.INVALID_ARGUMENT,
         f"request: not a valid encoding of the {method.rsplit('/', 1)[-1]} request",
@@ -70,7 +67,7 @@ def _decoding(inner: Behaviour, decode: Any, method: str) -> Behaviour:
         try:
             message = decode(request)
         except Exception:  # DecodeError, invalid UTF-8, ...: all mean a corrupt payload
-            await refuse_undecodable(method, context)
+            await _refuse(method, context)
         return await inner(message, context)
 
     return behaviour
@@ -81,41 +78,9 @@ def _decoding_stream(inner: StreamBehaviour, decode: Any, method: str) -> Stream
         try:
             message = decode(request)
         except Exception:  # as above
-            await refuse_undecodable(method, context)
+            await _refuse(method, context)
         async with aclosing(responses(inner, message, context)) as answers:
             async for response in answers:
                 yield response
 
     return behaviour
-
-
-class DecodingFates(ServerLayer):
-    """RequestDecodingInterceptor with FateLayer directly inside it (no tracing between), a
-    unary call's decoding and fate in one coroutine; anything else goes through the two."""
-
-    def __init__(self, decoding: RequestDecodingInterceptor, fates: FateLayer) -> None:
-        self.decoding = decoding
-        self.fates = fates
-        self._wrapped = WrappedHandlers()
-
-    def wrap(
-        self, handler: grpc.RpcMethodHandler | None, handler_call_details: grpc.HandlerCallDetails
-    ) -> grpc.RpcMethodHandler | None:
-        method = handler_call_details.method
-        if (
-            handler is None
-            or handler.unary_unary is None
-            or handler.request_deserializer is None
-            or is_exempt(method)
-        ):
-            inner = self.fates.wrap(handler, handler_call_details)
-            return self.decoding.wrap(inner, handler_call_details)
-        unary, decode = handler.unary_unary, handler.request_deserializer
-        return self._wrapped.wrap(
-            method,
-            handler,
-            lambda: handler._replace(
-                request_deserializer=None,
-                unary_unary=self.fates.behaviour_for(unary, method, decode, refuse_undecodable),
-            ),
-        )

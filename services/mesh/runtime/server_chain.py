@@ -18,12 +18,11 @@ from grpc_aio_resilience import (
     HandlerLookup,
     ServerLayer,
     ServerPolicy,
-    fuse_server_layers,
     server_interceptors,
 )
 from mesh.exempt import EXEMPT
 from mesh.faults.injection import FaultInterceptor, FaultTable
-from mesh.runtime.decoding import DecodingFates, RequestDecodingInterceptor
+from mesh.runtime.decoding import RequestDecodingInterceptor
 from mesh.telemetry.fate_layer import CountFate, FateLayer
 
 SERVER_ORDER: tuple[str, ...] = (
@@ -80,32 +79,14 @@ def server_layers(
     ]
 
 
-def fused_layers(layers: Sequence[ServerLayer]) -> list[ServerLayer]:
-    """`layers` with side-by-side pairs run as one layer each: decoding directly outside fates
-    (no tracing between) as DecodingFates, inbound directly outside shedding (no admission of
-    the service's own between) as grpc_aio_resilience.InboundShedding. A unary call then runs
-    through two coroutines where it ran through four, and reads its deadline once."""
-    fused: list[ServerLayer] = []
-    for layer in fuse_server_layers(list(layers)):
-        outer = fused[-1] if fused else None
-        if isinstance(layer, FateLayer) and isinstance(outer, RequestDecodingInterceptor):
-            fused[-1] = DecodingFates(outer, layer)
-        else:
-            fused.append(layer)
-    return fused
-
-
 class ServerChain(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Server layers, outermost first, as one grpc.aio interceptor, with the outcome of nesting
     them: grpc.aio asks each interceptor of a server for every call's handler through a
-    coroutine of its own (~0.75 us of loop CPU each, measured), and a chain once. With `fused`
-    (the default), layers side by side that can share a unary call's coroutine do
-    (`fused_layers`), with what each does."""
+    coroutine of its own (~0.75 us of loop CPU each, measured), and a chain once."""
 
-    def __init__(self, layers: Sequence[ServerLayer], *, fused: bool = True) -> None:
+    def __init__(self, layers: Sequence[ServerLayer]) -> None:
         self.layers = tuple(layers)
-        serving = fused_layers(self.layers) if fused else list(self.layers)
-        self._inner_first = tuple(serving[::-1])
+        self._inner_first = self.layers[::-1]
         self._refusing = tuple(
             i for i, layer in enumerate(self.layers) if type(layer).refuse is not ServerLayer.refuse
         )

@@ -6,7 +6,7 @@ SERVER span (`mesh.fate`), in its trailers (`resilience-fate`, for the caller to
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -31,10 +31,6 @@ from mesh.telemetry.tracing.spans import current_server_span
 
 CountFate = Callable[[str, str], None]
 """Counts one call of `method` with `fate` (MeshMetrics.count_fate)."""
-Decode = Callable[[bytes], Any]
-"""A request type's `FromString`."""
-Refuse = Callable[[str, grpc.aio.ServicerContext], Awaitable[None]]
-"""Ends a call whose request `Decode` refused (`method`, the call's context)."""
 
 
 class FateLayer(ServerLayer):
@@ -57,31 +53,15 @@ class FateLayer(ServerLayer):
             return handler
         unary = handler.unary_unary
         return self._wrapped.wrap(
-            method, handler, lambda: handler._replace(unary_unary=self.behaviour_for(unary, method))
+            method, handler, lambda: handler._replace(unary_unary=self._wrap(unary, method))
         )
 
-    def behaviour_for(
-        self,
-        inner: Behaviour,
-        method: str,
-        decode: Decode | None = None,
-        refuse: Refuse | None = None,
-    ) -> Behaviour:
-        """`inner` with its fate. With `decode`, the request arrives encoded and is decoded
-        first, a corrupt one ended by `refuse`, as a decoding layer outside this one would
-        (mesh.runtime.decoding.DecodingFates: one coroutine for both)."""
+    def _wrap(self, inner: Behaviour, method: str) -> Behaviour:
         service = self._service
         count = self._count
         on_final = None if count is None else (lambda fate: count(method, fate))
 
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            if decode is not None:
-                try:
-                    request = decode(request)
-                except Exception:  # DecodeError, invalid UTF-8, ...: all mean a corrupt payload
-                    if refuse is not None:
-                        await refuse(method, context)
-                    raise
             facts = FateFacts(service, on_final)
             token = current_fate.set(facts)
             code = grpc.StatusCode.UNKNOWN

@@ -146,8 +146,6 @@ if TYPE_CHECKING:
     from grpc_aio_resilience.retry import RetryBudget as RetryBudget
     from grpc_aio_resilience.server import ServerInterceptors as ServerInterceptors
     from grpc_aio_resilience.server import server_interceptors as server_interceptors
-    from grpc_aio_resilience.server_fused import InboundShedding as InboundShedding
-    from grpc_aio_resilience.server_fused import fuse_server_layers as fuse_server_layers
     from grpc_aio_resilience.server_layer import EXEMPT_PREFIXES as EXEMPT_PREFIXES
     from grpc_aio_resilience.server_layer import Behaviour as Behaviour
     from grpc_aio_resilience.server_layer import HandlerLookup as HandlerLookup
@@ -211,8 +209,6 @@ _WHERE: dict[str, str] = {
     # what they are written with, for a server's own layers (a server chain runs many as one)
     "ServerLayer": "server_layer",
     "HandlerLookup": "server_layer",
-    "InboundShedding": "server_fused",
-    "fuse_server_layers": "server_fused",
     # their settings
     "EdgePolicy": "edge_policy",
     "ServerPolicy": "admission_policy",
@@ -407,7 +403,6 @@ __all__ = [
     "HedgingOptionError",
     "HedgingOptions",
     "InboundInterceptor",
-    "InboundShedding",
     "InjectedFaultError",
     "IntakePolicy",
     "LimitPolicy",
@@ -478,7 +473,6 @@ __all__ = [
     "fate_of",
     "find_traps",
     "from_dict",
-    "fuse_server_layers",
     "inbound_deadline",
     "insecure_channel",
     "is_transient",

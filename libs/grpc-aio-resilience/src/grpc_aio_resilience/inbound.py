@@ -37,8 +37,7 @@ def inbound_criticality(
     return criticality.from_metadata(context.invocation_metadata())
 
 
-def code_after(context: grpc.aio.ServicerContext, default: str) -> str:
-    """The name of the code the handler set on `context`, else `default`."""
+def _code_after(context: grpc.aio.ServicerContext, default: str) -> str:
     code = context.code()
     if isinstance(code, grpc.StatusCode):
         return str(code.name)
@@ -55,9 +54,9 @@ class InboundInterceptor(ServerLayer):
     def __init__(
         self, service: str, bus: EventBus | None = None, assign: AssignCriticality | None = None
     ) -> None:
-        self.service = service
-        self.bus = EventBus() if bus is None else bus
-        self.assign = assign
+        self._service = service
+        self._bus = EventBus() if bus is None else bus
+        self._assign = assign
         self._wrapped = WrappedHandlers()
 
     def wrap(
@@ -70,7 +69,9 @@ class InboundInterceptor(ServerLayer):
                 method,
                 handler,
                 lambda: handler._replace(
-                    unary_stream=inbound_stream(stream, self.service, method, self.bus, self.assign)
+                    unary_stream=inbound_stream(
+                        stream, self._service, method, self._bus, self._assign
+                    )
                 ),
             )
         if handler is None or handler.unary_unary is None:
@@ -82,10 +83,10 @@ class InboundInterceptor(ServerLayer):
         )
 
     def _wrap(self, inner: Behaviour, method: str) -> Behaviour:
-        bus = self.bus
+        bus = self._bus
         emit = bus.emit
-        service = self.service
-        assign = self.assign
+        service = self._service
+        assign = self._assign
 
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
             started_s = time.monotonic()
@@ -104,13 +105,13 @@ class InboundInterceptor(ServerLayer):
             code = "UNKNOWN"
             try:
                 response = await inner(request, context)
-                code = code_after(context, "OK")
+                code = _code_after(context, "OK")
                 return response
             except asyncio.CancelledError:
                 code = "CANCELLED"
                 raise
             except Exception:
-                code = code_after(context, "UNKNOWN")
+                code = _code_after(context, "UNKNOWN")
                 raise
             finally:
                 reset_inbound_deadline(token)

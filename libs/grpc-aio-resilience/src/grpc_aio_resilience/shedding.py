@@ -46,8 +46,7 @@ DROPPED_CODES = frozenset({"RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED"})
 onDropped. OK is a sample (onSuccess); any other code has no meaningful RTT (onIgnore)."""
 
 
-def dropped_after(context: grpc.aio.ServicerContext, default: str) -> bool | None:
-    """How the limit takes the call's end: dropped (True), a sample (False), ignored (None)."""
+def _dropped(context: grpc.aio.ServicerContext, default: str) -> bool | None:
     code = context.code()
     name = code.name if isinstance(code, grpc.StatusCode) else default
     if name == "OK":
@@ -87,7 +86,7 @@ class SheddingInterceptor(ServerLayer):
         self._service = service
         self._bus = bus = EventBus() if bus is None else bus
         self._make_stream_room = make_stream_room
-        self.exempt = tuple(exempt)
+        self._exempt = tuple(exempt)
         self.admission = Admission(service, policy, clock or SystemClock(), bus)  # announces
         self._streams = _Places("stream", policy.max_streams_in_flight)
         self._pushback_s = policy.shed_pushback_ms / 1000.0
@@ -103,7 +102,7 @@ class SheddingInterceptor(ServerLayer):
         self, handler: grpc.RpcMethodHandler | None, handler_call_details: grpc.HandlerCallDetails
     ) -> grpc.RpcMethodHandler | None:
         method = handler_call_details.method
-        if handler is None or is_exempt(method, self.exempt):
+        if handler is None or is_exempt(method, self._exempt):
             return handler
         if handler.unary_stream is not None:  # a stream holds its place while it lasts
             if not self._streams.limit:
@@ -162,13 +161,13 @@ class SheddingInterceptor(ServerLayer):
             dropped: bool | None = None
             try:
                 response = await inner(request, context)
-                dropped = dropped_after(context, "OK")
+                dropped = _dropped(context, "OK")
                 return response
             except asyncio.CancelledError:
-                dropped = dropped_after(context, "CANCELLED")
+                dropped = _dropped(context, "CANCELLED")
                 raise
             except Exception:
-                dropped = dropped_after(context, "UNKNOWN")
+                dropped = _dropped(context, "UNKNOWN")
                 raise
             finally:
                 admission.release(place, dropped)
