@@ -8,7 +8,6 @@ import asyncio
 import json
 import os
 import secrets
-import socket
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -21,13 +20,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from embedded_toxiproxy.api_token import TOKEN_ENV
 from embedded_toxiproxy.client import ToxiproxyClient, ToxiproxyError
 from loadgen.percentile import percentile
+from meshctl.launch.ports import free_port
 from meshctl.launch.real_toxiproxy import RealToxiproxy, binary_path
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @asynccontextmanager
@@ -46,7 +40,7 @@ async def _health_server() -> AsyncIterator[int]:
 async def _toxiproxy_process() -> AsyncIterator[ToxiproxyClient]:
     """The proxy runs in its own process, as `mesh toxiproxy` does, so it gets its own GIL,
     and with an API token, as `mesh up` starts it."""
-    port = _free_port()
+    port = free_port()
     token = secrets.token_urlsafe(32)
     process = await asyncio.create_subprocess_exec(
         sys.executable,

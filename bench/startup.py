@@ -10,7 +10,6 @@ indexed ahead as `mesh chaos run` and `mesh up` do: the first lookup, then the m
 from __future__ import annotations
 
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -23,6 +22,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from bench.trace_volume import PROCESSES, TRACES_MB, write_spans
+from meshctl.launch.ports import free_ports
 from meshctl.trace_index import index_traces
 
 TICK_S = os.sysconf("SC_CLK_TCK")
@@ -60,18 +60,6 @@ def command(what: str, argv: list[str], runs: int, check: bool = False) -> Figur
     return Figure(what, statistics.median(walls), statistics.median(cpus), runs)
 
 
-def _free_ports(n: int) -> list[int]:
-    """`n` distinct free ports (all held open while chosen, so none is given twice)."""
-    held = [socket.socket() for _ in range(n)]
-    try:
-        for s in held:
-            s.bind(("127.0.0.1", 0))
-        return [int(s.getsockname()[1]) for s in held]
-    finally:
-        for s in held:
-            s.close()
-
-
 def _cpu_s(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICK_S
@@ -87,7 +75,7 @@ def _serving(stub: health_pb2_grpc.HealthStub) -> bool:
 
 def service_once(module: str, timeout_s: float = 60.0) -> tuple[float, float]:
     """(wall, CPU) seconds from exec of `python -m module` to its health check's SERVING."""
-    listen_port, admin_port, metrics_port = _free_ports(3)
+    listen_port, admin_port, metrics_port = free_ports(3)
     listen = f"127.0.0.1:{listen_port}"
     with tempfile.TemporaryDirectory() as tmp:
         env = {

@@ -9,7 +9,6 @@ which start it) replace itself with that binary: same process, same port, same H
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 import urllib.error
@@ -18,6 +17,7 @@ from pathlib import Path
 from types import TracebackType
 
 from mesh import settings
+from meshctl.launch.ports import free_port
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S = 10.0
@@ -64,13 +64,6 @@ def exec_real(host: str, port: int, config: Path | None, binary: Path | None = N
     os.execv(path, args)
 
 
-def free_port(host: str) -> int:
-    # Toxiproxy logs the port it was given, not the one bound, so port 0 would be unknowable.
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        return int(probe.getsockname()[1])
-
-
 def _answers(url: str) -> bool:
     try:
         with urllib.request.urlopen(url + "/version", timeout=1) as response:
@@ -107,6 +100,7 @@ class RealToxiproxy:
                 f"no real Toxiproxy at {self.binary}: run `make peers` (needs go)"
             )
         for _ in range(3):  # a chosen free port can be taken before the server binds it
+            # Toxiproxy logs the port it was given, not the one bound: port 0 would be unknowable.
             self.port = self.port or free_port(self.host)
             if self._launch():
                 return self

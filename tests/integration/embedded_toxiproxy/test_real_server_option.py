@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from embedded_toxiproxy.client import ToxiproxyClient, ToxiproxyError
-from meshctl.launch.real_toxiproxy import free_port
+from meshctl.launch.ports import free_port
 from tests.support.peers import peer_binary
 from tests.support.polling import wait_until
 

@@ -22,7 +22,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from embedded_toxiproxy.client import ToxiproxyClient, ToxiproxyError
-from meshctl.launch.real_toxiproxy import RealToxiproxy, free_port
+from meshctl.launch.ports import free_port
+from meshctl.launch.real_toxiproxy import RealToxiproxy
 from tests.support.peers import peer_binary
 from tests.support.polling import wait_until
 from tests.unit.deploy.deploy_sources import load_compose, load_toxiproxy_json
