@@ -8,7 +8,7 @@ DEMO_STAMP := $(VENV)/.installed-tools
 # The project's own packages, byte-compiled at install: compileall writes __pycache__ even
 # under PYTHONDONTWRITEBYTECODE=1, and every process then reads it (a service's start would
 # otherwise compile them again each time).
-PACKAGES := libs/grpc-aio-resilience/src services chaos meshctl embedded_toxiproxy loadgen bench
+PACKAGES := libs/grpc-aio-resilience/src grpc_resilience_mesh
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
@@ -64,8 +64,8 @@ $(DEMO_STAMP): pyproject.toml libs/grpc-aio-resilience/pyproject.toml
 
 venv: $(STAMP) ## Create .venv and install the package (services, CLI, tools) and its dev extra
 
-# With a Go toolchain the demo's load comes from the Go generator (loadgen/go, a few
-# seconds to build once): its CPU stays under 10% of the mesh's, the Python one's near 11%.
+# With a Go toolchain the demo's load comes from the Go generator (grpc_resilience_mesh/loadgen/go,
+# a few seconds to build once): its CPU stays under 10% of the mesh's, the Python one's near 11%.
 # The install and that build run side by side (tools.peers needs only the standard library, so
 # it runs before .venv exists): on a fresh machine Go's build cache is cold and the build takes
 # about as long as the install (26 s and 19 s on this project's machine), one after the other
@@ -150,7 +150,7 @@ up: ## docker compose stack if a Docker engine answers, else the embedded mesh
 mesh-up: $(STAMP) ## The embedded mesh in the foreground (Ctrl-C stops it)
 	$(BIN)/mesh up
 
-protos: $(STAMP) ## Regenerate services/mesh/v1 from protos/
+protos: $(STAMP) ## Regenerate grpc_resilience_mesh/services/v1 from protos/
 	$(BIN)/python -m tools.codegen --write
 
 # The reference pages are regenerated from the code first (a test fails when one is stale).
@@ -161,12 +161,12 @@ docs: $(STAMP) ## Regenerate docs/reference/ and build the docs site into site/ 
 # tools/code_shape.py: no module over 400 lines, no function over 60, but for the ones in
 # tools/code_shape_allowlist.txt, which may only shrink (`python -m tools.code_shape --update`).
 lint: $(STAMP) ## ruff, the import-linter contracts (pyproject.toml), no import cycle, the size ratchet
-	$(BIN)/ruff check libs services chaos meshctl embedded_toxiproxy loadgen bench tests tools integrations examples
-	$(BIN)/ruff format --check libs services chaos meshctl embedded_toxiproxy loadgen bench tests tools integrations examples
+	$(BIN)/ruff check libs grpc_resilience_mesh tests tools integrations examples
+	$(BIN)/ruff format --check libs grpc_resilience_mesh tests tools integrations examples
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/python -m tools.import_cycles services/mesh=mesh chaos=chaos meshctl=meshctl embedded_toxiproxy=embedded_toxiproxy loadgen=loadgen bench=bench \
+	$(BIN)/python -m tools.import_cycles grpc_resilience_mesh=grpc_resilience_mesh \
 		libs/grpc-aio-resilience/src/grpc_aio_resilience=grpc_aio_resilience
-	$(BIN)/python -m tools.code_shape libs services chaos meshctl embedded_toxiproxy loadgen bench tests tools integrations examples
+	$(BIN)/python -m tools.code_shape libs grpc_resilience_mesh tests tools integrations examples
 
 typecheck: $(STAMP) ## mypy --strict on the packages, the tests and tools/
 	$(BIN)/mypy

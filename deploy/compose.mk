@@ -37,7 +37,7 @@ down: ## Stop the compose stack and remove its containers and ledger volume
 	$(COMPOSE) down --volumes --remove-orphans
 
 chaos: venv ## Run experiment EXP against the compose stack, e.g. make chaos EXP=provider-outage
-	@test -n "$(EXP)" || { echo "usage: make chaos EXP=<name> (one of chaos/experiments/)" >&2; \
+	@test -n "$(EXP)" || { echo "usage: make chaos EXP=<name> (one of grpc_resilience_mesh/chaos/experiments/)" >&2; \
 		exit 2; }
 	$(BIN)/mesh chaos run $(EXP) --target $(CHAOS_TARGET)$(if $(CHAOS_ARGS), $(CHAOS_ARGS))
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from meshctl.launch.mesh import Mesh
-from meshctl.launch.ports import Ports
+from grpc_resilience_mesh.launch.mesh import Mesh
+from grpc_resilience_mesh.launch.ports import Ports
 
 if "PYTEST_XDIST_WORKER" in os.environ:
     # A pytest-xdist worker (`make check` runs two) starts with COLUMNS=80 and LINES=24 set. A

@@ -1,14 +1,14 @@
 """Fail on a module over 400 lines or a function over 60, except today's, listed to shrink.
 
-    python -m tools.code_shape [--update] [FOLDER ...]     (default: services chaos meshctl
+    python -m tools.code_shape [--update] [FOLDER ...]     (default: libs grpc_resilience_mesh
     embedded_toxiproxy loadgen bench tests tools)
 
-A module's length is its line count less its declarative tables; a function's runs from its
-`def` to its last line (a nested function counts in its parent too). Generated code
-(services/mesh/v1) is skipped. A declarative table is data, not logic: an assignment at module
-or class level (a pydantic Field, a tuple of rows), or a function of no arguments whose body is
-one `return`, whose value is built only of literals, names, attributes, operators and calls of
-those (`Peer(name=..., version=...)`): no comprehension, lambda or `await`. Its lines do not
+A module's length is its line count less its declarative tables; a function's runs from its `def` to
+its last line (a nested function counts in its parent too). Generated code
+(grpc_resilience_mesh/services/v1) is skipped. A declarative table is data, not logic: an assignment
+at module or class level (a pydantic Field, a tuple of rows), or a function of no arguments whose
+body is one `return`, whose value is built only of literals, names, attributes, operators and calls
+of those (`Peer(name=..., version=...)`): no comprehension, lambda or `await`. Its lines do not
 count.
 
 The allowlist (tools/code_shape_allowlist.txt) holds each of today's offenders with its current
@@ -29,18 +29,8 @@ from pathlib import Path
 
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
-FOLDERS = (
-    "libs",
-    "services",
-    "chaos",
-    "meshctl",
-    "embedded_toxiproxy",
-    "loadgen",
-    "bench",
-    "tests",
-    "tools",
-)
-GENERATED = ("services/mesh/v1",)
+FOLDERS = ("libs", "grpc_resilience_mesh", "tests", "tools", "integrations", "examples")
+GENERATED = ("grpc_resilience_mesh/services/v1",)
 ALLOWLIST = Path("tools/code_shape_allowlist.txt")
 MODULE = "-"  # the function column of a module's row
 

@@ -1,4 +1,9 @@
-"""Generate services/mesh/v1 from protos/mesh/v1 (`make protos`), or check it is current.
+"""Generate grpc_resilience_mesh/services/v1 from protos/mesh/v1 (`make protos`), or check it
+is current.
+
+protoc names the Python modules after the proto files' paths (`mesh.v1.gateway_pb2`); the
+stubs live in the project's namespace, so their imports of one another are rewritten to it
+(the proto package, and so every name on the wire, stays `mesh.v1`).
 
 `python -m tools.codegen --check` exits 1 naming every stale or missing file; the test suite
 runs the same comparison so a changed proto cannot silently diverge from the stubs.
@@ -7,17 +12,29 @@ runs the same comparison so a changed proto cannot silently diverge from the stu
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PROTOS = ROOT / "protos"
-OUT = ROOT / "services"
-GENERATED = OUT / "mesh" / "v1"
+GENERATED = ROOT / "grpc_resilience_mesh" / "services" / "v1"
+PACKAGE = "grpc_resilience_mesh.services.v1"
+_MODULE_REF = re.compile(r"(?<![\w./])mesh\.v1(?= import |\.\w+_pb2)")
 
 
 def generate(out_dir: Path) -> None:
+    """The stubs, written into out_dir, their imports in the project's namespace."""
+    with tempfile.TemporaryDirectory() as tmp:
+        _protoc(Path(tmp))
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for made in sorted((Path(tmp) / "mesh" / "v1").iterdir()):
+            text = _MODULE_REF.sub(PACKAGE, made.read_text())
+            (out_dir / made.name).write_text(text)
+
+
+def _protoc(out_dir: Path) -> None:
     from grpc_tools import protoc  # dev dependency: only `make protos` and the tests need it
 
     sources = sorted(str(p.relative_to(PROTOS)) for p in (PROTOS / "mesh" / "v1").glob("*.proto"))
@@ -36,8 +53,8 @@ def generate(out_dir: Path) -> None:
 def stale_files() -> list[str]:
     """Generated files whose committed copy differs from a fresh generation."""
     with tempfile.TemporaryDirectory() as tmp:
-        generate(Path(tmp))
-        fresh_dir = Path(tmp) / "mesh" / "v1"
+        fresh_dir = Path(tmp)
+        generate(fresh_dir)
         problems = []
         for fresh in sorted(fresh_dir.iterdir()):
             committed = GENERATED / fresh.name
@@ -54,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="regenerate in place")
     args = parser.parse_args(argv)
     if args.write:
-        generate(OUT)
+        generate(GENERATED)
         print(f"regenerated {GENERATED.relative_to(ROOT)}")
         return 0
     problems = stale_files()

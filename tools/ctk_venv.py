@@ -65,7 +65,7 @@ def wants(python: str) -> list[str]:
 def path_entries() -> list[Path]:
     """What the venv's .pth puts on sys.path: the project's packages, the resilience library's
     and the extension's, from this clone (no install of them)."""
-    return [ROOT, ROOT / "services", ROOT / "libs" / LIBRARY / "src", EXTENSION]
+    return [ROOT, ROOT / "libs" / LIBRARY / "src", EXTENSION]
 
 
 def stamp_of(python: str, packages: list[str]) -> str:

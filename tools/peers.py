@@ -9,13 +9,14 @@ module proxy refuses the pinned version, the nearest version it serves (`go list
 built instead, and the stamp's second line records what was refused. Jaeger's module carries replace
 directives that `go install module@version` refuses, so it is built the way the module is meant to
 be consumed: `go get -tool` in a throwaway Go module under .peers/src/jaeger. A peer whose source is
-in this repo (loadgen/go: mesh-loadgen; tools/xds-control: mesh-xds) is built with `go build` there,
-and its stamp is the hash of its sources, so an edit rebuilds it and nothing else does. A Maven
-project of this repo (tools/limits-differential) is built the same way, stamped by the hash of its
-pom.xml and .java files, with `mvn package` (offline first, online when the local repository lacks
-something) out of the source tree, into NAME.jar with its dependencies in NAME-lib/; without `mvn`
-or `java` it is skipped with a message (its tests skip too) and the exit status is unchanged.
-Exit status 0 when every peer is there, 1 when one failed to build, 2 when `go` is missing.
+in this repo (grpc_resilience_mesh/loadgen/go: mesh-loadgen; tools/xds-control: mesh-xds) is built
+with `go build` there, and its stamp is the hash of its sources, so an edit rebuilds it and nothing
+else does. A Maven project of this repo (tools/limits-differential) is built the same way, stamped
+by the hash of its pom.xml and .java files, with `mvn package` (offline first, online when the local
+repository lacks something) out of the source tree, into NAME.jar with its dependencies in
+NAME-lib/; without `mvn` or `java` it is skipped with a message (its tests skip too) and the exit
+status is unchanged. Exit status 0 when every peer is there, 1 when one failed to build, 2 when `go`
+is missing.
 """
 
 from __future__ import annotations
@@ -76,7 +77,9 @@ PEERS = (
     ),
     Peer("mailpit", "github.com/axllent/mailpit", "", "v1.33.1", version_var=_MAILPIT_VERSION),
     Peer("jaeger", "github.com/jaegertracing/jaeger", "cmd/jaeger", "v1.76.0", tool_module=True),
-    Peer("mesh-loadgen", "mesh/tools/loadgen", "loadgen/go", "", in_repo=True),  # issue 16
+    Peer(
+        "mesh-loadgen", "mesh/tools/loadgen", "grpc_resilience_mesh/loadgen/go", "", in_repo=True
+    ),  # issue 16
     # issue 30: the xDS control plane (go-control-plane v0.14.0) for `mesh up --xds`.
     Peer("mesh-xds", "mesh/tools/xds", "tools/xds-control", "", in_repo=True),
     # issue 27: the reference side of the adaptive limits' differential test.

@@ -16,7 +16,7 @@ from typing import Any
 
 import grpc
 
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
+from grpc_resilience_mesh.services.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 from tests.compose.stack import ROOT, Stack, http_json, inspect
 from tests.support.polling import wait_until
 

@@ -20,7 +20,7 @@ from typing import Any
 import grpc
 import pytest
 
-from mesh.v1 import gateway_pb2_grpc, payment_pb2
+from grpc_resilience_mesh.services.v1 import gateway_pb2_grpc, payment_pb2
 from tests.compose.probes import (
     Tree,
     admin_bridges,
@@ -185,7 +185,7 @@ def test_a_receipt_reaches_mailpit(stack: Stack) -> None:
 
 @pytest.mark.timeout(300)
 def test_traces_in_jaeger_have_the_embedded_mesh_span_tree(stack: Stack, mesh_up: MeshUp) -> None:
-    from meshctl.traces import load_spans, trace_files
+    from grpc_resilience_mesh.client.traces import load_spans, trace_files
 
     def user_calls(addr: str, key: str | None) -> dict[str, str]:
         env = {**os.environ, "MESH_API_KEY": key or ""}

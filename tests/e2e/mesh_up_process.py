@@ -18,7 +18,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.support.polling import wait_until
 
-MESH = [sys.executable, "-m", "meshctl.cli"]
+MESH = [sys.executable, "-m", "grpc_resilience_mesh.cli"]
 
 
 @dataclass

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from mesh.v1 import admin_pb2, admin_pb2_grpc
+from grpc_resilience_mesh.services.v1 import admin_pb2, admin_pb2_grpc
 from tests.e2e.mesh_up_process import MESH, MeshUp
 from tests.support.admin_channel import admin_channel
 
@@ -51,7 +51,7 @@ def run(
         [
             sys.executable,
             "-m",
-            "meshctl.cli",
+            "grpc_resilience_mesh.cli",
             "chaos",
             "run",
             str(exp),
@@ -102,7 +102,7 @@ def test_bad_experiment_file_exits_2(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("title: x\nhypothesis: y\nvariants: [{name: full}]\nfautls: []\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "meshctl.cli", "chaos", "run", str(bad)],
+        [sys.executable, "-m", "grpc_resilience_mesh.cli", "chaos", "run", str(bad)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -120,7 +120,7 @@ def test_an_alias_bomb_is_refused_at_once(tmp_path: Path) -> None:
     )
     started = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "meshctl.cli", "chaos", "run", str(bomb)],
+        [sys.executable, "-m", "grpc_resilience_mesh.cli", "chaos", "run", str(bomb)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 import yaml
 
-from chaos.experiment.model import EXPERIMENTS_DIR
-from embedded_toxiproxy.client import ToxiproxyClient
-from loadgen.in_process import LoadGenerator
-from loadgen.plans import plan_for
+from grpc_resilience_mesh.chaos.experiment.model import EXPERIMENTS_DIR
+from grpc_resilience_mesh.embedded_toxiproxy.client import ToxiproxyClient
+from grpc_resilience_mesh.loadgen.in_process import LoadGenerator
+from grpc_resilience_mesh.loadgen.plans import plan_for
 from tests.e2e.mesh_up_process import MeshUp, running_mesh_up
 from tests.support.peers import peer_binary
 from tools import ctk_venv
@@ -271,7 +271,7 @@ def test_create_proxy_sends_the_token_listens_on_loopback_and_says_how_to_fix_it
     chaos_bin: Path, mesh_with_token: MeshUp, tmp_path: Path
 ) -> None:
     upstream = mesh_with_token.state["services"]["profile"]["listen"].rsplit(":", 1)
-    remove = {"type": "python", "module": "chaosmesh.toxiproxy", "func": "delete_proxy"}
+    remove = {"type": "python", "module": "chaosgrpcmesh.toxiproxy", "func": "delete_proxy"}
     experiment = {
         "version": "1.0.0",
         "title": "a proxy of our own",
@@ -279,8 +279,8 @@ def test_create_proxy_sends_the_token_listens_on_loopback_and_says_how_to_fix_it
         "configuration": {"toxiproxy_url": {"type": "env", "key": "TOXIPROXY_URL"}},
         "method": [
             _create_proxy("chaostoxi.proxy.actions", "theirs", upstream),
-            _create_proxy("chaosmesh.toxiproxy", "wide", upstream, listen_host="0.0.0.0"),
-            _create_proxy("chaosmesh.toxiproxy", "ours", upstream),
+            _create_proxy("chaosgrpcmesh.toxiproxy", "wide", upstream, listen_host="0.0.0.0"),
+            _create_proxy("chaosgrpcmesh.toxiproxy", "ours", upstream),
         ],
         "rollbacks": [
             {
@@ -306,7 +306,7 @@ def test_create_proxy_sends_the_token_listens_on_loopback_and_says_how_to_fix_it
 
 
 def _probe(title: str, func: str, **arguments: Any) -> dict[str, Any]:
-    provider = {"type": "python", "module": "chaosmesh.probes", "func": func}
+    provider = {"type": "python", "module": "chaosgrpcmesh.probes", "func": func}
     return {"type": "probe", "name": title, "provider": {**provider, "arguments": arguments}}
 
 
@@ -316,7 +316,7 @@ def test_the_extension_reads_health_counters_and_replicas_of_the_mesh(
     experiment = {
         "version": "1.0.0",
         "title": "the mesh as the extension sees it",
-        "description": "health, /metrics and the replicas, read through chaosmesh.probes",
+        "description": "health, /metrics and the replicas, read through chaosgrpcmesh.probes",
         "method": [
             _probe("health", "grpc_health"),
             _probe("home calls", "counters", name="mesh_server_calls_total", service="gateway"),

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from chaos.export.chaostoolkit import to_chaostoolkit
-from chaos.export.journal import to_journal
+from grpc_resilience_mesh.chaos.export.chaostoolkit import to_chaostoolkit
+from grpc_resilience_mesh.chaos.export.journal import to_journal
 from tests.unit.chaos.test_export_inert import HOSTILE_NAME, SCRIPT, hostile_result
 from tools import ctk_venv
 

@@ -47,7 +47,7 @@ def test_a_service_with_bad_configuration_says_so_in_one_line(tmp_path: Path) ->
     base.update(MESH_TRACING="0")
     procs = {
         named: subprocess.Popen(
-            [sys.executable, "-m", "mesh.profile"],
+            [sys.executable, "-m", "grpc_resilience_mesh.services.profile"],
             env={**base, **env},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from meshctl.console.bounded_http import HttpLimits
+from grpc_resilience_mesh.console.bounded_http import HttpLimits
 from tests.e2e.mesh_up_process import MESH, pid_alive, serving
 from tests.support.polling import wait_until
 

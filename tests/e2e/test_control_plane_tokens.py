@@ -21,9 +21,9 @@ from typing import Any
 import grpc
 import pytest
 
-from embedded_toxiproxy.client import ToxiproxyClient
-from mesh.runtime.admin_auth import admin_metadata
-from mesh.v1 import admin_pb2, admin_pb2_grpc
+from grpc_resilience_mesh.embedded_toxiproxy.client import ToxiproxyClient
+from grpc_resilience_mesh.services.runtime.admin_auth import admin_metadata
+from grpc_resilience_mesh.services.v1 import admin_pb2, admin_pb2_grpc
 from tests.e2e.mesh_up_process import MESH
 from tests.support.polling import wait_until
 

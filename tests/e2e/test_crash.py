@@ -19,12 +19,18 @@ import grpc
 import grpc.aio
 import pytest
 
-from loadgen.in_process import LoadGenerator, LoadResult, Outcome, metadata_for, plan_for
-from loadgen.protocol import Plan
-from mesh.contracts.charge_ids import charge_id_for
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
-from meshctl.launch.mesh import Mesh
-from meshctl.launch.ports import Ports
+from grpc_resilience_mesh.launch.mesh import Mesh
+from grpc_resilience_mesh.launch.ports import Ports
+from grpc_resilience_mesh.loadgen.in_process import (
+    LoadGenerator,
+    LoadResult,
+    Outcome,
+    metadata_for,
+    plan_for,
+)
+from grpc_resilience_mesh.loadgen.protocol import Plan
+from grpc_resilience_mesh.services.contracts.charge_ids import charge_id_for
+from grpc_resilience_mesh.services.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 from tests.support.polling import await_until
 
 pytestmark = pytest.mark.e2e

@@ -10,9 +10,15 @@ import uuid
 import grpc
 import grpc.aio
 
-from mesh.runtime.admin_auth import admin_metadata
-from mesh.v1 import admin_pb2, admin_pb2_grpc, gateway_pb2, gateway_pb2_grpc, payment_pb2
-from meshctl.launch.mesh import Mesh
+from grpc_resilience_mesh.launch.mesh import Mesh
+from grpc_resilience_mesh.services.runtime.admin_auth import admin_metadata
+from grpc_resilience_mesh.services.v1 import (
+    admin_pb2,
+    admin_pb2_grpc,
+    gateway_pb2,
+    gateway_pb2_grpc,
+    payment_pb2,
+)
 
 IN_FLIGHT = 24
 HANDLER_DELAY_S = 1.0

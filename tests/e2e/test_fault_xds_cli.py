@@ -12,7 +12,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from mesh.v1 import gateway_pb2
+from grpc_resilience_mesh.services.v1 import gateway_pb2
 from tests.e2e.mesh_up_process import MeshUp, running_mesh_up
 from tests.e2e.test_mesh_xds import home
 from tests.support.peers import peer_binary

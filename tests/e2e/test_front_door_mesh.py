@@ -14,9 +14,9 @@ import grpc
 import grpc.aio
 import pytest
 
-from mesh.contracts.charge_ids import charge_id_for
-from mesh.v1 import gateway_pb2, payment_pb2
-from meshctl.launch.mesh import Mesh
+from grpc_resilience_mesh.launch.mesh import Mesh
+from grpc_resilience_mesh.services.contracts.charge_ids import charge_id_for
+from grpc_resilience_mesh.services.v1 import gateway_pb2, payment_pb2
 from tests.e2e.hardening_helpers import assert_every_service_serving
 from tests.support.front_door import MAX_BYTES, SIZE_OPTIONS, bearer
 
@@ -32,7 +32,11 @@ def test_gateway_without_keys_refuses_to_start() -> None:
         MESH_TRACING="0",
     )
     proc = subprocess.run(
-        [sys.executable, "-m", "mesh.gateway"], env=env, capture_output=True, text=True, timeout=30
+        [sys.executable, "-m", "grpc_resilience_mesh.services.gateway"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert proc.returncode != 0
     assert "MESH_API_KEYS" in proc.stderr and "MESH_AUTH=off" in proc.stderr

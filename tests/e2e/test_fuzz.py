@@ -21,8 +21,13 @@ from google.protobuf.message import Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mesh.v1 import gateway_pb2, payment_pb2, profile_pb2, recommendation_pb2
-from meshctl.launch.mesh import Mesh
+from grpc_resilience_mesh.launch.mesh import Mesh
+from grpc_resilience_mesh.services.v1 import (
+    gateway_pb2,
+    payment_pb2,
+    profile_pb2,
+    recommendation_pb2,
+)
 from tests.e2e.hardening_helpers import assert_every_service_serving
 
 FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "200"))

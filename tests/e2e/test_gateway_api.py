@@ -11,9 +11,14 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from mesh.topology import INSTANCES
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2, payment_pb2_grpc
-from meshctl.launch.mesh import Mesh
+from grpc_resilience_mesh.launch.mesh import Mesh
+from grpc_resilience_mesh.services.topology import INSTANCES
+from grpc_resilience_mesh.services.v1 import (
+    gateway_pb2,
+    gateway_pb2_grpc,
+    payment_pb2,
+    payment_pb2_grpc,
+)
 
 SC = grpc.StatusCode
 

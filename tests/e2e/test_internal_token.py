@@ -15,8 +15,8 @@ import grpc
 import pytest
 
 from grpc_aio_resilience.criticality import METADATA_KEY
-from mesh.runtime.internal_auth import internal_metadata
-from mesh.v1 import (
+from grpc_resilience_mesh.services.runtime.internal_auth import internal_metadata
+from grpc_resilience_mesh.services.v1 import (
     gateway_pb2,
     gateway_pb2_grpc,
     payment_pb2,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.mesh import FLOOR, run_mesh_bench
+from grpc_resilience_mesh.bench.mesh import FLOOR, run_mesh_bench
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from meshctl.launch.mesh import Mesh
-from meshctl.launch.ports import Ports
-from meshctl.launch.processes import ChildProcess
-from meshctl.launch.state import STATE_FILE, MeshState, StateDirInUse
-from meshctl.launch.supervisor import Backoff, Supervisor, SupervisorEvent
+from grpc_resilience_mesh.launch.mesh import Mesh
+from grpc_resilience_mesh.launch.ports import Ports
+from grpc_resilience_mesh.launch.processes import ChildProcess
+from grpc_resilience_mesh.launch.state import STATE_FILE, MeshState, StateDirInUse
+from grpc_resilience_mesh.launch.supervisor import Backoff, Supervisor, SupervisorEvent
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -150,7 +150,8 @@ def test_the_lock_of_a_mesh_killed_with_sigkill_is_released(tmp_path: Path) -> N
             "-c",
             "import sys, time\n"
             "from pathlib import Path\n"
-            "from meshctl.launch.mesh import Mesh\nfrom meshctl.launch.ports import Ports\n"
+            "from grpc_resilience_mesh.launch.mesh import Mesh\n"
+            "from grpc_resilience_mesh.launch.ports import Ports\n"
             f"Mesh(state_dir=Path({str(state_dir)!r}), ports=Ports.auto()).lock()\n"
             "print('locked', flush=True)\n"
             "time.sleep(60)\n",

@@ -12,7 +12,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
+from grpc_resilience_mesh.services.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 from tests.e2e.mesh_up_process import MESH, MeshUp, pid_alive, running_mesh_up
 
 pytestmark = pytest.mark.e2e

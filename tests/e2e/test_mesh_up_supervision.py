@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from meshctl.launch.redis_server import ping
+from grpc_resilience_mesh.launch.redis_server import ping
 from tests.e2e.mesh_up_process import MeshUp, pid_alive, serving
 from tests.support.polling import wait_until
 

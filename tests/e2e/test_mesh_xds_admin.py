@@ -13,11 +13,11 @@ from pathlib import Path
 import grpc
 import pytest
 
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
-from meshctl.launch.mesh import Mesh
-from meshctl.launch.ports import Ports, free_ports
-from meshctl.launch.xds_faults import PlaneAdmin
-from meshctl.launch.xds_plane import XdsPlane
+from grpc_resilience_mesh.launch.mesh import Mesh
+from grpc_resilience_mesh.launch.ports import Ports, free_ports
+from grpc_resilience_mesh.launch.xds_faults import PlaneAdmin
+from grpc_resilience_mesh.launch.xds_plane import XdsPlane
+from grpc_resilience_mesh.services.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 from tests.support.peers import peer_binary
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]

@@ -22,13 +22,13 @@ from typing import Any
 import grpc
 import pytest
 
-from mesh.topology import replica_of
-from meshctl.console.csds import Resource, fetch
-from meshctl.launch.mesh import Mesh
-from meshctl.launch.ports import Ports, free_ports
-from meshctl.launch.xds_config import XDS_CALLERS
-from meshctl.launch.xds_faults import PlaneAdmin
-from meshctl.launch.xds_plane import XdsPlane
+from grpc_resilience_mesh.console.csds import Resource, fetch
+from grpc_resilience_mesh.launch.mesh import Mesh
+from grpc_resilience_mesh.launch.ports import Ports, free_ports
+from grpc_resilience_mesh.launch.xds_config import XDS_CALLERS
+from grpc_resilience_mesh.launch.xds_faults import PlaneAdmin
+from grpc_resilience_mesh.launch.xds_plane import XdsPlane
+from grpc_resilience_mesh.services.topology import replica_of
 from tests.e2e.test_mesh_xds import home
 from tests.support.peers import peer_binary
 from tests.support.polling import wait_until

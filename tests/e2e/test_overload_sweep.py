@@ -44,7 +44,16 @@ def test_a_short_sweep_reports_each_lines_curve(tmp_path: Path) -> None:
     reports = tmp_path / "reports"
     proc = subprocess.run(
         [
-            *(sys.executable, "-m", "meshctl.cli", "chaos", "run", str(exp), "--json", str(out)),
+            *(
+                sys.executable,
+                "-m",
+                "grpc_resilience_mesh.cli",
+                "chaos",
+                "run",
+                str(exp),
+                "--json",
+                str(out),
+            ),
             *("--reports", str(reports), "--state-dir", str(tmp_path / "state")),
         ],
         capture_output=True,

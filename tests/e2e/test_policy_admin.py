@@ -12,13 +12,18 @@ import pytest
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from chaos.experiment.loading import load_experiment
-from chaos.experiment.variant_policy import policy_text
-from chaos.run.runner import Runner
-from chaos.run.target import Target
-from mesh.v1 import admin_pb2, admin_pb2_grpc, gateway_pb2, gateway_pb2_grpc
-from meshctl.launch.mesh import Mesh
-from meshctl.launch.state import MeshState
+from grpc_resilience_mesh.chaos.experiment.loading import load_experiment
+from grpc_resilience_mesh.chaos.experiment.variant_policy import policy_text
+from grpc_resilience_mesh.chaos.run.runner import Runner
+from grpc_resilience_mesh.chaos.run.target import Target
+from grpc_resilience_mesh.launch.mesh import Mesh
+from grpc_resilience_mesh.launch.state import MeshState
+from grpc_resilience_mesh.services.v1 import (
+    admin_pb2,
+    admin_pb2_grpc,
+    gateway_pb2,
+    gateway_pb2_grpc,
+)
 from tests.support.admin_channel import admin_channel
 
 

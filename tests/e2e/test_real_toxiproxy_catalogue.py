@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from chaos.experiment.model import EXPERIMENTS_DIR
-from mesh import safe_yaml
+from grpc_resilience_mesh.chaos.experiment.model import EXPERIMENTS_DIR
+from grpc_resilience_mesh.services import safe_yaml
 from tests.support.peers import peer_binary
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
@@ -43,7 +43,14 @@ def shortened(tmp_path: Path) -> list[Path]:
 def run(tmp_path: Path, server: str, experiments: list[Path]) -> dict[str, dict[str, Any]]:
     """`mesh chaos run ... --toxiproxy SERVER`; each experiment's fault-phase metrics of `full`."""
     out = tmp_path / f"{server}.json"
-    args = [sys.executable, "-m", "meshctl.cli", "chaos", "run", *map(str, experiments)]
+    args = [
+        sys.executable,
+        "-m",
+        "grpc_resilience_mesh.cli",
+        "chaos",
+        "run",
+        *map(str, experiments),
+    ]
     args += ["--toxiproxy", server, "--json", str(out), "--reports", str(tmp_path / server)]
     args += ["--state-dir", str(tmp_path / f"var-{server}")]
     done = subprocess.run(args, capture_output=True, text=True, timeout=240)

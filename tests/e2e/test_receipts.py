@@ -11,8 +11,8 @@ from typing import Any
 import grpc
 import pytest
 
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
-from meshctl import traces as tr
+from grpc_resilience_mesh.client import traces as tr
+from grpc_resilience_mesh.services.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 from tests.e2e.mesh_up_process import MESH, MeshUp
 from tests.support.polling import wait_until
 

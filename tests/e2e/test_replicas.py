@@ -10,11 +10,11 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
-from loadgen.in_process import metadata_for
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc
-from meshctl.counters import scrape
-from meshctl.launch.mesh import Mesh
-from meshctl.launch.ports import Ports
+from grpc_resilience_mesh.client.counters import scrape
+from grpc_resilience_mesh.launch.mesh import Mesh
+from grpc_resilience_mesh.launch.ports import Ports
+from grpc_resilience_mesh.loadgen.in_process import metadata_for
+from grpc_resilience_mesh.services.v1 import gateway_pb2, gateway_pb2_grpc
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.e2e

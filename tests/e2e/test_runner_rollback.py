@@ -11,13 +11,13 @@ from pathlib import Path
 import grpc
 import pytest
 
-from chaos.experiment.loading import load_experiment
-from chaos.run.runner import Runner
-from chaos.run.target import Target
-from embedded_toxiproxy.client import ToxiproxyClient
-from mesh.runtime.admin_auth import admin_metadata
-from mesh.v1 import admin_pb2, admin_pb2_grpc
-from meshctl.launch.mesh import Mesh
+from grpc_resilience_mesh.chaos.experiment.loading import load_experiment
+from grpc_resilience_mesh.chaos.run.runner import Runner
+from grpc_resilience_mesh.chaos.run.target import Target
+from grpc_resilience_mesh.embedded_toxiproxy.client import ToxiproxyClient
+from grpc_resilience_mesh.launch.mesh import Mesh
+from grpc_resilience_mesh.services.runtime.admin_auth import admin_metadata
+from grpc_resilience_mesh.services.v1 import admin_pb2, admin_pb2_grpc
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -117,7 +117,7 @@ def test_ctrl_c_removes_every_fault(mesh: Mesh, tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "meshctl.cli",
+            "grpc_resilience_mesh.cli",
             "chaos",
             "run",
             str(experiment(tmp_path, 0.0)),

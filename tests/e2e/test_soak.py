@@ -19,7 +19,7 @@ def test_one_minute_soak_meets_its_targets(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "meshctl.cli",
+            "grpc_resilience_mesh.cli",
             "soak",
             "--duration",
             "60",

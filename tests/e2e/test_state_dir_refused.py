@@ -1,5 +1,5 @@
 """`mesh up --state-dir D` on a D that is not the user's own alone exits 2 before it starts
-anything, naming the folder and the fix (meshctl.launch.state_guard)."""
+anything, naming the folder and the fix (grpc_resilience_mesh.launch.state_guard)."""
 
 from __future__ import annotations
 

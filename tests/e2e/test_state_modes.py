@@ -11,7 +11,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
+from grpc_resilience_mesh.services.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 from tests.e2e.mesh_up_process import MeshUp
 from tests.e2e.test_chaos_cli import run
 from tests.support.polling import wait_until

@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from chaos.experiment.variant_policy import policy_text
-from mesh.v1 import admin_pb2, admin_pb2_grpc
+from grpc_resilience_mesh.chaos.experiment.variant_policy import policy_text
+from grpc_resilience_mesh.services.v1 import admin_pb2, admin_pb2_grpc
 from tests.e2e.mesh_up_process import MESH, MeshUp
 from tests.support.admin_channel import admin_channel
 

@@ -16,9 +16,9 @@ from typing import Any, cast
 
 import pytest
 
-from embedded_toxiproxy.client import ToxiproxyClient
-from mesh.v1 import admin_pb2, admin_pb2_grpc
-from meshctl.soak import ledger_keys
+from grpc_resilience_mesh.chaos.soak import ledger_keys
+from grpc_resilience_mesh.embedded_toxiproxy.client import ToxiproxyClient
+from grpc_resilience_mesh.services.v1 import admin_pb2, admin_pb2_grpc
 from tests.e2e.mesh_up_process import MESH, MeshUp, pid_alive, serving
 from tests.support.admin_channel import admin_channel
 from tests.support.polling import wait_until

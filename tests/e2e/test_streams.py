@@ -11,11 +11,16 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
-from mesh.runtime.admin_auth import admin_metadata
-from mesh.topology import replica_of
-from mesh.v1 import admin_pb2, admin_pb2_grpc, gateway_pb2, gateway_pb2_grpc
-from meshctl.launch.mesh import Mesh
-from meshctl.launch.ports import Ports
+from grpc_resilience_mesh.launch.mesh import Mesh
+from grpc_resilience_mesh.launch.ports import Ports
+from grpc_resilience_mesh.services.runtime.admin_auth import admin_metadata
+from grpc_resilience_mesh.services.topology import replica_of
+from grpc_resilience_mesh.services.v1 import (
+    admin_pb2,
+    admin_pb2_grpc,
+    gateway_pb2,
+    gateway_pb2_grpc,
+)
 from tests.e2e.mesh_up_process import MESH
 
 STREAM = "/mesh.v1.RecommendationService/StreamRecommend"

@@ -10,11 +10,11 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from typer.testing import CliRunner
 
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
-from meshctl.cli.app import app
-from meshctl.launch.certs import write_certs
-from meshctl.launch.mesh import Mesh
-from meshctl.launch.ports import Ports
+from grpc_resilience_mesh.cli.app import app
+from grpc_resilience_mesh.launch.certs import write_certs
+from grpc_resilience_mesh.launch.mesh import Mesh
+from grpc_resilience_mesh.launch.ports import Ports
+from grpc_resilience_mesh.services.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 
 INTERNAL = ("profile", "recommendation", "payment")
 

@@ -14,8 +14,8 @@ import pytest
 from toxiproxy import Toxiproxy
 from toxiproxy.api import APIConsumer
 
-from mesh.topology import EDGES, PROXIES, SERVICES, edge_proxies
-from meshctl.launch.mesh import Mesh
+from grpc_resilience_mesh.launch.mesh import Mesh
+from grpc_resilience_mesh.services.topology import EDGES, PROXIES, SERVICES, edge_proxies
 from tests.support.toxiproxy_token import send_token_from_toxiproxy_python
 
 pytestmark = pytest.mark.e2e
@@ -39,7 +39,16 @@ def toxiproxy(mesh: Mesh, monkeypatch: pytest.MonkeyPatch) -> Iterator[Toxiproxy
 
 def call_home(mesh: Mesh) -> tuple[float, list[dict[str, str]]]:
     proc = subprocess.run(
-        [sys.executable, "-m", "meshctl.cli", "call", "home", "--user", "u-0003", "--json"],
+        [
+            sys.executable,
+            "-m",
+            "grpc_resilience_mesh.cli",
+            "call",
+            "home",
+            "--user",
+            "u-0003",
+            "--json",
+        ],
         capture_output=True,
         text=True,
         timeout=30,

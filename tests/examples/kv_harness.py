@@ -12,11 +12,11 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import TypeVar
 
-from embedded_toxiproxy.client import ToxiproxyClient
-from embedded_toxiproxy.server import ToxiproxyServer
 from examples.kv.server import kv_server
 from examples.kv.store import KeyValueStore
 from grpc_aio_resilience import Event, EventBus, ServerPolicy
+from grpc_resilience_mesh.embedded_toxiproxy.client import ToxiproxyClient
+from grpc_resilience_mesh.embedded_toxiproxy.server import ToxiproxyServer
 
 E = TypeVar("E")
 

@@ -1,11 +1,11 @@
 """The NetworkPolicies as the API server stored them, against the pods it actually runs: every
 policy selects the pods it is named for, and between those pods exactly the edges of
-services/mesh/topology.py (for this overlay's wiring) and the spans to Jaeger are allowed.
-Stored is not enforced: that takes a CNI that enforces NetworkPolicy (deploy/README.md)."""
+grpc_resilience_mesh/services/topology.py (for this overlay's wiring) and the spans to Jaeger are
+allowed. Stored is not enforced: that takes a CNI that enforces NetworkPolicy (deploy/README.md)."""
 
 from __future__ import annotations
 
-from mesh.topology import SERVICES
+from grpc_resilience_mesh.services.topology import SERVICES
 from tests.k8s.cluster import APP, Kubectl, Obj
 from tests.k8s.conftest import Applied
 from tests.unit.deploy.network_policy import Endpoint, PolicySet, selects

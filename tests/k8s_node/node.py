@@ -12,7 +12,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from mesh.topology import REPLICAS
+from grpc_resilience_mesh.services.topology import REPLICAS
 from tests.compose.probes import MESH_SERVICES, relay_entries
 from tests.k8s.cluster import Kubectl
 
@@ -41,9 +41,9 @@ def container_pid(pod_name: str) -> int:
 
 
 def mesh_pods(kubectl: Kubectl) -> dict[str, Obj]:
-    """The mesh's running pods by the instance name the chaos runner uses: a service's first pod
-    by the service's name, a replica's `profile-2` (mesh.topology.REPLICAS); a second pod of a
-    service the embedded mesh runs once (gateway, notification) is left out."""
+    """The mesh's running pods by the instance name the chaos runner uses: a service's first pod by
+    the service's name, a replica's `profile-2` (grpc_resilience_mesh.services.topology.REPLICAS); a
+    second pod of a service the embedded mesh runs once (gateway, notification) is left out."""
     by_service: dict[str, list[Obj]] = {}
     for pod in kubectl.items("pods"):
         service = container_env(pod).get("SERVICE")

@@ -1,5 +1,6 @@
 """A blocking channel to a service's admin port whose every call carries the mesh's admin token
-(mesh.runtime.admin_auth), for tests that drive FaultAdmin and PolicyAdmin by hand."""
+(grpc_resilience_mesh.services.runtime.admin_auth), for tests that drive FaultAdmin and PolicyAdmin
+by hand."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import grpc
 
-from mesh.runtime.admin_auth import admin_metadata
+from grpc_resilience_mesh.services.runtime.admin_auth import admin_metadata
 
 
 class _Bearer(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]

@@ -11,7 +11,7 @@ from types import FrameType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-PRODUCT = ROOT / "services" / "mesh"
+PRODUCT = ROOT / "grpc_resilience_mesh" / "services"
 LIBRARY = ROOT / "libs" / "grpc-aio-resilience" / "src"
 """The resilience library: part of every call's route too, though a distribution of its own."""
 GENERATED = PRODUCT / "v1"

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-MESH = [sys.executable, "-m", "meshctl.cli"]
+MESH = [sys.executable, "-m", "grpc_resilience_mesh.cli"]
 
 
 def outputs(tmp_path: Path, name: str) -> list[str]:
@@ -28,7 +28,7 @@ def against_embedded(
     """provider-outage run on the embedded mesh too, then both runs' calls-to-provider (every
     variant but those that ask for xDS, which only the embedded mesh can run) and where they
     differ (calls_differ)."""
-    from mesh import safe_yaml
+    from grpc_resilience_mesh.services import safe_yaml
 
     embedded = tmp_path / "embedded.json"
     alone = subprocess.run(
@@ -40,7 +40,9 @@ def against_embedded(
     )
     assert embedded.exists(), alone.stdout[-3000:] + alone.stderr[-3000:]
     ours, theirs = dependency_calls(report), dependency_calls(embedded)
-    spec = safe_yaml.load_file(str(ROOT / "chaos" / "experiments" / "provider-outage.yaml"))
+    spec = safe_yaml.load_file(
+        str(ROOT / "grpc_resilience_mesh" / "chaos" / "experiments" / "provider-outage.yaml")
+    )
     xds = all_measured_but_xds(spec, ((report, ours), (embedded, theirs)))
     ours = {k: v for k, v in ours.items() if k not in xds}
     return ours, theirs, calls_differ(spec, ours, theirs)

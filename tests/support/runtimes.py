@@ -8,11 +8,11 @@ from collections.abc import Mapping
 from prometheus_client import CollectorRegistry
 
 from grpc_aio_resilience.events import EventBus
-from mesh.faults.injection import FaultTable
-from mesh.policy.loading import load_policy
-from mesh.runtime.config import ServiceConfig
-from mesh.runtime.server import Runtime
-from mesh.telemetry.metrics import MeshMetrics
+from grpc_resilience_mesh.services.faults.injection import FaultTable
+from grpc_resilience_mesh.services.policy.loading import load_policy
+from grpc_resilience_mesh.services.runtime.config import ServiceConfig
+from grpc_resilience_mesh.services.runtime.server import Runtime
+from grpc_resilience_mesh.services.telemetry.metrics import MeshMetrics
 
 
 def runtime_for(name: str, env: Mapping[str, str] | None = None, policy: str = "full") -> Runtime:

@@ -1,4 +1,5 @@
-"""toxiproxy-python against a server that wants its API token (embedded_toxiproxy.api_token)."""
+"""toxiproxy-python against a server that wants its API token
+(grpc_resilience_mesh.embedded_toxiproxy.api_token)."""
 
 from __future__ import annotations
 

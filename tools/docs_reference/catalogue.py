@@ -23,7 +23,8 @@ def page() -> str:
     )
     parts = [
         header(
-            "The experiment catalogue", "`chaos/experiments/*.yaml`, loaded by the runner's loader"
+            "The experiment catalogue",
+            "`grpc_resilience_mesh/chaos/experiments/*.yaml`, loaded by the runner's loader",
         ),
         "\nRun one with `mesh chaos run NAME`, all with `mesh chaos run --all` (the order below: "
         "`lesson_order.py`). The file format: [the experiment file](../experiment-file.md).\n\n",
@@ -35,6 +36,6 @@ def page() -> str:
             f"- hypothesis: {cell(exp.hypothesis)}\n"
             f"- lesson: {cell(exp.lesson) or '-'}\n"
             f"- variants: {', '.join(code(v.name) for v in exp.variants)}\n"
-            f"- file: `chaos/experiments/{path.name}`\n"
+            f"- file: `grpc_resilience_mesh/chaos/experiments/{path.name}`\n"
         )
     return "".join(parts)

@@ -1,10 +1,10 @@
 """docs/reference/environment.md: every variable the code reads, from its one declaration (a
-`mesh.settings.Var`): its default, the rule its value must follow
+`grpc_resilience_mesh.services.settings.Var`): its default, the rule its value must follow
 (stated by the rule's own error message) and what it does. Declaring modules are found by
 reading the source, so a module moved or added is listed without touching this file; a
 variable read any other way (the environment read itself, even under a declared name) is listed
 apart, and the reference test fails on it. The embedded Toxiproxy, which may not import
-mesh.settings, parses its own variables: the page names them."""
+grpc_resilience_mesh.services.settings, parses its own variables: the page names them."""
 
 from __future__ import annotations
 
@@ -57,16 +57,17 @@ def modelled() -> list[Row]:
     """Every declared Var."""
     declaring_modules()
     rows = []
-    packages = {root.name for root in sources.package_roots()}
+    packages = tuple(sources.package_name(root) + "." for root in sources.package_roots())
     for var in sources.settings.declared():
-        if var.module.partition(".")[0] in packages:  # not a test's own
+        if var.module.startswith(packages):  # not a test's own
             rows.append((var.name, _default(var.default), _refusal(var.rule), var.help, var.module))
     return sorted(rows)
 
 
 OWN_PARSERS = {"embedded_toxiproxy": "The embedded Toxiproxy, a package of its own,"}
-"""Packages that parse their own variables, and how the page names them: the embedded Toxiproxy
-may import nothing else of the project (an import-linter contract), mesh.settings included."""
+"""Packages that parse their own variables, and how the page names them: the embedded Toxiproxy may
+import nothing else of the project (an import-linter contract),
+grpc_resilience_mesh.services.settings included."""
 Constants = dict[str, str]
 """A module's names for variable names: NAME = "TEXT" and V = settings.Var("TEXT", ...) (as
 `V.name`), its own and those it imports from another scanned module."""
@@ -192,7 +193,10 @@ def _listed(names: Sequence[str]) -> str:
 def page() -> str:
     direct = read_directly()
     return (
-        header("Environment variables", "the variables' declarations (`mesh.settings`)")
+        header(
+            "Environment variables",
+            "the variables' declarations (`grpc_resilience_mesh.services.settings`)",
+        )
         + "\nWhat each one does in more words: [configuration](../configuration.md), and the "
         "page of the feature it sets. A blank value counts as unset. A policy field is "
         "overridden with `MESH_POLICY__<EDGE>__<SECTION>__<FIELD>` (e.g. "

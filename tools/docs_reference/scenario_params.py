@@ -1,5 +1,5 @@
 """docs/reference/scenario-params.md: every scenario's params, their defaults and ranges, from
-the models the loader validates them with (chaos/scenarios/params.py)."""
+the models the loader validates them with (grpc_resilience_mesh/chaos/scenarios/params.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from chaos.experiment.scenario_params import field_range, nested
-from chaos.registry import SCENARIOS
+from grpc_resilience_mesh.chaos.experiment.scenario_params import field_range, nested
+from grpc_resilience_mesh.chaos.registry import SCENARIOS
 from tools.docs_reference.render import code, header, table
 
 
@@ -37,7 +37,10 @@ def _literal(value: object) -> str:
 
 def page() -> str:
     parts = [
-        header("Scenario params", "the scenarios' params models (`chaos/scenarios/params.py`)"),
+        header(
+            "Scenario params",
+            "the scenarios' params models (`grpc_resilience_mesh/chaos/scenarios/params.py`)",
+        ),
         "\nA scenario experiment's `params`, merged with each variant's, are validated by its "
         "scenario's model when the file is loaded (`mesh chaos validate`, `run`, `plan`): an "
         "unknown key, a value out of its range or params that together would not end are "

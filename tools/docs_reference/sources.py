@@ -8,13 +8,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import grpc_aio_resilience
-import mesh
-from chaos.experiment.loading import catalogue
 from grpc_aio_resilience import option_rows
-from mesh import settings
-from mesh.telemetry import names
-from mesh.telemetry.job_metrics import JobMetrics
-from mesh.telemetry.metrics import MeshMetrics
+from grpc_resilience_mesh import services as mesh
+from grpc_resilience_mesh.chaos.experiment.loading import catalogue
+from grpc_resilience_mesh.services import settings
+from grpc_resilience_mesh.services.telemetry import names
+from grpc_resilience_mesh.services.telemetry.job_metrics import JobMetrics
+from grpc_resilience_mesh.services.telemetry.metrics import MeshMetrics
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS_ROOT = ROOT / "docs"
@@ -26,12 +26,11 @@ NOT_SCANNED = frozenset({"tests", "tools", "v1"})  # v1: generated stubs
 
 
 def package_roots() -> tuple[Path, ...]:
-    """Every package of the project (under services/ and at the root), found on disk so that a
-    package moved or added is scanned too: for the variables read without a declaration."""
+    """Every package of the project (grpc_resilience_mesh's), found on disk so that a package
+    moved or added is scanned too: for the variables read without a declaration."""
     return tuple(
         d
-        for base in (ROOT / "services", ROOT)
-        for d in sorted(base.iterdir())
+        for d in sorted((ROOT / "grpc_resilience_mesh").iterdir())
         if (d / "__init__.py").is_file() and d.name not in NOT_SCANNED
     )
 
@@ -66,10 +65,20 @@ def option_class(name: str) -> type:
     return found
 
 
+def package_name(root: Path) -> str:
+    """The dotted name the package at `root` is imported as."""
+    return ".".join(root.relative_to(_import_base(root)).parts)
+
+
+def _import_base(root: Path) -> Path:
+    namespace = ROOT / "grpc_resilience_mesh"
+    return ROOT if root.is_relative_to(namespace) else root.parent
+
+
 def modules(root: Path) -> Iterator[tuple[str, Path]]:
     """(dotted module name, file) of every module under the package `root`."""
     for path in sorted(root.rglob("*.py")):
-        parts = path.relative_to(root.parent).with_suffix("").parts
+        parts = path.relative_to(_import_base(root)).with_suffix("").parts
         if NOT_SCANNED.isdisjoint(parts[1:]):
             yield ".".join(p for p in parts if p != "__init__"), path
 
@@ -87,6 +96,7 @@ __all__ = [
     "names",
     "option_class",
     "option_rows",
+    "package_name",
     "package_roots",
     "scanned_roots",
     "services_root",

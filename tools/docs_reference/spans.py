@@ -1,5 +1,6 @@
-"""docs/reference/spans.md: span attributes (mesh.telemetry.names) and the span events the
-services add, found by reading every `add_event(...)` call and resolving its names."""
+"""docs/reference/spans.md: span attributes (grpc_resilience_mesh.services.telemetry.names) and the
+span events the services add, found by reading every `add_event(...)` call and resolving its
+names."""
 
 from __future__ import annotations
 
@@ -148,7 +149,10 @@ def page() -> str:
         ((code(e), a, ", ".join(code(m) for m in mods.split(", "))) for e, a, mods in events()),
     )
     return (
-        header("Spans and span events", "`mesh.telemetry.names` and every `add_event` call")
+        header(
+            "Spans and span events",
+            "`grpc_resilience_mesh.services.telemetry.names` and every `add_event` call",
+        )
         + "\nSpan shape, after gRFC A72 (how to read one: [observability](../observability.md)):\n"
         + SHAPE
         + "\n## Attributes\n\n"

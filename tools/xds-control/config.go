@@ -1,6 +1,6 @@
 package main
 
-// The control plane's input: the JSON file the mesh's launcher writes (meshctl.launch.xds).
+// The control plane's input: the JSON file the mesh's launcher writes (grpc_resilience_mesh.launch.xds).
 // Per node (the caller's service name, its bootstrap's node id) per dependency (the xds:///
 // target's name): where the replicas are, and the part of the mesh's edge policy xDS can say.
 

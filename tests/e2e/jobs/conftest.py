@@ -14,11 +14,11 @@ from bullmq import Queue
 from opentelemetry.trace import Tracer
 from prometheus_client import CollectorRegistry
 
-from mesh.notification.config import NotificationConfig
-from mesh.notification.worker import ReceiptWorker
-from mesh.telemetry.job_metrics import JobMetrics
-from meshctl.launch.ports import free_port
-from meshctl.mail.mailbox import Mailbox
+from grpc_resilience_mesh.client.mail.mailbox import Mailbox
+from grpc_resilience_mesh.launch.ports import free_port
+from grpc_resilience_mesh.services.notification.config import NotificationConfig
+from grpc_resilience_mesh.services.notification.worker import ReceiptWorker
+from grpc_resilience_mesh.services.telemetry.job_metrics import JobMetrics
 from tests.e2e.jobs.jobs_helpers import RedisProc, start_redis
 from tests.support.polling import wait_until
 
@@ -41,7 +41,15 @@ def smtp_sink(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sink]:
     root = tmp_path_factory.mktemp("mailbox")
     addr = f"127.0.0.1:{free_port()}"
     popen = subprocess.Popen(
-        [sys.executable, "-m", "meshctl.mail.smtp_sink", "--listen", addr, "--dir", str(root)],
+        [
+            sys.executable,
+            "-m",
+            "grpc_resilience_mesh.client.mail.smtp_sink",
+            "--listen",
+            addr,
+            "--dir",
+            str(root),
+        ],
         stdout=subprocess.DEVNULL,
     )
 

@@ -12,10 +12,15 @@ from typing import Any
 
 from bullmq import Job, Queue
 
-from mesh.contracts.receipt_job import JOB_NAME, Receipt, ReceiptRetry, job_id_for
-from mesh.notification.config import NotificationConfig
-from meshctl.launch.ports import free_port
-from meshctl.launch.redis_server import redis_args, wait_ping
+from grpc_resilience_mesh.launch.ports import free_port
+from grpc_resilience_mesh.launch.redis_server import redis_args, wait_ping
+from grpc_resilience_mesh.services.contracts.receipt_job import (
+    JOB_NAME,
+    Receipt,
+    ReceiptRetry,
+    job_id_for,
+)
+from grpc_resilience_mesh.services.notification.config import NotificationConfig
 from tests.support.polling import await_until
 
 

@@ -9,9 +9,9 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from embedded_toxiproxy.client import ToxiproxyClient
-from embedded_toxiproxy.server import ToxiproxyServer
-from mesh.contracts.receipt_job import JOB_NAME, ReceiptRetry, job_id_for
+from grpc_resilience_mesh.embedded_toxiproxy.client import ToxiproxyClient
+from grpc_resilience_mesh.embedded_toxiproxy.server import ToxiproxyServer
+from grpc_resilience_mesh.services.contracts.receipt_job import JOB_NAME, ReceiptRetry, job_id_for
 from tests.e2e.jobs.jobs_helpers import job, receipt, wait_state, worker_config
 from tests.support.polling import await_until
 

@@ -10,9 +10,15 @@ from typing import Any
 
 import pytest
 
-from chaos.scenarios.receipts.drills import POISON_EXIT_CODE
-from chaos.scenarios.receipts.harness import count_events, job_events
-from mesh.contracts.receipt_job import DRILL_KEY, JOB_NAME, STALLED_REASON, ReceiptRetry, job_id_for
+from grpc_resilience_mesh.chaos.scenarios.receipts.drills import POISON_EXIT_CODE
+from grpc_resilience_mesh.chaos.scenarios.receipts.harness import count_events, job_events
+from grpc_resilience_mesh.services.contracts.receipt_job import (
+    DRILL_KEY,
+    JOB_NAME,
+    STALLED_REASON,
+    ReceiptRetry,
+    job_id_for,
+)
 from tests.e2e.jobs.jobs_helpers import enqueue, job, receipt, wait_state, worker_config
 from tests.e2e.jobs.worker_procs import WorkerProcs
 from tests.support.polling import await_until

@@ -15,14 +15,14 @@ import redis.exceptions
 from bullmq import Queue
 from prometheus_client import CollectorRegistry
 
-from mesh.contracts.receipt_job import QUEUE, job_id_for, redis_url
-from mesh.notification.config import NotificationConfig
-from mesh.payment.ledger import Ledger
-from mesh.payment.outbox import relay_from_env
-from mesh.runtime.config import ServiceConfig
-from mesh.telemetry.job_metrics import JobMetrics
-from meshctl.launch.ports import free_port
-from meshctl.launch.redis_server import redis_args
+from grpc_resilience_mesh.launch.ports import free_port
+from grpc_resilience_mesh.launch.redis_server import redis_args
+from grpc_resilience_mesh.services.contracts.receipt_job import QUEUE, job_id_for, redis_url
+from grpc_resilience_mesh.services.notification.config import NotificationConfig
+from grpc_resilience_mesh.services.payment.ledger import Ledger
+from grpc_resilience_mesh.services.payment.outbox import relay_from_env
+from grpc_resilience_mesh.services.runtime.config import ServiceConfig
+from grpc_resilience_mesh.services.telemetry.job_metrics import JobMetrics
 from tests.e2e.jobs.jobs_helpers import wait_state
 from tests.support.polling import await_until, wait_until
 

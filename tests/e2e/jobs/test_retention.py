@@ -10,10 +10,16 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from redis.asyncio import Redis
 
-from mesh.contracts.receipt_job import JOB_NAME, QUEUE, ReceiptRetention, ReceiptRetry, job_id_for
-from mesh.payment.ledger import Ledger
-from mesh.payment.outbox import relay_from_env
-from mesh.telemetry.job_metrics import JobMetrics
+from grpc_resilience_mesh.services.contracts.receipt_job import (
+    JOB_NAME,
+    QUEUE,
+    ReceiptRetention,
+    ReceiptRetry,
+    job_id_for,
+)
+from grpc_resilience_mesh.services.payment.ledger import Ledger
+from grpc_resilience_mesh.services.payment.outbox import relay_from_env
+from grpc_resilience_mesh.services.telemetry.job_metrics import JobMetrics
 from tests.e2e.jobs.jobs_helpers import job, receipt, wait_state, worker_config
 
 KEEP = ReceiptRetention(completed_count=5, failed_count=3)

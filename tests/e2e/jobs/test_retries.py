@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mesh.contracts.receipt_job import JOB_NAME, ReceiptRetry
+from grpc_resilience_mesh.services.contracts.receipt_job import JOB_NAME, ReceiptRetry
 from tests.e2e.jobs.jobs_helpers import enqueue, job, receipt, wait_state
 
 

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from mesh.contracts.receipt_job import QUEUE, ReceiptRetry
-from mesh.customers import customers
-from mesh.payment.ledger import Ledger
-from mesh.payment.outbox import OutboxRelay
-from mesh.telemetry.job_metrics import JobMetrics
-from meshctl.launch.ports import free_port
+from grpc_resilience_mesh.launch.ports import free_port
+from grpc_resilience_mesh.services.contracts.receipt_job import QUEUE, ReceiptRetry
+from grpc_resilience_mesh.services.customers import customers
+from grpc_resilience_mesh.services.payment.ledger import Ledger
+from grpc_resilience_mesh.services.payment.outbox import OutboxRelay
+from grpc_resilience_mesh.services.telemetry.job_metrics import JobMetrics
 from tests.e2e.jobs.jobs_helpers import (
     enqueue,
     job,
@@ -47,7 +47,7 @@ async def test_stalled_job_is_recovered_by_another_worker_and_sent_once(
     victim = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "mesh.notification",
+        "grpc_resilience_mesh.services.notification",
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=worker_process_env(
@@ -88,7 +88,7 @@ async def test_charge_committed_while_redis_is_down_gets_its_receipt_when_it_ret
     run_worker: Callable[..., Any],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="mesh.payment.outbox")
+    caplog.set_level(logging.WARNING, logger="grpc_resilience_mesh.services.payment.outbox")
     port = free_port()
     addr = f"127.0.0.1:{port}"
     ledger = Ledger(tmp_path / "ledger.sqlite3")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mesh.contracts.receipt_job import ReceiptRetry
+from grpc_resilience_mesh.services.contracts.receipt_job import ReceiptRetry
 from tests.e2e.jobs.jobs_helpers import enqueue, job, receipt, wait_state, worker_config
 from tests.support.polling import await_until
 

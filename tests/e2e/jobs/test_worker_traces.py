@@ -11,9 +11,14 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
-from mesh.contracts.receipt_job import JOB_NAME, Receipt, ReceiptRetry, job_id_for
-from mesh.telemetry.tracing import TRACER_NAME, setup_tracing
-from meshctl import traces as tr
+from grpc_resilience_mesh.client import traces as tr
+from grpc_resilience_mesh.services.contracts.receipt_job import (
+    JOB_NAME,
+    Receipt,
+    ReceiptRetry,
+    job_id_for,
+)
+from grpc_resilience_mesh.services.telemetry.tracing import TRACER_NAME, setup_tracing
 from tests.e2e.jobs.jobs_helpers import receipt, wait_state, worker_config
 
 

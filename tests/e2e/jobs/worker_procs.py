@@ -1,6 +1,7 @@
-"""Drill workers as processes (`python -m chaos.scenarios.receipts.drill_worker`: the receipt
-worker obeying the jobs' drills), for the tests in which a worker must die or block its own
-event loop; a dead one is replaced, as a supervisor would."""
+"""Drill workers as processes (`python -m
+grpc_resilience_mesh.chaos.scenarios.receipts.drill_worker`: the receipt worker obeying the jobs'
+drills), for the tests in which a worker must die or block its own event loop; a dead one is
+replaced, as a supervisor would."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 
-from chaos.scenarios.receipts.drills import DRILL_WORKER
-from meshctl.launch.ports import free_port
+from grpc_resilience_mesh.chaos.scenarios.receipts.drills import DRILL_WORKER
+from grpc_resilience_mesh.launch.ports import free_port
 from tests.e2e.jobs.jobs_helpers import worker_process_env
 
 

@@ -10,8 +10,8 @@ from functools import partial
 import grpc
 import grpc.aio
 
-from bench.ghz import GhzError, ghz_window
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc
+from grpc_resilience_mesh.bench.ghz import GhzError, ghz_window
+from grpc_resilience_mesh.services.v1 import gateway_pb2, gateway_pb2_grpc
 from tests.integration.resilience.servers import serving
 from tests.support.peers import peer_binary
 

@@ -13,10 +13,10 @@ import grpc.aio
 import pytest
 from aiobreaker import CircuitBreakerError
 
-from bench.hand_composed import HandComposedStub
 from grpc_aio_resilience import from_dict
 from grpc_aio_resilience.edge_policy import EdgePolicy
-from mesh.v1 import profile_pb2, profile_pb2_grpc
+from grpc_resilience_mesh.bench.hand_composed import HandComposedStub
+from grpc_resilience_mesh.services.v1 import profile_pb2, profile_pb2_grpc
 
 pytestmark = pytest.mark.timeout(60)
 

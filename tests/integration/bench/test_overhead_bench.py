@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.overhead import run_overhead_bench
+from grpc_resilience_mesh.bench.overhead import run_overhead_bench
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.proxy import format_proxy_bench, run_proxy_bench
+from grpc_resilience_mesh.bench.proxy import format_proxy_bench, run_proxy_bench
 from tests.support.peers import peer_binary
 
 pytestmark = pytest.mark.timeout(60)

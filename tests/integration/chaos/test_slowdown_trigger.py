@@ -12,16 +12,16 @@ from pathlib import Path
 import grpc
 import pytest
 
-from chaos.experiment.loading import load_experiment
-from chaos.experiment.model import ExperimentError, SlowdownFault
-from chaos.run.faults import Injector
-from chaos.run.runner import Runner
-from chaos.run.target import Target
-from loadgen.in_process import LoadResult, Outcome
-from loadgen.protocol import Plan
-from mesh.faults.admin import FaultAdminServicer
-from mesh.faults.injection import FaultTable
-from mesh.v1 import admin_pb2_grpc
+from grpc_resilience_mesh.chaos.experiment.loading import load_experiment
+from grpc_resilience_mesh.chaos.experiment.model import ExperimentError, SlowdownFault
+from grpc_resilience_mesh.chaos.run.faults import Injector
+from grpc_resilience_mesh.chaos.run.runner import Runner
+from grpc_resilience_mesh.chaos.run.target import Target
+from grpc_resilience_mesh.loadgen.in_process import LoadResult, Outcome
+from grpc_resilience_mesh.loadgen.protocol import Plan
+from grpc_resilience_mesh.services.faults.admin import FaultAdminServicer
+from grpc_resilience_mesh.services.faults.injection import FaultTable
+from grpc_resilience_mesh.services.v1 import admin_pb2_grpc
 from tests.integration.resilience.servers import serving
 
 EXPERIMENT = """

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from chaos.experiment.loading import load_experiment
-from chaos.experiment.model import AppFault, ExperimentError
-from chaos.run.faults import Injector
-from mesh.faults.admin import FaultAdminServicer
-from mesh.faults.injection import FaultTable
-from mesh.v1 import admin_pb2_grpc
+from grpc_resilience_mesh.chaos.experiment.loading import load_experiment
+from grpc_resilience_mesh.chaos.experiment.model import AppFault, ExperimentError
+from grpc_resilience_mesh.chaos.run.faults import Injector
+from grpc_resilience_mesh.services.faults.admin import FaultAdminServicer
+from grpc_resilience_mesh.services.faults.injection import FaultTable
+from grpc_resilience_mesh.services.v1 import admin_pb2_grpc
 from tests.integration.resilience.servers import serving
 
 EXPERIMENT = """

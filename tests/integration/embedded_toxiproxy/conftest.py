@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from embedded_toxiproxy.client import ToxiproxyClient
-from embedded_toxiproxy.server import ToxiproxyServer
-from meshctl.launch.real_toxiproxy import RealToxiproxy
+from grpc_resilience_mesh.embedded_toxiproxy.client import ToxiproxyClient
+from grpc_resilience_mesh.embedded_toxiproxy.server import ToxiproxyServer
+from grpc_resilience_mesh.launch.real_toxiproxy import RealToxiproxy
 from tests.integration.embedded_toxiproxy.toxiproxy_helpers import (
     API_TOKEN,
     ApiServer,
@@ -50,7 +50,8 @@ def _running(
 @pytest.fixture
 def toxiproxy(request: pytest.FixtureRequest) -> Iterator[ApiServer]:
     """The embedded server, or real Toxiproxy where a test is parametrised with "real"; with
-    "uvloop", the embedded server on the loop its process runs on (embedded_toxiproxy.server)."""
+    "uvloop", the embedded server on the loop its process runs on
+    (grpc_resilience_mesh.embedded_toxiproxy.server)."""
     param = getattr(request, "param", "embedded")
     if param == "real":
         with RealToxiproxy(binary=peer_binary("toxiproxy-server")) as real:
@@ -72,7 +73,7 @@ def toxiproxy_any_interface() -> Iterator[RunningServer]:
 
 @pytest.fixture
 def toxiproxy_with_token() -> Iterator[RunningServer]:
-    """A server whose API requires API_TOKEN (embedded_toxiproxy.api_token)."""
+    """A server whose API requires API_TOKEN (grpc_resilience_mesh.embedded_toxiproxy.api_token)."""
     yield from _running(ToxiproxyServer("127.0.0.1", 0, token=API_TOKEN))
 
 

@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from embedded_toxiproxy.client import ToxiproxyClient, ToxiproxyError
+from grpc_resilience_mesh.embedded_toxiproxy.client import ToxiproxyClient, ToxiproxyError
 from tests.integration.embedded_toxiproxy.toxiproxy_helpers import API_TOKEN as TOKEN
 from tests.integration.embedded_toxiproxy.toxiproxy_helpers import RunningServer
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from embedded_toxiproxy.client import ToxiproxyClient, ToxiproxyError
+from grpc_resilience_mesh.embedded_toxiproxy.client import ToxiproxyClient, ToxiproxyError
 from tests.integration.embedded_toxiproxy.toxiproxy_helpers import (
     BOTH_SERVERS,
     connect,

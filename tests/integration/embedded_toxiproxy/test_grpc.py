@@ -10,7 +10,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from embedded_toxiproxy.client import ToxiproxyClient
+from grpc_resilience_mesh.embedded_toxiproxy.client import ToxiproxyClient
 from tests.integration.embedded_toxiproxy.toxiproxy_helpers import BOTH_SERVERS, ApiServer
 
 pytestmark = [pytest.mark.timeout(30), BOTH_SERVERS]

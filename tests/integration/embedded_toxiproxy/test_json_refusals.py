@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from embedded_toxiproxy.errors import ApiError
-from embedded_toxiproxy.json_reader import _Reader, parse_body
+from grpc_resilience_mesh.embedded_toxiproxy.errors import ApiError
+from grpc_resilience_mesh.embedded_toxiproxy.json_reader import _Reader, parse_body
 from tests.integration.embedded_toxiproxy.toxiproxy_helpers import (
     RunningServer,
     connect,

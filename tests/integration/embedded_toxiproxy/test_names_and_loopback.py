@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from embedded_toxiproxy.client import ToxiproxyClient, ToxiproxyError
-from embedded_toxiproxy.decoding import MAX_NAME_BYTES
+from grpc_resilience_mesh.embedded_toxiproxy.client import ToxiproxyClient, ToxiproxyError
+from grpc_resilience_mesh.embedded_toxiproxy.decoding import MAX_NAME_BYTES
 from tests.integration.embedded_toxiproxy.toxiproxy_helpers import (
     RunningServer,
     connect,

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from embedded_toxiproxy.client import ToxiproxyClient, ToxiproxyError
-from meshctl.launch.ports import free_port
+from grpc_resilience_mesh.embedded_toxiproxy.client import ToxiproxyClient, ToxiproxyError
+from grpc_resilience_mesh.launch.ports import free_port
 from tests.support.peers import peer_binary
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.timeout(30)
-MESH = [sys.executable, "-m", "meshctl.cli"]
+MESH = [sys.executable, "-m", "grpc_resilience_mesh.cli"]
 
 
 def test_the_real_server_replaces_the_command_in_the_same_process(tmp_path: Path) -> None:

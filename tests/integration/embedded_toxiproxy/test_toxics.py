@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from embedded_toxiproxy.client import ToxiproxyClient
+from grpc_resilience_mesh.embedded_toxiproxy.client import ToxiproxyClient
 from tests.integration.embedded_toxiproxy.toxiproxy_helpers import (
     BOTH_SERVERS,
     ApiServer,

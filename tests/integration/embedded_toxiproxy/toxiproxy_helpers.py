@@ -15,7 +15,7 @@ from typing import Any, Protocol, cast
 
 import pytest
 
-from embedded_toxiproxy.server import ToxiproxyServer
+from grpc_resilience_mesh.embedded_toxiproxy.server import ToxiproxyServer
 
 # Runs every test of a module against the embedded server (on asyncio's loop and on uvloop,
 # which its process uses) and against real Toxiproxy.

@@ -16,12 +16,12 @@ import grpc
 import grpc.aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from mesh.gateway import servicer as gateway
-from mesh.profile import servicer as profile
-from mesh.recommendation import servicer as recommendation
-from mesh.runtime.server import Runtime, Service, serve
-from mesh.topology import EDGES
-from meshctl.launch.ports import free_ports
+from grpc_resilience_mesh.launch.ports import free_ports
+from grpc_resilience_mesh.services.gateway import servicer as gateway
+from grpc_resilience_mesh.services.profile import servicer as profile
+from grpc_resilience_mesh.services.recommendation import servicer as recommendation
+from grpc_resilience_mesh.services.runtime.server import Runtime, Service, serve
+from grpc_resilience_mesh.services.topology import EDGES
 from tests.support.polling import await_until
 
 BUILDS: dict[str, Callable[[Runtime], Awaitable[Service]]] = {

@@ -14,7 +14,7 @@ from pathlib import Path
 import grpc
 import grpc.aio
 
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc
+from grpc_resilience_mesh.services.v1 import gateway_pb2, gateway_pb2_grpc
 from tests.integration.hardening.inproc_services import serving
 from tests.support.polling import await_until
 
@@ -82,6 +82,10 @@ async def test_cancelled_streams_log_no_error_and_no_traceback(tmp_path: Path) -
     tracebacks = [r for r in records if r.exc_info or "Traceback" in r.getMessage()]
     assert not loud, [(r.name, r.getMessage()[:120]) for r in loud[:5]]
     assert not tracebacks, [(r.name, r.getMessage()[:120]) for r in tracebacks[:5]]
-    info = [r for r in records if r.levelno == logging.INFO and r.name != "mesh.runtime"]
+    info = [
+        r
+        for r in records
+        if r.levelno == logging.INFO and r.name != "grpc_resilience_mesh.services.runtime"
+    ]
     assert len(info) <= CANCELS, len(info)
     assert set(counted) <= {"CANCELLED", "OK"}, counted  # a stream may end before its cancel

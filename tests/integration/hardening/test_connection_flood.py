@@ -1,7 +1,7 @@
 """A flood of handshaken, idle HTTP/2 connections on the gateway's public port: from one source
 address (past MAX_CONNECTIONS_PER_PEER), and from many (past MAX_CONNECTIONS). Either way a new
 client from 127.0.0.1 is answered: the relay closes the flood's longest silent connections
-rather than refusing the newcomer (mesh.runtime.front)."""
+rather than refusing the newcomer (grpc_resilience_mesh.services.runtime.front)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 import grpc
 import grpc.aio
 
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc
+from grpc_resilience_mesh.services.v1 import gateway_pb2, gateway_pb2_grpc
 from tests.integration.hardening.inproc_services import serving
 from tests.support.front_door import bearer
 

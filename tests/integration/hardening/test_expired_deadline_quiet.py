@@ -16,8 +16,8 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from mesh.runtime.server import Runtime, Service, serve
-from meshctl.launch.ports import free_ports
+from grpc_resilience_mesh.launch.ports import free_ports
+from grpc_resilience_mesh.services.runtime.server import Runtime, Service, serve
 from tests.integration.hardening.test_cancelled_streams_quiet import Records, recording
 from tests.support.polling import await_until
 

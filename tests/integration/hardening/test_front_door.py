@@ -11,9 +11,17 @@ import grpc.aio
 import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from mesh.config_error import ConfigError
-from mesh.gateway.auth import UNAUTHENTICATED_DETAILS, ApiKeys, AuthInterceptor
-from mesh.gateway.ratelimit import RateLimitInterceptor, RateLimitPolicy, TokenBucket
+from grpc_resilience_mesh.services.config_error import ConfigError
+from grpc_resilience_mesh.services.gateway.auth import (
+    UNAUTHENTICATED_DETAILS,
+    ApiKeys,
+    AuthInterceptor,
+)
+from grpc_resilience_mesh.services.gateway.ratelimit import (
+    RateLimitInterceptor,
+    RateLimitPolicy,
+    TokenBucket,
+)
 from tests.support.fake_clock import FakeClock
 from tests.support.front_door import bearer
 

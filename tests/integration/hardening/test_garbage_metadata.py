@@ -9,8 +9,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from mesh.runtime.log_limit import GRPC_LOGGER, INVALID_ENCODING_MSG, InvalidMetadataLogLimit
-from mesh.v1 import gateway_pb2
+from grpc_resilience_mesh.services.runtime.log_limit import (
+    GRPC_LOGGER,
+    INVALID_ENCODING_MSG,
+    InvalidMetadataLogLimit,
+)
+from grpc_resilience_mesh.services.v1 import gateway_pb2
 from tests.integration.hardening.inproc_services import serving
 from tests.integration.hardening.raw_h2 import unary_call
 

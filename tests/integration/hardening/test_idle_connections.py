@@ -15,7 +15,12 @@ from contextlib import asynccontextmanager, contextmanager
 import grpc.aio
 import pytest
 
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc, profile_pb2, profile_pb2_grpc
+from grpc_resilience_mesh.services.v1 import (
+    gateway_pb2,
+    gateway_pb2_grpc,
+    profile_pb2,
+    profile_pb2_grpc,
+)
 from tests.integration.hardening.inproc_services import serving
 from tests.support.front_door import bearer
 from tests.support.polling import await_until

@@ -16,8 +16,13 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from grpc_aio_resilience.criticality import METADATA_KEY
-from mesh.runtime.internal_auth import TOKEN_ENV, internal_metadata
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc, recommendation_pb2, recommendation_pb2_grpc
+from grpc_resilience_mesh.services.runtime.internal_auth import TOKEN_ENV, internal_metadata
+from grpc_resilience_mesh.services.v1 import (
+    gateway_pb2,
+    gateway_pb2_grpc,
+    recommendation_pb2,
+    recommendation_pb2_grpc,
+)
 from tests.integration.hardening.inproc_services import Served, serving
 from tests.support.polling import await_until
 

@@ -11,7 +11,7 @@ import grpc
 import grpc.aio
 
 from grpc_aio_resilience.errors import PUSHBACK_KEY
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc
+from grpc_resilience_mesh.services.v1 import gateway_pb2, gateway_pb2_grpc
 from tests.integration.hardening.inproc_services import Served, serving
 
 BURST = 2000

@@ -41,14 +41,14 @@ from grpc_aio_resilience.events import (
 )
 from grpc_aio_resilience.interceptor import ResilienceInterceptor
 from grpc_aio_resilience.pipeline import build_pipeline
-from mesh.faults.injection import FaultSpec, FaultTable
-from mesh.gateway.fallback import RECOMMEND, RecommendationsWithFallback
-from mesh.policy.loading import load_policy
-from mesh.policy.model import MeshPolicy
-from mesh.recommendation.servicer import RecommendationServicer
-from mesh.runtime.edges import Edge
-from mesh.runtime.server_chain import server_layers
-from mesh.v1 import profile_pb2, profile_pb2_grpc, recommendation_pb2_grpc
+from grpc_resilience_mesh.services.faults.injection import FaultSpec, FaultTable
+from grpc_resilience_mesh.services.gateway.fallback import RECOMMEND, RecommendationsWithFallback
+from grpc_resilience_mesh.services.policy.loading import load_policy
+from grpc_resilience_mesh.services.policy.model import MeshPolicy
+from grpc_resilience_mesh.services.recommendation.servicer import RecommendationServicer
+from grpc_resilience_mesh.services.runtime.edges import Edge
+from grpc_resilience_mesh.services.runtime.server_chain import server_layers
+from grpc_resilience_mesh.services.v1 import profile_pb2, profile_pb2_grpc, recommendation_pb2_grpc
 from tests.integration.resilience.servers import ProfileFake, profile_servicer, serving
 
 RECOMMEND_WORK_S = 0.036

@@ -13,8 +13,13 @@ import grpc
 import grpc.aio
 import yaml
 
-from mesh.policy.loading import preset_text
-from mesh.v1 import admin_pb2, admin_pb2_grpc, gateway_pb2, gateway_pb2_grpc
+from grpc_resilience_mesh.services.policy.loading import preset_text
+from grpc_resilience_mesh.services.v1 import (
+    admin_pb2,
+    admin_pb2_grpc,
+    gateway_pb2,
+    gateway_pb2_grpc,
+)
 from tests.integration.hardening.inproc_services import Served, serving
 from tests.integration.hardening.stalled_h2 import Stalled, stall
 from tests.support.polling import await_until

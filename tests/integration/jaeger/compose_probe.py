@@ -25,8 +25,8 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from mesh.telemetry.tracing import setup_tracing
-from meshctl import jaeger_query as jq
+from grpc_resilience_mesh.client import jaeger_query as jq
+from grpc_resilience_mesh.services.telemetry.tracing import setup_tracing
 
 CLONE_NEWNET = 0x40000000
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1

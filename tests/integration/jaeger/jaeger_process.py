@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from meshctl.launch.ports import free_ports
+from grpc_resilience_mesh.launch.ports import free_ports
 from tests.support.peers import PEERS_BIN
 from tests.support.polling import wait_until
 

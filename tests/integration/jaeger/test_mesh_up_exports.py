@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from meshctl import jaeger_query as jq
-from meshctl import traces as tr
-from meshctl.cli.app import app
+from grpc_resilience_mesh.cli.app import app
+from grpc_resilience_mesh.client import jaeger_query as jq
+from grpc_resilience_mesh.client import traces as tr
 from tests.integration.jaeger.jaeger_process import Jaeger
 from tests.support.polling import wait_until
 
-MESH = [sys.executable, "-m", "meshctl.cli"]
+MESH = [sys.executable, "-m", "grpc_resilience_mesh.cli"]
 pytestmark = pytest.mark.e2e
 
 

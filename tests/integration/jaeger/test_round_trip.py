@@ -19,12 +19,15 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from mesh.telemetry.tracing import MeshTracing
-from mesh.telemetry.tracing.jsonl_exporter import JsonLinesSpanExporter, JsonLinesSpanProcessor
-from meshctl import jaeger_query as jq
-from meshctl import traces as tr
-from meshctl.cli.app import app
-from meshctl.launch.ports import free_port
+from grpc_resilience_mesh.cli.app import app
+from grpc_resilience_mesh.client import jaeger_query as jq
+from grpc_resilience_mesh.client import traces as tr
+from grpc_resilience_mesh.launch.ports import free_port
+from grpc_resilience_mesh.services.telemetry.tracing import MeshTracing
+from grpc_resilience_mesh.services.telemetry.tracing.jsonl_exporter import (
+    JsonLinesSpanExporter,
+    JsonLinesSpanProcessor,
+)
 from tests.integration.jaeger.jaeger_process import Jaeger
 from tests.integration.telemetry.inproc_mesh import in_process_mesh
 from tests.support.polling import wait_until
@@ -64,8 +67,8 @@ _CLEAN_ENV = {k: v for k, v in os.environ.items() if k not in ("MESH_API_KEY", "
 
 def _mesh_call_home(gateway: str, cwd: Path) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, "-m", "meshctl.cli", "call", "home", "--user", "u-0001", "--limit", "3",
-         "--addr", gateway, "--timeout", "5", "--json", "-"],
+        [sys.executable, "-m", "grpc_resilience_mesh.cli", "call", "home", "--user", "u-0001",
+         "--limit", "3", "--addr", gateway, "--timeout", "5", "--json", "-"],
         capture_output=True, text=True, timeout=60, check=False, cwd=cwd,
         env={**_CLEAN_ENV, "MESH_STATE_DIR": str(cwd)},
     )  # fmt: skip

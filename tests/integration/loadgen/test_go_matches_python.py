@@ -1,8 +1,8 @@
-"""The Go load generator (loadgen/go, `make peers`) and the Python one (loadgen) send
-the same plans to the same fake gateway and report the same records, times aside: the same
-requests (byte for byte, with the same metadata), codes, degraded parts, checkout status and
-charge id, pushback and details, in open and closed loops, with client retries, dropped calls
-and a stop in the middle of a load (or EOF); started_s on the runner's own perf_counter clock."""
+"""The Go load generator (grpc_resilience_mesh/loadgen/go, `make peers`) and the Python one
+(loadgen) send the same plans to the same fake gateway and report the same records, times aside: the
+same requests (byte for byte, with the same metadata), codes, degraded parts, checkout status and
+charge id, pushback and details, in open and closed loops, with client retries, dropped calls and a
+stop in the middle of a load (or EOF); started_s on the runner's own perf_counter clock."""
 
 from __future__ import annotations
 
@@ -16,10 +16,15 @@ import grpc
 import pytest
 
 from grpc_aio_resilience.intake import TIMEOUT_KEY, timeout_value
-from loadgen.generator import serialise
-from loadgen.in_process import LoadGenerator, LoadResult, Outcome, generator_command
-from loadgen.protocol import Plan, Request, decode
-from mesh.v1 import gateway_pb2, payment_pb2
+from grpc_resilience_mesh.loadgen.generator import serialise
+from grpc_resilience_mesh.loadgen.in_process import (
+    LoadGenerator,
+    LoadResult,
+    Outcome,
+    generator_command,
+)
+from grpc_resilience_mesh.loadgen.protocol import Plan, Request, decode
+from grpc_resilience_mesh.services.v1 import gateway_pb2, payment_pb2
 from tests.support.peers import peer_binary
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(90)]

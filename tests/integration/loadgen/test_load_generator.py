@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
-from loadgen.in_process import LoadGenerator, Outcome, plan_for
-from mesh.v1 import gateway_pb2
+from grpc_resilience_mesh.loadgen.in_process import LoadGenerator, Outcome, plan_for
+from grpc_resilience_mesh.services.v1 import gateway_pb2
 
 pytestmark = pytest.mark.asyncio
 

@@ -1,7 +1,8 @@
-"""The Go generator and the Python one report no percentile of their own: each ends a plan
-with its elapsed time and CPU only, so every latency figure from either is loadgen.percentile
-over the same records, one definition whichever generator ran. Should a generator start
-summarising latencies, this fails until its figure is checked against that definition."""
+"""The Go generator and the Python one report no percentile of their own: each ends a plan with its
+elapsed time and CPU only, so every latency figure from either is
+grpc_resilience_mesh.loadgen.percentile over the same records, one definition whichever generator
+ran. Should a generator start summarising latencies, this fails until its figure is checked against
+that definition."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
-from loadgen.outcomes import LoadResult, outcome_of
-from loadgen.percentile import percentile
-from loadgen.plans import plan_for
-from loadgen.protocol import decode
-from mesh.v1 import gateway_pb2
+from grpc_resilience_mesh.loadgen.outcomes import LoadResult, outcome_of
+from grpc_resilience_mesh.loadgen.percentile import percentile
+from grpc_resilience_mesh.loadgen.plans import plan_for
+from grpc_resilience_mesh.loadgen.protocol import decode
+from grpc_resilience_mesh.services.v1 import gateway_pb2
 from tests.integration.loadgen.fake_gateway import serving
 from tests.support.peers import peer_binary
 
@@ -67,7 +68,7 @@ async def test_a_generator_ends_with_no_latency_summary_of_its_own(kind: str, ga
     if kind == "go":
         command = [str(peer_binary("mesh-loadgen"))]  # skips when `make peers` did not build it
     else:
-        command = [sys.executable, "-m", "loadgen.generator"]
+        command = [sys.executable, "-m", "grpc_resilience_mesh.loadgen.generator"]
     summary, result = await summary_and_result(command, gateway)
     assert set(summary) == {"elapsed_s", "cpu_s"}
     latencies = [o.latency_s * 1000 for o in result.outcomes]

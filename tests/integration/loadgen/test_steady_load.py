@@ -16,11 +16,11 @@ from pathlib import Path
 import grpc
 import pytest
 
-from loadgen.in_process import LoadGenerator, LoadResult, Outcome, plan_for
-from loadgen.protocol import Plan
-from loadgen.steady import SteadyLoad, run_steady
-from mesh.v1 import gateway_pb2, payment_pb2
-from meshctl.console.background_load import BackgroundLoad, LoadSettings
+from grpc_resilience_mesh.console.background_load import BackgroundLoad, LoadSettings
+from grpc_resilience_mesh.loadgen.in_process import LoadGenerator, LoadResult, Outcome, plan_for
+from grpc_resilience_mesh.loadgen.protocol import Plan
+from grpc_resilience_mesh.loadgen.steady import SteadyLoad, run_steady
+from grpc_resilience_mesh.services.v1 import gateway_pb2, payment_pb2
 from tests.integration.loadgen.fake_gateway import Handler, serving
 from tests.support.polling import await_until
 

@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 import grpc
 import pytest
 
-from mesh.profile.servicer import build
-from mesh.runtime.server import run
+from grpc_resilience_mesh.services.profile.servicer import build
+from grpc_resilience_mesh.services.runtime.server import run
 
 
 @pytest.fixture

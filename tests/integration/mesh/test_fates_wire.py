@@ -15,7 +15,7 @@ import grpc.aio
 import pytest
 
 from grpc_aio_resilience import fates
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc
+from grpc_resilience_mesh.services.v1 import gateway_pb2, gateway_pb2_grpc
 from tests.integration.hardening.inproc_services import Served, serving
 
 GET_PROFILE = "/mesh.v1.ProfileService/GetProfile"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import grpc.aio
 
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc
+from grpc_resilience_mesh.services.v1 import gateway_pb2, gateway_pb2_grpc
 from tests.integration.hardening.inproc_services import serving
 from tests.support.call_trace import files_run_by
 from tests.support.doc_routes import get_home_route
@@ -26,4 +26,4 @@ async def test_every_file_of_the_get_home_route_runs_on_a_get_home() -> None:
             ran = await files_run_by(one_get_home)
     route = get_home_route()
     assert [f for f in route if f not in ran] == []
-    assert "services/mesh/profile/servicer.py" in ran  # the call reached profile
+    assert "grpc_resilience_mesh/services/profile/servicer.py" in ran  # the call reached profile

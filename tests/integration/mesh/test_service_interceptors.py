@@ -7,16 +7,16 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from grpc_aio_resilience.events import EventBus
-from mesh.config_error import ConfigError
-from mesh.faults.injection import FaultTable
-from mesh.gateway.auth import AuthInterceptor
-from mesh.gateway.ratelimit import RateLimitInterceptor
-from mesh.gateway.servicer import build as build_gateway
-from mesh.policy.loading import load_policy
-from mesh.profile.servicer import build as build_profile
-from mesh.runtime.config import ServiceConfig
-from mesh.runtime.server import Runtime
-from mesh.telemetry.metrics import MeshMetrics
+from grpc_resilience_mesh.services.config_error import ConfigError
+from grpc_resilience_mesh.services.faults.injection import FaultTable
+from grpc_resilience_mesh.services.gateway.auth import AuthInterceptor
+from grpc_resilience_mesh.services.gateway.ratelimit import RateLimitInterceptor
+from grpc_resilience_mesh.services.gateway.servicer import build as build_gateway
+from grpc_resilience_mesh.services.policy.loading import load_policy
+from grpc_resilience_mesh.services.profile.servicer import build as build_profile
+from grpc_resilience_mesh.services.runtime.config import ServiceConfig
+from grpc_resilience_mesh.services.runtime.server import Runtime
+from grpc_resilience_mesh.services.telemetry.metrics import MeshMetrics
 
 
 def runtime(name: str, env: dict[str, str]) -> Runtime:

@@ -12,8 +12,8 @@ import grpc
 import pytest
 from typer.testing import CliRunner
 
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc
-from meshctl.cli.app import app
+from grpc_resilience_mesh.cli.app import app
+from grpc_resilience_mesh.services.v1 import gateway_pb2, gateway_pb2_grpc
 
 
 class _Gateway(gateway_pb2_grpc.GatewayServicer):

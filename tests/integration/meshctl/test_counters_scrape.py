@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
-from meshctl.counters import scrape
+from grpc_resilience_mesh.client.counters import scrape
 
 
 @pytest.fixture

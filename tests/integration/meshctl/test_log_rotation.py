@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from meshctl.launch.log_rotation import LogLimits, LogRotator
-from meshctl.launch.processes import LaunchError
-from meshctl.launch.spawn import LogSpawner
+from grpc_resilience_mesh.launch.log_rotation import LogLimits, LogRotator
+from grpc_resilience_mesh.launch.processes import LaunchError
+from grpc_resilience_mesh.launch.spawn import LogSpawner
 from tests.support.polling import wait_until
 
 CHATTY = """
@@ -53,7 +53,7 @@ def test_a_writing_process_log_rotates_into_bounded_whole_files(tmp_path: Path) 
 
 
 def test_bad_limits_refuse_to_start_naming_the_variable(tmp_path: Path) -> None:
-    from meshctl.launch.mesh import Mesh
+    from grpc_resilience_mesh.launch.mesh import Mesh
 
     mesh = Mesh(state_dir=tmp_path / "var", env={"MESH_LOG_MAX_BYTES": "12"})
     with pytest.raises(LaunchError, match="MESH_LOG_MAX_BYTES"):

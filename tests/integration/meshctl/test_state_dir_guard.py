@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from meshctl.launch.mesh import Mesh
-from meshctl.launch.ports import Ports
-from meshctl.launch.spawn import LogSpawner
-from meshctl.launch.state_guard import StateDirRefused
+from grpc_resilience_mesh.launch.mesh import Mesh
+from grpc_resilience_mesh.launch.ports import Ports
+from grpc_resilience_mesh.launch.spawn import LogSpawner
+from grpc_resilience_mesh.launch.state_guard import StateDirRefused
 
 NOBODY = 65534
 VICTIM_TEXT = "the user's own file\n"

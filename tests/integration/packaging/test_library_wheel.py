@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 LIBRARY = ROOT / "libs" / "grpc-aio-resilience"
 UV = Path(sys.executable).parent / "uv"
-FOREIGN = ("mesh", "pydantic", "yaml", "opentelemetry", "prometheus_client", "chaos", "meshctl")
+FOREIGN = ("grpc_resilience_mesh", "pydantic", "yaml", "opentelemetry", "prometheus_client")
 
 PROBE = """
 import json, sys

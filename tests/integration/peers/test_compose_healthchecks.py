@@ -21,9 +21,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from embedded_toxiproxy.client import ToxiproxyClient, ToxiproxyError
-from meshctl.launch.ports import free_port
-from meshctl.launch.real_toxiproxy import RealToxiproxy
+from grpc_resilience_mesh.embedded_toxiproxy.client import ToxiproxyClient, ToxiproxyError
+from grpc_resilience_mesh.launch.ports import free_port
+from grpc_resilience_mesh.launch.real_toxiproxy import RealToxiproxy
 from tests.support.peers import peer_binary
 from tests.support.polling import wait_until
 from tests.unit.deploy.deploy_sources import load_compose, load_toxiproxy_json

@@ -27,13 +27,16 @@ from prometheus_client import CollectorRegistry
 
 from grpc_aio_resilience import from_dict, to_dict
 from grpc_aio_resilience.events import Event, EventBus, PoolWorkDone
-from loadgen.percentile import percentile
-from mesh.faults.injection import FaultTable
-from mesh.policy.pool import MeshServerPolicy
-from mesh.recommendation.servicer import DeclaredCapacity, RecommendationServicer
-from mesh.runtime.server_chain import server_layers
-from mesh.telemetry.metrics import MeshMetrics
-from mesh.v1 import recommendation_pb2, recommendation_pb2_grpc
+from grpc_resilience_mesh.loadgen.percentile import percentile
+from grpc_resilience_mesh.services.faults.injection import FaultTable
+from grpc_resilience_mesh.services.policy.pool import MeshServerPolicy
+from grpc_resilience_mesh.services.recommendation.servicer import (
+    DeclaredCapacity,
+    RecommendationServicer,
+)
+from grpc_resilience_mesh.services.runtime.server_chain import server_layers
+from grpc_resilience_mesh.services.telemetry.metrics import MeshMetrics
+from grpc_resilience_mesh.services.v1 import recommendation_pb2, recommendation_pb2_grpc
 
 POOL: dict[str, Any] = {"workers": 4, "service_time_s": 0.020}
 CAPACITY_PER_S = 200.0  # 4 workers / 20 ms

@@ -11,7 +11,7 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from mesh.v1 import profile_pb2, profile_pb2_grpc
+from grpc_resilience_mesh.services.v1 import profile_pb2, profile_pb2_grpc
 
 Handler = Callable[[profile_pb2.GetProfileRequest, grpc.aio.ServicerContext], Awaitable[Any]]
 

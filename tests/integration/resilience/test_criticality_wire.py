@@ -17,9 +17,10 @@ from grpc_aio_resilience.criticality import METADATA_KEY
 from grpc_aio_resilience.events import EventBus
 from grpc_aio_resilience.interceptor import ResilienceInterceptor
 from grpc_aio_resilience.pipeline import build_pipeline
-from mesh.gateway import servicer as gateway
-from mesh.runtime.server import serve
-from mesh.v1 import (
+from grpc_resilience_mesh.launch.ports import free_port
+from grpc_resilience_mesh.services.gateway import servicer as gateway
+from grpc_resilience_mesh.services.runtime.server import serve
+from grpc_resilience_mesh.services.v1 import (
     gateway_pb2,
     gateway_pb2_grpc,
     profile_pb2,
@@ -27,7 +28,6 @@ from mesh.v1 import (
     recommendation_pb2,
     recommendation_pb2_grpc,
 )
-from meshctl.launch.ports import free_port
 from tests.integration.resilience.servers import ProfileFake, profile_servicer, serving
 from tests.integration.resilience.test_deadlines_wire import (
     REQUEST,
@@ -209,8 +209,8 @@ async def test_the_reserve_goes_by_the_criticality_the_server_settled() -> None:
     from grpc_aio_resilience.admission_policy import LimitPolicy, ServerPolicy
     from grpc_aio_resilience.criticality import Criticality
     from grpc_aio_resilience.inbound import AssignCriticality
-    from mesh.faults.injection import FaultTable
-    from mesh.runtime.server_chain import server_layers
+    from grpc_resilience_mesh.services.faults.injection import FaultTable
+    from grpc_resilience_mesh.services.runtime.server_chain import server_layers
 
     async def handler(_: object, __: grpc.aio.ServicerContext) -> None:
         return None

@@ -17,9 +17,9 @@ from grpc_aio_resilience.edge_policy import EdgePolicy
 from grpc_aio_resilience.events import EventBus
 from grpc_aio_resilience.interceptor import ResilienceInterceptor
 from grpc_aio_resilience.pipeline import build_pipeline
-from mesh.faults.injection import FaultTable
-from mesh.runtime.server_chain import server_layers
-from mesh.v1 import profile_pb2, profile_pb2_grpc
+from grpc_resilience_mesh.services.faults.injection import FaultTable
+from grpc_resilience_mesh.services.runtime.server_chain import server_layers
+from grpc_resilience_mesh.services.v1 import profile_pb2, profile_pb2_grpc
 from tests.integration.resilience.servers import ProfileFake, profile_servicer, serving
 from tests.support.polling import await_until
 

@@ -9,7 +9,7 @@ from collections import Counter
 import grpc
 
 from grpc_aio_resilience import from_dict
-from mesh.policy.pool import MeshServerPolicy
+from grpc_resilience_mesh.services.policy.pool import MeshServerPolicy
 from tests.integration.resilience.overload import (
     POOL,
     capacity_server,

@@ -21,7 +21,7 @@ from grpc_aio_resilience.edge_policy import EdgePolicy
 from grpc_aio_resilience.events import EventBus
 from grpc_aio_resilience.interceptor import ResilienceInterceptor
 from grpc_aio_resilience.pipeline import build_pipeline
-from mesh.v1 import profile_pb2, profile_pb2_grpc
+from grpc_resilience_mesh.services.v1 import profile_pb2, profile_pb2_grpc
 from tests.integration.resilience.servers import ProfileFake, profile_servicer
 
 REQUEST = profile_pb2.GetProfileRequest(user_id="u1")

@@ -22,7 +22,7 @@ from grpc_aio_resilience.events import EventBus
 from grpc_aio_resilience.interceptor import ResilienceInterceptor
 from grpc_aio_resilience.outlier_policy import OutlierPolicy
 from grpc_aio_resilience.pipeline import build_pipeline
-from mesh.v1 import profile_pb2, profile_pb2_grpc, recommendation_pb2_grpc
+from grpc_resilience_mesh.services.v1 import profile_pb2, profile_pb2_grpc, recommendation_pb2_grpc
 from tests.integration.resilience.servers import ProfileFake, profile_servicer, serving
 from tests.integration.resilience.test_streams_wire import REQUEST, StreamFake, register
 

@@ -24,7 +24,7 @@ from grpc_aio_resilience.events import Event, EventBus, ReplicaEjected, RetrySch
 from grpc_aio_resilience.interceptor import ResilienceInterceptor
 from grpc_aio_resilience.outlier_policy import OutlierPolicy
 from grpc_aio_resilience.pipeline import build_pipeline
-from mesh.v1 import recommendation_pb2_grpc
+from grpc_resilience_mesh.services.v1 import recommendation_pb2_grpc
 from tests.integration.resilience.servers import serving
 from tests.integration.resilience.test_streams_wire import REQUEST, StreamFake, register
 from tests.support.polling import await_until

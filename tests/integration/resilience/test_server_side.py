@@ -14,11 +14,16 @@ from prometheus_client import CollectorRegistry
 
 from grpc_aio_resilience.admission_policy import ServerPolicy
 from grpc_aio_resilience.events import EventBus
-from mesh.faults.admin import FaultAdminServicer
-from mesh.faults.injection import FaultSpec, FaultTable
-from mesh.runtime.server_chain import server_layers
-from mesh.telemetry.metrics import MeshMetrics
-from mesh.v1 import admin_pb2, admin_pb2_grpc, profile_pb2, profile_pb2_grpc
+from grpc_resilience_mesh.services.faults.admin import FaultAdminServicer
+from grpc_resilience_mesh.services.faults.injection import FaultSpec, FaultTable
+from grpc_resilience_mesh.services.runtime.server_chain import server_layers
+from grpc_resilience_mesh.services.telemetry.metrics import MeshMetrics
+from grpc_resilience_mesh.services.v1 import (
+    admin_pb2,
+    admin_pb2_grpc,
+    profile_pb2,
+    profile_pb2_grpc,
+)
 from tests.integration.resilience.servers import ProfileFake, serving
 from tests.support.polling import await_until
 

@@ -13,9 +13,9 @@ import grpc.aio
 
 from grpc_aio_resilience.admission_policy import ServerPolicy
 from grpc_aio_resilience.events import Event, EventBus, ServerCallFinished, StreamExpired
-from mesh.faults.injection import FaultTable
-from mesh.runtime.server_chain import server_layers
-from mesh.v1 import recommendation_pb2, recommendation_pb2_grpc
+from grpc_resilience_mesh.services.faults.injection import FaultTable
+from grpc_resilience_mesh.services.runtime.server_chain import server_layers
+from grpc_resilience_mesh.services.v1 import recommendation_pb2, recommendation_pb2_grpc
 from tests.integration.hardening.stalled_h2 import stall
 from tests.integration.resilience.servers import serving
 from tests.support.polling import await_until

@@ -32,11 +32,16 @@ from grpc_aio_resilience.events import (
 )
 from grpc_aio_resilience.interceptor import ResilienceInterceptor
 from grpc_aio_resilience.pipeline import build_pipeline
-from mesh.faults.injection import FaultSpec, FaultTable
-from mesh.gateway.streams import MESSAGES_KEY, PARTIAL_KEY, relay_stream
-from mesh.runtime.relay import relay_failure
-from mesh.runtime.server_chain import server_layers
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc, recommendation_pb2, recommendation_pb2_grpc
+from grpc_resilience_mesh.services.faults.injection import FaultSpec, FaultTable
+from grpc_resilience_mesh.services.gateway.streams import MESSAGES_KEY, PARTIAL_KEY, relay_stream
+from grpc_resilience_mesh.services.runtime.relay import relay_failure
+from grpc_resilience_mesh.services.runtime.server_chain import server_layers
+from grpc_resilience_mesh.services.v1 import (
+    gateway_pb2,
+    gateway_pb2_grpc,
+    recommendation_pb2,
+    recommendation_pb2_grpc,
+)
 from tests.integration.resilience.servers import serving
 from tests.support.polling import await_until
 
@@ -268,7 +273,8 @@ async def test_the_servers_faults_cut_streams_and_the_deadline_travels() -> None
 
 
 class Relay(gateway_pb2_grpc.GatewayServicer):
-    """Hop A: the gateway's stream relay (mesh.gateway.streams) over a resilient channel to B."""
+    """Hop A: the gateway's stream relay (grpc_resilience_mesh.services.gateway.streams) over a
+    resilient channel to B."""
 
     def __init__(self, b_target: str) -> None:
         self.b = Client(b_target, edge())

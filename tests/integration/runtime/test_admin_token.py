@@ -12,11 +12,11 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from mesh.profile import servicer as profile
-from mesh.runtime.admin_auth import admin_metadata
-from mesh.runtime.server import serve
-from mesh.v1 import admin_pb2, admin_pb2_grpc
-from meshctl.launch.ports import free_ports
+from grpc_resilience_mesh.launch.ports import free_ports
+from grpc_resilience_mesh.services.profile import servicer as profile
+from grpc_resilience_mesh.services.runtime.admin_auth import admin_metadata
+from grpc_resilience_mesh.services.runtime.server import serve
+from grpc_resilience_mesh.services.v1 import admin_pb2, admin_pb2_grpc
 
 TOKEN = "t0k3n-for-this-test-only-0123456789"
 FAULT = admin_pb2.Fault(method="*", error_rate=1.0, code="UNAVAILABLE")

@@ -18,11 +18,16 @@ import grpc.aio
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from mesh.recommendation import servicer as recommendation
-from mesh.runtime.server import Runtime, Service, serve
-from mesh.v1 import admin_pb2, admin_pb2_grpc, profile_pb2, recommendation_pb2
-from mesh.v1 import recommendation_pb2_grpc as rec_grpc
-from meshctl.launch.ports import free_ports
+from grpc_resilience_mesh.launch.ports import free_ports
+from grpc_resilience_mesh.services.recommendation import servicer as recommendation
+from grpc_resilience_mesh.services.runtime.server import Runtime, Service, serve
+from grpc_resilience_mesh.services.v1 import (
+    admin_pb2,
+    admin_pb2_grpc,
+    profile_pb2,
+    recommendation_pb2,
+)
+from grpc_resilience_mesh.services.v1 import recommendation_pb2_grpc as rec_grpc
 from tests.integration.resilience.servers import ProfileFake, profile_servicer, serving
 from tests.support.polling import await_until
 

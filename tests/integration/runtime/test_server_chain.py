@@ -21,13 +21,17 @@ from prometheus_client import CollectorRegistry
 from grpc_aio_resilience.admission_policy import ServerPolicy
 from grpc_aio_resilience.events import EventBus
 from grpc_aio_resilience.server_layer import ServerLayer
-from mesh.faults.injection import FaultTable
-from mesh.gateway.auth import ApiKeys, AuthInterceptor
-from mesh.gateway.ratelimit import RateLimitInterceptor, RateLimitPolicy
-from mesh.runtime.server_chain import ServerChain, server_layers
-from mesh.telemetry.metrics import MeshMetrics
-from mesh.telemetry.tracing import MeshTracing, server_tracing, setup_tracing
-from mesh.v1 import profile_pb2, profile_pb2_grpc
+from grpc_resilience_mesh.services.faults.injection import FaultTable
+from grpc_resilience_mesh.services.gateway.auth import ApiKeys, AuthInterceptor
+from grpc_resilience_mesh.services.gateway.ratelimit import RateLimitInterceptor, RateLimitPolicy
+from grpc_resilience_mesh.services.runtime.server_chain import ServerChain, server_layers
+from grpc_resilience_mesh.services.telemetry.metrics import MeshMetrics
+from grpc_resilience_mesh.services.telemetry.tracing import (
+    MeshTracing,
+    server_tracing,
+    setup_tracing,
+)
+from grpc_resilience_mesh.services.v1 import profile_pb2, profile_pb2_grpc
 from tests.integration.resilience.servers import ProfileFake, serving
 from tests.support.fake_clock import FakeClock
 from tests.support.front_door import bearer

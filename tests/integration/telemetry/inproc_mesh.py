@@ -14,14 +14,14 @@ import grpc
 import grpc.aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from embedded_toxiproxy.server import ToxiproxyServer
-from mesh.gateway import servicer as gateway
-from mesh.profile import servicer as profile
-from mesh.recommendation.servicer import RecommendationServicer
-from mesh.runtime.server import Runtime, Service, serve
-from mesh.topology import EDGES, Edge
-from mesh.v1 import recommendation_pb2, recommendation_pb2_grpc
-from meshctl.launch.ports import free_port
+from grpc_resilience_mesh.embedded_toxiproxy.server import ToxiproxyServer
+from grpc_resilience_mesh.launch.ports import free_port
+from grpc_resilience_mesh.services.gateway import servicer as gateway
+from grpc_resilience_mesh.services.profile import servicer as profile
+from grpc_resilience_mesh.services.recommendation.servicer import RecommendationServicer
+from grpc_resilience_mesh.services.runtime.server import Runtime, Service, serve
+from grpc_resilience_mesh.services.topology import EDGES, Edge
+from grpc_resilience_mesh.services.v1 import recommendation_pb2, recommendation_pb2_grpc
 from tests.support.polling import await_until
 
 log = logging.getLogger("tests.flaky_recommendation")
@@ -35,7 +35,7 @@ class FlakyRecommendations(RecommendationServicer):
     """The real servicer, but Recommend fails with UNAVAILABLE `fail_first` times first."""
 
     def __init__(self, runtime: Runtime, fail_first: int) -> None:
-        from mesh.v1 import profile_pb2_grpc
+        from grpc_resilience_mesh.services.v1 import profile_pb2_grpc
 
         super().__init__(
             runtime.edge("profile", profile_pb2_grpc.ProfileServiceStub),

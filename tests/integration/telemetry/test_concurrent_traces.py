@@ -16,8 +16,12 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from mesh.telemetry.tracing import MeshTracing, server_tracing, setup_tracing
-from mesh.v1 import profile_pb2, profile_pb2_grpc
+from grpc_resilience_mesh.services.telemetry.tracing import (
+    MeshTracing,
+    server_tracing,
+    setup_tracing,
+)
+from grpc_resilience_mesh.services.v1 import profile_pb2, profile_pb2_grpc
 from tests.integration.resilience.servers import ProfileFake, profile_servicer, serving
 
 CALLS = 24

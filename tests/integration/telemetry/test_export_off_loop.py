@@ -19,10 +19,13 @@ import pytest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
-from mesh.telemetry.tracing import MeshTracing, server_tracing
-from mesh.telemetry.tracing.jsonl_exporter import JsonLinesSpanExporter, JsonLinesSpanProcessor
-from mesh.v1 import profile_pb2, profile_pb2_grpc
-from meshctl.traces import load_spans
+from grpc_resilience_mesh.client.traces import load_spans
+from grpc_resilience_mesh.services.telemetry.tracing import MeshTracing, server_tracing
+from grpc_resilience_mesh.services.telemetry.tracing.jsonl_exporter import (
+    JsonLinesSpanExporter,
+    JsonLinesSpanProcessor,
+)
+from grpc_resilience_mesh.services.v1 import profile_pb2, profile_pb2_grpc
 from tests.support.polling import await_until
 
 QUEUE = 50

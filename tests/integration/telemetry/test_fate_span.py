@@ -15,11 +15,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from grpc_aio_resilience import fates
 from grpc_aio_resilience.admission_policy import ServerPolicy
 from grpc_aio_resilience.events import EventBus, FallbackServed
-from mesh.faults.injection import FaultTable
-from mesh.runtime.refusal import abort
-from mesh.runtime.server_chain import server_layers
-from mesh.telemetry.tracing import MeshTracing, server_tracing
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc
+from grpc_resilience_mesh.services.faults.injection import FaultTable
+from grpc_resilience_mesh.services.runtime.refusal import abort
+from grpc_resilience_mesh.services.runtime.server_chain import server_layers
+from grpc_resilience_mesh.services.telemetry.tracing import MeshTracing, server_tracing
+from grpc_resilience_mesh.services.v1 import gateway_pb2, gateway_pb2_grpc
 from tests.integration.resilience.servers import serving
 
 

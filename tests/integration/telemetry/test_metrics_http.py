@@ -13,8 +13,8 @@ from collections.abc import AsyncIterator
 import pytest
 from prometheus_client import CollectorRegistry
 
-from mesh.telemetry.metrics import MeshMetrics
-from mesh.telemetry.metrics_http import MetricsHttpLimits
+from grpc_resilience_mesh.services.telemetry.metrics import MeshMetrics
+from grpc_resilience_mesh.services.telemetry.metrics_http import MetricsHttpLimits
 
 LIMITS = MetricsHttpLimits()
 

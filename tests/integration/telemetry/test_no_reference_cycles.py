@@ -26,11 +26,15 @@ from grpc_aio_resilience.clock import SystemClock
 from grpc_aio_resilience.events import EventBus
 from grpc_aio_resilience.interceptor import ResilienceInterceptor
 from grpc_aio_resilience.pipeline import build_pipeline
-from mesh.faults.injection import FaultTable
-from mesh.policy.loading import load_policy
-from mesh.runtime.server_chain import server_layers
-from mesh.telemetry.tracing import MeshTracing, server_tracing, setup_tracing
-from mesh.v1 import profile_pb2, profile_pb2_grpc
+from grpc_resilience_mesh.services.faults.injection import FaultTable
+from grpc_resilience_mesh.services.policy.loading import load_policy
+from grpc_resilience_mesh.services.runtime.server_chain import server_layers
+from grpc_resilience_mesh.services.telemetry.tracing import (
+    MeshTracing,
+    server_tracing,
+    setup_tracing,
+)
+from grpc_resilience_mesh.services.v1 import profile_pb2, profile_pb2_grpc
 from tests.integration.resilience.servers import serving
 
 CALLS = 40

@@ -19,9 +19,14 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from mesh.telemetry import names as n
-from mesh.telemetry.tracing import MeshTracing, server_tracing
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc, profile_pb2, profile_pb2_grpc
+from grpc_resilience_mesh.services.telemetry import names as n
+from grpc_resilience_mesh.services.telemetry.tracing import MeshTracing, server_tracing
+from grpc_resilience_mesh.services.v1 import (
+    gateway_pb2,
+    gateway_pb2_grpc,
+    profile_pb2,
+    profile_pb2_grpc,
+)
 from tests.integration.hardening import inproc_services
 from tests.integration.resilience.servers import ProfileFake, profile_servicer, serving
 

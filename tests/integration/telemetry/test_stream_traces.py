@@ -24,12 +24,17 @@ from grpc_aio_resilience.edge_policy import EdgePolicy
 from grpc_aio_resilience.events import EventBus
 from grpc_aio_resilience.interceptor import ResilienceInterceptor
 from grpc_aio_resilience.pipeline import build_pipeline
-from mesh.faults.injection import FaultTable
-from mesh.gateway.streams import relay_stream
-from mesh.runtime.relay import relay_failure
-from mesh.runtime.server_chain import server_layers
-from mesh.telemetry.tracing import MeshTracing, server_tracing
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc, recommendation_pb2, recommendation_pb2_grpc
+from grpc_resilience_mesh.services.faults.injection import FaultTable
+from grpc_resilience_mesh.services.gateway.streams import relay_stream
+from grpc_resilience_mesh.services.runtime.relay import relay_failure
+from grpc_resilience_mesh.services.runtime.server_chain import server_layers
+from grpc_resilience_mesh.services.telemetry.tracing import MeshTracing, server_tracing
+from grpc_resilience_mesh.services.v1 import (
+    gateway_pb2,
+    gateway_pb2_grpc,
+    recommendation_pb2,
+    recommendation_pb2_grpc,
+)
 from tests.integration.resilience.servers import serving
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"

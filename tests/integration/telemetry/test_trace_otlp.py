@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 import grpc.aio
 import pytest
 
-from mesh.runtime.logging import JsonFormatter
-from mesh.v1 import gateway_pb2, gateway_pb2_grpc
+from grpc_resilience_mesh.services.runtime.logging import JsonFormatter
+from grpc_resilience_mesh.services.v1 import gateway_pb2, gateway_pb2_grpc
 from tests.integration.telemetry.inproc_mesh import in_process_mesh
 from tests.integration.telemetry.otlp_receiver import ReceivedSpan, Receiver, start_receiver
 

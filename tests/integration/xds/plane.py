@@ -29,9 +29,9 @@ from grpc_aio_resilience.edge_policy import EdgePolicy
 from grpc_aio_resilience.events import EventBus
 from grpc_aio_resilience.interceptor import ResilienceInterceptor
 from grpc_aio_resilience.pipeline import build_pipeline
-from meshctl.launch.processes import terminate
-from meshctl.launch.xds_config import bootstrap, write_json
-from meshctl.launch.xds_plane import XDS_TOKEN_ENV
+from grpc_resilience_mesh.launch.processes import terminate
+from grpc_resilience_mesh.launch.xds_config import bootstrap, write_json
+from grpc_resilience_mesh.launch.xds_plane import XDS_TOKEN_ENV
 from tests.support.peers import peer_binary
 
 NODE = "gateway"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.experiment.model import XdsFault
-from chaos.run.faults import Injector
+from grpc_resilience_mesh.chaos.experiment.model import XdsFault
+from grpc_resilience_mesh.chaos.run.faults import Injector
 from tests.integration.xds.plane import Plane
 
 pytestmark = pytest.mark.slow

@@ -1,8 +1,7 @@
-"""A33's share changed on a route that has a fault already: grpcio 1.85 ACKs the new
-percentage and goes on injecting the old one, so `mesh fault --xds` and the runner push the
-route without its fault first (meshctl.launch.xds_faults.PlaneAdmin.add). The second test pins
-gRPC's behaviour: when it fails, gRPC applies a percentage change itself and the extra push
-can go."""
+"""A33's share changed on a route that has a fault already: grpcio 1.85 ACKs the new percentage and
+goes on injecting the old one, so `mesh fault --xds` and the runner push the route without its fault
+first (grpc_resilience_mesh.launch.xds_faults.PlaneAdmin.add). The second test pins gRPC's
+behaviour: when it fails, gRPC applies a percentage change itself and the extra push can go."""
 
 from __future__ import annotations
 
@@ -11,9 +10,9 @@ import math
 import grpc
 import pytest
 
-from mesh.topology import edge
-from mesh.v1 import profile_pb2_grpc
-from meshctl.launch.xds_faults import PlaneAdmin
+from grpc_resilience_mesh.launch.xds_faults import PlaneAdmin
+from grpc_resilience_mesh.services.topology import edge
+from grpc_resilience_mesh.services.v1 import profile_pb2_grpc
 from tests.integration.resilience.servers import ProfileFake, profile_servicer, serving
 from tests.integration.xds.plane import Plane, listener_name, one_edge, xds_channel
 from tests.integration.xds.test_xds_wire import PATH, outcome

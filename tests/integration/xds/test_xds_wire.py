@@ -13,7 +13,7 @@ import grpc
 import grpc.aio
 import pytest
 
-from mesh.v1 import profile_pb2, profile_pb2_grpc
+from grpc_resilience_mesh.services.v1 import profile_pb2, profile_pb2_grpc
 from tests.integration.resilience.servers import Handler, ProfileFake, profile_servicer, serving
 from tests.integration.xds.plane import Plane, listener_name, one_edge, xds_channel
 

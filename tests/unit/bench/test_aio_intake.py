@@ -1,9 +1,10 @@
-"""`python -m bench.aio_intake`: a grpc.aio server takes calls from grpc core one at a time,
-a few loop iterations each, so a busy loop leaves calls waiting in front of every layer."""
+"""`python -m grpc_resilience_mesh.bench.aio_intake`: a grpc.aio server takes calls from grpc core
+one at a time, a few loop iterations each, so a busy loop leaves calls waiting in front of every
+layer."""
 
 from __future__ import annotations
 
-from bench.aio_intake import Intake, line, measure
+from grpc_resilience_mesh.bench.aio_intake import Intake, line, measure
 
 
 def test_a_busy_loop_takes_fewer_than_one_call_per_iteration() -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bench.mesh import client_command
-from bench.mesh_client import KEY_ENV, parser
+from grpc_resilience_mesh.bench.mesh import client_command
+from grpc_resilience_mesh.bench.mesh_client import KEY_ENV, parser
 
 
 def test_a_key_starting_with_a_dash_reaches_the_client_through_the_environment() -> None:

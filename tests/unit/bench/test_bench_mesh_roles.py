@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bench import mesh as bench
+from grpc_resilience_mesh.bench import mesh as bench
 
 
 def _mesh(names: list[str], direct: bool) -> Any:
@@ -51,8 +51,8 @@ def test_sigterm_unwinds_the_bench_so_its_processes_are_stopped() -> None:
 def test_the_floor_runs_the_same_replicas_as_the_mesh() -> None:
     # the floor had one process per service while the mesh ran two profile and two
     # recommendation replicas: the ratio charged the mesh for processes the floor never ran
-    from bench.plain_mesh import PlainMesh, floor_instances
-    from mesh.topology import replicas
+    from grpc_resilience_mesh.bench.plain_mesh import PlainMesh, floor_instances
+    from grpc_resilience_mesh.services.topology import replicas
 
     instances = floor_instances()
     for service in ("profile", "recommendation", "gateway"):

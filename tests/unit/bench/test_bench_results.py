@@ -10,8 +10,15 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from bench.results import BEGIN, END, Machine, mesh_block, overhead_block, rewrite
-from meshctl.cli.app import app
+from grpc_resilience_mesh.bench.results import (
+    BEGIN,
+    END,
+    Machine,
+    mesh_block,
+    overhead_block,
+    rewrite,
+)
+from grpc_resilience_mesh.cli.app import app
 
 MACHINE = Machine(
     cpus=2, loadavg_1m=1.5, python="3.11.7", when=datetime(2026, 12, 1, 6, 20, tzinfo=UTC)
@@ -117,7 +124,7 @@ def test_rewrite_writes_a_new_page_whole(tmp_path: Path) -> None:
 def test_mesh_bench_results_option_rewrites_the_page(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("bench.mesh.run_mesh_bench", lambda **_: MESH_RESULT)
+    monkeypatch.setattr("grpc_resilience_mesh.bench.mesh.run_mesh_bench", lambda **_: MESH_RESULT)
     page = tmp_path / "mesh-cpu.md"
     page.write_text(f"# CPU\n\n{BEGIN}\nold\n{END}\n")
     args = ["bench", "mesh", "--requests", "1500", "--rounds", "3", "--results", str(page)]
@@ -134,7 +141,7 @@ def test_overhead_bench_results_option_rewrites_the_page(
     async def fake(**_: object) -> dict[str, Any]:
         return OVERHEAD_RESULT
 
-    monkeypatch.setattr("bench.overhead.run_overhead_bench", fake)
+    monkeypatch.setattr("grpc_resilience_mesh.bench.overhead.run_overhead_bench", fake)
     page = tmp_path / "overhead.md"
     args = ["bench", "overhead", "--tracing", "--results", str(page)]
     result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
@@ -180,7 +187,7 @@ def test_proxy_bench_results_option_rewrites_the_block_in_place(
     async def fake(**_: object) -> dict[str, Any]:
         return PROXY_RESULT
 
-    monkeypatch.setattr("bench.proxy.run_proxy_bench", fake)
+    monkeypatch.setattr("grpc_resilience_mesh.bench.proxy.run_proxy_bench", fake)
     page = tmp_path / "proxy.md"
     _page(page)
     args = ["bench", "proxy", "--results", str(page)]
@@ -195,8 +202,8 @@ def test_proxy_bench_results_option_rewrites_the_block_in_place(
 def test_loadgen_bench_results_rewrites_the_block_in_place(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bench import loadgen_bench
-    from bench.loadgen_bench import Measured
+    from grpc_resilience_mesh.bench import loadgen_bench
+    from grpc_resilience_mesh.bench.loadgen_bench import Measured
 
     async def fake(rates: list[float], calls: int, rounds: int) -> list[Measured]:
         us = {"python": (238.0, 158.0), "go": (109.0, 87.0)}
@@ -214,13 +221,16 @@ def test_loadgen_bench_results_rewrites_the_block_in_place(
     text = _kept_around(page)
     assert "Measured 20" in text and "6,000 calls per plan" in text
     assert "| 600/s | 238, 158 | 109, 87 | **0.49** |" in text
-    assert "`python -m bench.loadgen_bench --rate 600 --calls 6000 --rounds 2`" in text
+    assert (
+        "`python -m grpc_resilience_mesh.bench.loadgen_bench --rate 600 --calls 6000 --rounds 2`"
+        in text
+    )
 
 
 def test_console_cpu_results_rewrites_the_block_in_place(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bench import console_cpu
+    from grpc_resilience_mesh.bench import console_cpu
 
     measured = {
         "requests": 2000,

@@ -1,5 +1,6 @@
-"""bench.counted: a process's instructions are the sum of its callgrind dumps, its exit file
-included once it has exited; every process of this interpreter runs under callgrind."""
+"""grpc_resilience_mesh.bench.counted: a process's instructions are the sum of its callgrind dumps,
+its exit file included once it has exited; every process of this interpreter runs under
+callgrind."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import counted
+from grpc_resilience_mesh.bench import counted
 
 
 def _dump(path: Path, total: int) -> None:

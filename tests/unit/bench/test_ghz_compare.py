@@ -1,4 +1,5 @@
-"""bench.ghz: ghz's JSON report read as a window, and the comparison with our client's."""
+"""grpc_resilience_mesh.bench.ghz: ghz's JSON report read as a window, and the comparison with our
+client's."""
 
 from __future__ import annotations
 
@@ -6,8 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from bench.ghz import GhzError, GhzWindow, compare, ghz_binary, ghz_command, parse_report
-from bench.window import Window
+from grpc_resilience_mesh.bench.ghz import (
+    GhzError,
+    GhzWindow,
+    compare,
+    ghz_binary,
+    ghz_command,
+    parse_report,
+)
+from grpc_resilience_mesh.bench.window import Window
 
 REPORT = {  # the fields of ghz v0.120.0's `-O json` report that are read (latencies in ns)
     "count": 1500,

@@ -1,13 +1,13 @@
-"""bench.layers: a figure for every server layer and every strategy of the full policy, and the
-pipeline orders left as they were (the bench leaves one strategy out at a time)."""
+"""grpc_resilience_mesh.bench.layers: a figure for every server layer and every strategy of the full
+policy, and the pipeline orders left as they were (the bench leaves one strategy out at a time)."""
 
 from __future__ import annotations
 
 import asyncio
 import math
 
-from bench.layers import run_layers_bench
 from grpc_aio_resilience import pipeline as pipelines
+from grpc_resilience_mesh.bench.layers import run_layers_bench
 
 
 def test_every_layer_and_strategy_gets_a_figure_and_the_orders_stay() -> None:

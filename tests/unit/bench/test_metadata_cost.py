@@ -1,10 +1,11 @@
-"""`python -m bench.metadata_cost`: the price of one metadata entry on a raw grpc.aio call."""
+"""`python -m grpc_resilience_mesh.bench.metadata_cost`: the price of one metadata entry on a raw
+grpc.aio call."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.metadata_cost import cpu_per_call_us, main, report
+from grpc_resilience_mesh.bench.metadata_cost import cpu_per_call_us, main, report
 
 
 async def test_each_variant_is_measured_in_every_round_and_the_entry_arrives() -> None:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.startup import Figure, command, table, traces_lookup
-from bench.trace_volume import SPANS_PER_TRACE, write_spans
-from meshctl.trace_index import TraceIndex
-from meshctl.traces import trace_files
+from grpc_resilience_mesh.bench.startup import Figure, command, table, traces_lookup
+from grpc_resilience_mesh.bench.trace_volume import SPANS_PER_TRACE, write_spans
+from grpc_resilience_mesh.client.trace_index import TraceIndex
+from grpc_resilience_mesh.client.traces import trace_files
 
 
 def test_a_command_is_timed_as_the_median_of_fresh_runs() -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from chaos.experiment.loading import load_experiment
-from chaos.experiment.model import Experiment
-from chaos.registry import SCENARIOS
-from chaos.results import ExperimentResult, PhaseResult, VariantResult
-from chaos.run.measure import evaluate, load_metrics
-from loadgen.in_process import LoadResult, Outcome
-from meshctl.counters import Snapshot
+from grpc_resilience_mesh.chaos.experiment.loading import load_experiment
+from grpc_resilience_mesh.chaos.experiment.model import Experiment
+from grpc_resilience_mesh.chaos.registry import SCENARIOS
+from grpc_resilience_mesh.chaos.results import ExperimentResult, PhaseResult, VariantResult
+from grpc_resilience_mesh.chaos.run.measure import evaluate, load_metrics
+from grpc_resilience_mesh.client.counters import Snapshot
+from grpc_resilience_mesh.loadgen.in_process import LoadResult, Outcome
 
 CODES = ("OK", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED", "UNAVAILABLE")
 

@@ -8,7 +8,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from chaos.scenarios import a50_log
+from grpc_resilience_mesh.chaos.scenarios import a50_log
 
 PROFILE = {"127.0.0.1:53699", "127.0.0.1:37695"}
 

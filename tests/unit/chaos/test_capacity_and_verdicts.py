@@ -13,19 +13,19 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from chaos.experiment.loading import load_experiment
-from chaos.experiment.model import AppFault, Expectation, LoadSpec
-from chaos.report.repeat import spread_text, spreads
-from chaos.report.result_json import to_json
-from chaos.report.tables import print_result, run_line
-from chaos.results import ExperimentResult, PhaseResult, VariantResult, Verdict
-from chaos.run.measure import evaluate, exposure, vs_steady
-from chaos.run.plan import CALIBRATION_S
-from chaos.run.runner import Runner
-from chaos.run.target import Target
-from loadgen.in_process import LoadResult, Outcome
-from loadgen.protocol import Plan
-from meshctl.counters import Snapshot
+from grpc_resilience_mesh.chaos.experiment.loading import load_experiment
+from grpc_resilience_mesh.chaos.experiment.model import AppFault, Expectation, LoadSpec
+from grpc_resilience_mesh.chaos.report.repeat import spread_text, spreads
+from grpc_resilience_mesh.chaos.report.result_json import to_json
+from grpc_resilience_mesh.chaos.report.tables import print_result, run_line
+from grpc_resilience_mesh.chaos.results import ExperimentResult, PhaseResult, VariantResult, Verdict
+from grpc_resilience_mesh.chaos.run.measure import evaluate, exposure, vs_steady
+from grpc_resilience_mesh.chaos.run.plan import CALIBRATION_S
+from grpc_resilience_mesh.chaos.run.runner import Runner
+from grpc_resilience_mesh.chaos.run.target import Target
+from grpc_resilience_mesh.client.counters import Snapshot
+from grpc_resilience_mesh.loadgen.in_process import LoadResult, Outcome
+from grpc_resilience_mesh.loadgen.protocol import Plan
 
 GOODPUT = 200.0
 

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from bench.results import BEGIN, END, Machine
-from chaos.results import ExperimentResult
-from chaos.run.plan import plan
-from meshctl.cli import chaos_run
-from meshctl.cli.app import app
-from meshctl.cli.chaos_results import ResultsPage, RunFigures, catalogue_block
+from grpc_resilience_mesh.bench.results import BEGIN, END, Machine
+from grpc_resilience_mesh.chaos.results import ExperimentResult
+from grpc_resilience_mesh.chaos.run.plan import plan
+from grpc_resilience_mesh.cli import chaos_run
+from grpc_resilience_mesh.cli.app import app
+from grpc_resilience_mesh.cli.chaos_results import ResultsPage, RunFigures, catalogue_block
 from tests.unit.chaos.render_fixtures import demo_result
 
 MACHINE = Machine(

@@ -14,28 +14,30 @@ from rich.console import Console
 from rich.progress import Progress
 from typer.testing import CliRunner
 
-from chaos.experiment.lesson_order import LESSON_ORDER, in_lesson_order
-from chaos.experiment.loading import catalogue
-from chaos.experiment.model import EXPERIMENTS_DIR, Experiment, Variant
-from chaos.registry import SCENARIOS, ScenarioContext, ScenarioResult, scenario
-from chaos.report import report_md
-from chaos.report.missed import missed_line
-from chaos.report.report_md import write_report
-from chaos.report.tables import showed
-from chaos.results import ExperimentResult, VariantResult
-from chaos.run.eta import Eta, about, expected_s
-from chaos.run.runner import Runner
-from chaos.run.target import Target
-from meshctl.cli import chaos_run, report_writer
-from meshctl.cli.app import app
-from meshctl.cli.chaos_verdict import verdict_screen
-from meshctl.cli.report_writer import ReportWriter
+from grpc_resilience_mesh.chaos.experiment.lesson_order import LESSON_ORDER, in_lesson_order
+from grpc_resilience_mesh.chaos.experiment.loading import catalogue
+from grpc_resilience_mesh.chaos.experiment.model import EXPERIMENTS_DIR, Experiment, Variant
+from grpc_resilience_mesh.chaos.registry import SCENARIOS, ScenarioContext, ScenarioResult, scenario
+from grpc_resilience_mesh.chaos.report import report_md
+from grpc_resilience_mesh.chaos.report.missed import missed_line
+from grpc_resilience_mesh.chaos.report.report_md import write_report
+from grpc_resilience_mesh.chaos.report.tables import showed
+from grpc_resilience_mesh.chaos.results import ExperimentResult, VariantResult
+from grpc_resilience_mesh.chaos.run.eta import Eta, about, expected_s
+from grpc_resilience_mesh.chaos.run.runner import Runner
+from grpc_resilience_mesh.chaos.run.target import Target
+from grpc_resilience_mesh.cli import chaos_run, report_writer
+from grpc_resilience_mesh.cli.app import app
+from grpc_resilience_mesh.cli.chaos_verdict import verdict_screen
+from grpc_resilience_mesh.cli.report_writer import ReportWriter
 from tests.unit.chaos.render_fixtures import demo_result
 
 
 def test_the_catalogue_runs_in_the_lessons_order() -> None:
     shipped = {p.stem for p in EXPERIMENTS_DIR.glob("*.yaml")}
-    assert shipped == set(LESSON_ORDER), "place a new experiment in chaos/lesson_order.py"
+    assert shipped == set(LESSON_ORDER), (
+        "place a new experiment in grpc_resilience_mesh/chaos/lesson_order.py"
+    )
     assert [p.stem for p, _ in catalogue()] == list(LESSON_ORDER)
     assert LESSON_ORDER[0] == "deadline-budget" and LESSON_ORDER[-1] == "false-stall"
     assert in_lesson_order(["zz-mine", "pushback", "aa-mine"]) == ["pushback", "aa-mine", "zz-mine"]

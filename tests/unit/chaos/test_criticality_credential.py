@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from chaos.scenarios.criticality import _backends, _send
-from chaos.scenarios.params import CriticalityParams, Pool
+from grpc_resilience_mesh.chaos.scenarios.criticality import _backends, _send
+from grpc_resilience_mesh.chaos.scenarios.params import CriticalityParams, Pool
 
 TOKEN = "internal-token-of-this-run-0123456789"
 

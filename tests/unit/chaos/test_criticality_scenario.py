@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from chaos.scenarios.criticality import _send
-from chaos.scenarios.params import CriticalityParams, Pool
+from grpc_resilience_mesh.chaos.scenarios.criticality import _send
+from grpc_resilience_mesh.chaos.scenarios.params import CriticalityParams, Pool
 
 
 class _Replica:

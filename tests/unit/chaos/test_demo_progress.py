@@ -11,13 +11,13 @@ import pytest
 from rich.console import Console
 from rich.progress import Progress
 
-from chaos.experiment.loading import catalogue
-from chaos.experiment.model import Experiment
-from chaos.report import report_md
-from chaos.results import ExperimentResult
-from chaos.run.target import Target
-from meshctl.cli import chaos_run
-from meshctl.cli.report_writer import ReportWriter
+from grpc_resilience_mesh.chaos.experiment.loading import catalogue
+from grpc_resilience_mesh.chaos.experiment.model import Experiment
+from grpc_resilience_mesh.chaos.report import report_md
+from grpc_resilience_mesh.chaos.results import ExperimentResult
+from grpc_resilience_mesh.chaos.run.target import Target
+from grpc_resilience_mesh.cli import chaos_run
+from grpc_resilience_mesh.cli.report_writer import ReportWriter
 from tests.unit.chaos.render_fixtures import demo_result
 
 

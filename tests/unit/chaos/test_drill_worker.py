@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from chaos.scenarios.receipts import drill_worker, drills
-from mesh.contracts.receipt_job import DRILL_KEY
-from mesh.runtime.server import Runtime
+from grpc_resilience_mesh.chaos.scenarios.receipts import drill_worker, drills
+from grpc_resilience_mesh.services.contracts.receipt_job import DRILL_KEY
+from grpc_resilience_mesh.services.runtime.server import Runtime
 from tests.support.runtimes import runtime_for
 
-PRODUCT = Path(__file__).resolve().parents[3] / "services" / "mesh"
+PRODUCT = Path(__file__).resolve().parents[3] / "grpc_resilience_mesh" / "services"
 
 
 def notification_runtime(env: dict[str, str]) -> Runtime:
@@ -38,7 +38,9 @@ async def test_the_drill_worker_obeys_drills_only_with_notify_drills(
 
 async def test_the_hook_runs_the_jobs_drill(monkeypatch: pytest.MonkeyPatch) -> None:
     slept: list[float] = []
-    monkeypatch.setattr("chaos.scenarios.receipts.drills.time.sleep", slept.append)
+    monkeypatch.setattr(
+        "grpc_resilience_mesh.chaos.scenarios.receipts.drills.time.sleep", slept.append
+    )
     await drills.obey_drill({DRILL_KEY: {"block_s": 1.5}})
     await drills.obey_drill({"charge_id": "no drill"})
     assert slept == [1.5]

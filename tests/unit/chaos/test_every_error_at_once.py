@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from chaos.experiment.loading import load_experiment
-from chaos.experiment.model import ExperimentError
-from chaos.experiment.toxic_rules import TOXIC_NAMES
+from grpc_resilience_mesh.chaos.experiment.loading import load_experiment
+from grpc_resilience_mesh.chaos.experiment.model import ExperimentError
+from grpc_resilience_mesh.chaos.experiment.toxic_rules import TOXIC_NAMES
 
 GOOD = """
 title: t
@@ -64,6 +64,6 @@ def test_errors_elsewhere_than_faults_are_all_named_too(tmp_path: Path) -> None:
 def test_the_schema_toxic_types_are_the_shared_rules() -> None:
     from typing import get_args
 
-    from chaos.experiment.model import ToxicFault
+    from grpc_resilience_mesh.chaos.experiment.model import ToxicFault
 
     assert get_args(ToxicFault.model_fields["toxic"].annotation) == TOXIC_NAMES

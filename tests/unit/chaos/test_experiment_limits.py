@@ -12,15 +12,21 @@ import yaml
 from pydantic import Field
 from typer.testing import CliRunner
 
-from chaos.experiment import sweep
-from chaos.experiment.model import EXPERIMENTS_DIR, Experiment, Variant
-from chaos.experiment.planned import planned_loads_s
-from chaos.registry import SCENARIOS, ScenarioContext, ScenarioParams, ScenarioResult, scenario
-from chaos.results import VariantResult
-from chaos.run.runner import Runner
-from chaos.run.target import Target
-from mesh.faults.injection import FaultSpec, FaultValidationError
-from meshctl.cli.app import app
+from grpc_resilience_mesh.chaos.experiment import sweep
+from grpc_resilience_mesh.chaos.experiment.model import EXPERIMENTS_DIR, Experiment, Variant
+from grpc_resilience_mesh.chaos.experiment.planned import planned_loads_s
+from grpc_resilience_mesh.chaos.registry import (
+    SCENARIOS,
+    ScenarioContext,
+    ScenarioParams,
+    ScenarioResult,
+    scenario,
+)
+from grpc_resilience_mesh.chaos.results import VariantResult
+from grpc_resilience_mesh.chaos.run.runner import Runner
+from grpc_resilience_mesh.chaos.run.target import Target
+from grpc_resilience_mesh.cli.app import app
+from grpc_resilience_mesh.services.faults.injection import FaultSpec, FaultValidationError
 
 
 def invoke(*args: str) -> tuple[int, list[str]]:

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from chaos.experiment.loading import catalogue, load_experiment
-from chaos.experiment.model import ExperimentError
-from chaos.experiment.variant_policy import materialise_policy
-from embedded_toxiproxy.toxics import TOXIC_TYPES
-from mesh.policy.loading import load_policy
+from grpc_resilience_mesh.chaos.experiment.loading import catalogue, load_experiment
+from grpc_resilience_mesh.chaos.experiment.model import ExperimentError
+from grpc_resilience_mesh.chaos.experiment.variant_policy import materialise_policy
+from grpc_resilience_mesh.embedded_toxiproxy.toxics import TOXIC_TYPES
+from grpc_resilience_mesh.services.policy.loading import load_policy
 
 GOOD = """
 title: t

@@ -12,11 +12,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from chaos.experiment.loading import load_experiment
-from chaos.experiment.model import EXPERIMENTS_DIR, ProxyDownFault
-from chaos.export.chaostoolkit import NotExportable, _fault, to_chaostoolkit
-from chaos.run.faults import proxies_of
-from meshctl.cli.app import app
+from grpc_resilience_mesh.chaos.experiment.loading import load_experiment
+from grpc_resilience_mesh.chaos.experiment.model import EXPERIMENTS_DIR, ProxyDownFault
+from grpc_resilience_mesh.chaos.export.chaostoolkit import NotExportable, _fault, to_chaostoolkit
+from grpc_resilience_mesh.chaos.run.faults import proxies_of
+from grpc_resilience_mesh.cli.app import app
 
 
 def _exported(name: str, variant: str) -> dict[str, Any]:
@@ -57,7 +57,7 @@ def test_the_toxic_goes_on_every_replica_of_the_edge_and_comes_off_in_method_and
         ]
     assert doc["rollbacks"][-1]["provider"]["func"] == "restore_policy"
     assert all(
-        a["provider"]["module"].startswith(("chaostoxi.", "chaosmesh.")) for a in doc["method"]
+        a["provider"]["module"].startswith(("chaostoxi.", "chaosgrpcmesh.")) for a in doc["method"]
     )
 
 
@@ -161,7 +161,7 @@ def test_every_exported_activity_is_the_extensions_own_so_it_sends_the_mesh_toke
             for activity in doc["method"] + doc["rollbacks"]:
                 provider = activity["provider"]
                 module, func = provider["module"], provider["func"]
-                assert module.startswith("chaosmesh."), activity["name"]
+                assert module.startswith("chaosgrpcmesh."), activity["name"]
                 params = _signatures(module).get(func)
                 assert params is not None, f"{module}.{func} is not in the extension"
                 assert set(provider["arguments"]) <= params, f"{module}.{func}"
@@ -172,5 +172,5 @@ def test_every_exported_activity_is_the_extensions_own_so_it_sends_the_mesh_toke
             provider = activity["provider"]
             assert set(provider["arguments"]) <= _signatures(provider["module"])[provider["func"]]
             seen.add((provider["module"], provider["func"]))
-    toxiproxy = {f for m, f in seen if m == "chaosmesh.toxiproxy"}
+    toxiproxy = {f for m, f in seen if m == "chaosgrpcmesh.toxiproxy"}
     assert toxiproxy == {"create_toxic", "delete_toxic", "disable_proxy", "enable_proxy"}

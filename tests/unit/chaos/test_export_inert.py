@@ -10,13 +10,13 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from chaos.experiment.loading import load_experiment
-from chaos.export.chaostoolkit import to_chaostoolkit
-from chaos.export.inert import inert
-from chaos.export.journal import to_journal
-from chaos.results import ExperimentResult, PhaseResult, VariantResult, Verdict
-from loadgen.in_process import LoadResult
-from meshctl.counters import Snapshot
+from grpc_resilience_mesh.chaos.experiment.loading import load_experiment
+from grpc_resilience_mesh.chaos.export.chaostoolkit import to_chaostoolkit
+from grpc_resilience_mesh.chaos.export.inert import inert
+from grpc_resilience_mesh.chaos.export.journal import to_journal
+from grpc_resilience_mesh.chaos.results import ExperimentResult, PhaseResult, VariantResult, Verdict
+from grpc_resilience_mesh.client.counters import Snapshot
+from grpc_resilience_mesh.loadgen.in_process import LoadResult
 
 SCRIPT = "<img src=x onerror=alert(1)>"
 LINK = "[x](javascript:alert(2)) <javascript:alert(3)>"

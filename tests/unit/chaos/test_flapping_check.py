@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from chaos.experiment.loading import load_experiment
-from chaos.experiment.model import Experiment
-from chaos.registry import CHECKS, CheckContext
-from chaos.results import FaultEvent, PhaseResult
-from chaos.run.target import Target
-from loadgen.in_process import LoadResult, Outcome
-from meshctl.counters import Snapshot
+from grpc_resilience_mesh.chaos.experiment.loading import load_experiment
+from grpc_resilience_mesh.chaos.experiment.model import Experiment
+from grpc_resilience_mesh.chaos.registry import CHECKS, CheckContext
+from grpc_resilience_mesh.chaos.results import FaultEvent, PhaseResult
+from grpc_resilience_mesh.chaos.run.target import Target
+from grpc_resilience_mesh.client.counters import Snapshot
+from grpc_resilience_mesh.loadgen.in_process import LoadResult, Outcome
 
 EXPERIMENT = """
 title: t

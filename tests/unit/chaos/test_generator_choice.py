@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from chaos.run.measure import CpuTally
-from loadgen import in_process as load
-from loadgen.in_process import LoadGeneratorError, generator_command
-from mesh.config_error import ConfigError
-from meshctl.cli import chaos_run
-from meshctl.cli.app import app
+from grpc_resilience_mesh.chaos.run.measure import CpuTally
+from grpc_resilience_mesh.cli import chaos_run
+from grpc_resilience_mesh.cli.app import app
+from grpc_resilience_mesh.loadgen import in_process as load
+from grpc_resilience_mesh.loadgen.in_process import LoadGeneratorError, generator_command
+from grpc_resilience_mesh.services.config_error import ConfigError
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return binary
 
 
-PYTHON = ("python", [sys.executable, "-m", "loadgen.generator"])
+PYTHON = ("python", [sys.executable, "-m", "grpc_resilience_mesh.loadgen.generator"])
 
 
 def test_go_when_built_unless_python_is_asked_for(built: Path) -> None:

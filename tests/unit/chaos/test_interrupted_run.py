@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from chaos.experiment.model import Experiment
-from chaos.results import ExperimentResult
-from chaos.run.runner import Runner
-from meshctl.cli import chaos_run
-from meshctl.cli.app import app
+from grpc_resilience_mesh.chaos.experiment.model import Experiment
+from grpc_resilience_mesh.chaos.results import ExperimentResult
+from grpc_resilience_mesh.chaos.run.runner import Runner
+from grpc_resilience_mesh.cli import chaos_run
+from grpc_resilience_mesh.cli.app import app
 from tests.unit.chaos.fake_mesh import FakeMesh
 
 

@@ -3,11 +3,11 @@ failed an aborted run, and the figures are the ones result.json holds."""
 
 from __future__ import annotations
 
-from chaos.experiment.loading import load_experiment
-from chaos.export.journal import to_journal
-from chaos.results import ExperimentResult, PhaseResult, VariantResult, Verdict
-from loadgen.in_process import LoadResult
-from meshctl.counters import Snapshot
+from grpc_resilience_mesh.chaos.experiment.loading import load_experiment
+from grpc_resilience_mesh.chaos.export.journal import to_journal
+from grpc_resilience_mesh.chaos.results import ExperimentResult, PhaseResult, VariantResult, Verdict
+from grpc_resilience_mesh.client.counters import Snapshot
+from grpc_resilience_mesh.loadgen.in_process import LoadResult
 
 
 def _result(passed: bool, aborted: str = "") -> ExperimentResult:

@@ -1,8 +1,9 @@
 """The runner's metric functions: what a phase's outcomes and counters give, and the verdict.
 
-One percentile definition for the whole project: nearest-rank (loadgen.percentile).
-A p99 is a latency some request really had (never interpolated between two, never beyond the
-slowest), and it is the same on every report, table and plot.
+One percentile definition for the whole project: nearest-rank
+(grpc_resilience_mesh.loadgen.percentile). A p99 is a latency some request really had (never
+interpolated between two, never beyond the slowest), and it is the same on every report, table and
+plot.
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from chaos.experiment.loading import load_experiment
-from chaos.experiment.metric_names import FATE_METRICS
-from chaos.experiment.model import Expectation
-from chaos.results import ExperimentResult, PhaseResult, VariantResult
-from chaos.run.measure import counter_metrics, evaluate, load_metrics
-from loadgen.in_process import LoadResult, Outcome, percentile
-from meshctl.counters import Snapshot
+from grpc_resilience_mesh.chaos.experiment.loading import load_experiment
+from grpc_resilience_mesh.chaos.experiment.metric_names import FATE_METRICS
+from grpc_resilience_mesh.chaos.experiment.model import Expectation
+from grpc_resilience_mesh.chaos.results import ExperimentResult, PhaseResult, VariantResult
+from grpc_resilience_mesh.chaos.run.measure import counter_metrics, evaluate, load_metrics
+from grpc_resilience_mesh.client.counters import Snapshot
+from grpc_resilience_mesh.loadgen.in_process import LoadResult, Outcome, percentile
 
 
 @pytest.mark.parametrize(

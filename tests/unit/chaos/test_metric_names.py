@@ -7,15 +7,20 @@ from typing import Any
 
 import pytest
 
-from chaos.experiment.loading import load_experiment
-from chaos.experiment.metric_names import available
-from chaos.experiment.model import Experiment
-from chaos.registry import CHECKS, SCENARIOS, Check, CheckContext
-from chaos.results import ExperimentResult, FaultEvent, PhaseResult, VariantResult
-from chaos.run.measure import counter_metrics, evaluate, load_metrics
-from chaos.run.target import Target
-from loadgen.in_process import LoadResult, Outcome
-from meshctl.counters import Snapshot
+from grpc_resilience_mesh.chaos.experiment.loading import load_experiment
+from grpc_resilience_mesh.chaos.experiment.metric_names import available
+from grpc_resilience_mesh.chaos.experiment.model import Experiment
+from grpc_resilience_mesh.chaos.registry import CHECKS, SCENARIOS, Check, CheckContext
+from grpc_resilience_mesh.chaos.results import (
+    ExperimentResult,
+    FaultEvent,
+    PhaseResult,
+    VariantResult,
+)
+from grpc_resilience_mesh.chaos.run.measure import counter_metrics, evaluate, load_metrics
+from grpc_resilience_mesh.chaos.run.target import Target
+from grpc_resilience_mesh.client.counters import Snapshot
+from grpc_resilience_mesh.loadgen.in_process import LoadResult, Outcome
 
 EXPERIMENT = """
 title: t
@@ -130,7 +135,7 @@ def test_a_count_that_never_happened_is_zero_not_n_a(tmp_path: Path) -> None:
 
 
 def test_per_rpc_p95_is_measured_and_compared_with_the_steady_state() -> None:
-    from chaos.run.measure import vs_steady
+    from grpc_resilience_mesh.chaos.run.measure import vs_steady
 
     steady = load_metrics(outcomes())
     fault = {**steady, "checkout_p95_ms": steady["checkout_p95_ms"] * 2}

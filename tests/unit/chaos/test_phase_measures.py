@@ -9,14 +9,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from chaos.experiment.loading import load_experiment
-from chaos.experiment.model import Fault, LoadSpec, ProxyDownFault, ToxicFault
-from chaos.run import runner as runner_module
-from chaos.run.measure import AttemptsWhileOn, exposure
-from chaos.run.runner import Runner
-from chaos.run.target import Target
-from loadgen.in_process import LoadResult
-from meshctl.counters import Snapshot
+from grpc_resilience_mesh.chaos.experiment.loading import load_experiment
+from grpc_resilience_mesh.chaos.experiment.model import Fault, LoadSpec, ProxyDownFault, ToxicFault
+from grpc_resilience_mesh.chaos.run import runner as runner_module
+from grpc_resilience_mesh.chaos.run.measure import AttemptsWhileOn, exposure
+from grpc_resilience_mesh.chaos.run.runner import Runner
+from grpc_resilience_mesh.chaos.run.target import Target
+from grpc_resilience_mesh.client.counters import Snapshot
+from grpc_resilience_mesh.loadgen.in_process import LoadResult
 from tests.unit.chaos.test_capacity_and_verdicts import FakeGenerator
 
 Key = tuple[str, str, frozenset[tuple[str, str]]]

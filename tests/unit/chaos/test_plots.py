@@ -14,15 +14,20 @@ import pytest
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from chaos.experiment.loading import load_experiment
-from chaos.report.breaker_marks import breaker_moves
-from chaos.report.index import write_index
-from chaos.report.job_plots import scenario_figures
-from chaos.report.plots import calls_figure, latency_figure, plot
-from chaos.report.report_md import write_report
-from chaos.results import ExperimentResult, FaultEvent, PhaseResult, VariantResult
-from loadgen.in_process import LoadResult, Outcome
-from meshctl.counters import Snapshot
+from grpc_resilience_mesh.chaos.experiment.loading import load_experiment
+from grpc_resilience_mesh.chaos.report.breaker_marks import breaker_moves
+from grpc_resilience_mesh.chaos.report.index import write_index
+from grpc_resilience_mesh.chaos.report.job_plots import scenario_figures
+from grpc_resilience_mesh.chaos.report.plots import calls_figure, latency_figure, plot
+from grpc_resilience_mesh.chaos.report.report_md import write_report
+from grpc_resilience_mesh.chaos.results import (
+    ExperimentResult,
+    FaultEvent,
+    PhaseResult,
+    VariantResult,
+)
+from grpc_resilience_mesh.client.counters import Snapshot
+from grpc_resilience_mesh.loadgen.in_process import LoadResult, Outcome
 
 
 def _outcomes(
@@ -304,7 +309,7 @@ def test_the_index_links_every_report_plot_and_trace(tmp_path: Path) -> None:
 
 
 def test_the_recovery_phase_has_its_own_panel_where_the_breaker_closes() -> None:
-    from chaos.report.breaker_marks import BreakerMove
+    from grpc_resilience_mesh.chaos.report.breaker_marks import BreakerMove
 
     result = _result("provider-outage", {"full": _outcomes([1000, 4, 3])})
     recovery = PhaseResult(LoadResult(_outcomes([30, 20, 20]), 0.3), Snapshot(), {})

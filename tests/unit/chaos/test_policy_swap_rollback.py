@@ -8,8 +8,8 @@ import grpc
 import grpc.aio
 import pytest
 
-from chaos.run.policy_swap import PolicySwapFailed, swap_policy
-from mesh.v1 import admin_pb2
+from grpc_resilience_mesh.chaos.run.policy_swap import PolicySwapFailed, swap_policy
+from grpc_resilience_mesh.services.v1 import admin_pb2
 
 
 class FakeAdmin:

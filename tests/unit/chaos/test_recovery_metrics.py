@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.results import FaultEvent
-from chaos.scenarios.goodput import Completions, back_after, low_for, trigger_window
-from chaos.scenarios.recovery_check import recovery_metrics
-from loadgen.in_process import Outcome
+from grpc_resilience_mesh.chaos.results import FaultEvent
+from grpc_resilience_mesh.chaos.scenarios.goodput import (
+    Completions,
+    back_after,
+    low_for,
+    trigger_window,
+)
+from grpc_resilience_mesh.chaos.scenarios.recovery_check import recovery_metrics
+from grpc_resilience_mesh.loadgen.in_process import Outcome
 
 
 def _load(rate_per_s: float, seconds: float, served: object) -> list[Outcome]:

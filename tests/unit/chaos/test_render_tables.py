@@ -8,9 +8,9 @@ import re
 import pytest
 from rich.console import Console
 
-from chaos.experiment.loading import catalogue
-from chaos.report.table_fit import Column, FitTable
-from chaos.report.tables import COLUMNS, print_result
+from grpc_resilience_mesh.chaos.experiment.loading import catalogue
+from grpc_resilience_mesh.chaos.report.table_fit import Column, FitTable
+from grpc_resilience_mesh.chaos.report.tables import COLUMNS, print_result
 from tests.unit.chaos.render_fixtures import demo_result
 
 NAMES = [p.stem for p, _ in catalogue()]

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from chaos.experiment.model import KillFault, ToxicFault
-from chaos.run.faults import Injector, proxies_of
-from mesh import settings
-from meshctl.counters import Snapshot
+from grpc_resilience_mesh.chaos.experiment.model import KillFault, ToxicFault
+from grpc_resilience_mesh.chaos.run.faults import Injector, proxies_of
+from grpc_resilience_mesh.client.counters import Snapshot
+from grpc_resilience_mesh.services import settings
 
 
 def test_a_fault_on_an_edge_reaches_every_replicas_proxy_and_a_proxy_name_one() -> None:

@@ -5,15 +5,20 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from chaos.experiment.loading import load_experiment
-from chaos.experiment.model import EXPERIMENTS_DIR
-from chaos.registry import CheckContext
-from chaos.results import ExperimentResult, FaultEvent, PhaseResult, VariantResult
-from chaos.run.measure import evaluate
-from chaos.run.target import Target
-from chaos.scenarios.replicas import replicas
-from loadgen.in_process import LoadResult, Outcome
-from meshctl.counters import Snapshot
+from grpc_resilience_mesh.chaos.experiment.loading import load_experiment
+from grpc_resilience_mesh.chaos.experiment.model import EXPERIMENTS_DIR
+from grpc_resilience_mesh.chaos.registry import CheckContext
+from grpc_resilience_mesh.chaos.results import (
+    ExperimentResult,
+    FaultEvent,
+    PhaseResult,
+    VariantResult,
+)
+from grpc_resilience_mesh.chaos.run.measure import evaluate
+from grpc_resilience_mesh.chaos.run.target import Target
+from grpc_resilience_mesh.chaos.scenarios.replicas import replicas
+from grpc_resilience_mesh.client.counters import Snapshot
+from grpc_resilience_mesh.loadgen.in_process import LoadResult, Outcome
 
 PATH = EXPERIMENTS_DIR / "replica-loss.yaml"
 

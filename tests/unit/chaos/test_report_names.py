@@ -10,7 +10,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from chaos.report.index import report_folder, write_index
+from grpc_resilience_mesh.chaos.report.index import report_folder, write_index
 
 HOSTILE = [
     "..",  # the stem of a file named `...yaml`

@@ -6,10 +6,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from chaos.experiment.model import LoadSpec
-from chaos.run.faults import Injector
-from chaos.run.return_watch import MOST_EXTRA_S, RETURN_WATCH_S, load_until_back
-from loadgen.outcomes import LoadResult, Outcome
+from grpc_resilience_mesh.chaos.experiment.model import LoadSpec
+from grpc_resilience_mesh.chaos.run.faults import Injector
+from grpc_resilience_mesh.chaos.run.return_watch import (
+    MOST_EXTRA_S,
+    RETURN_WATCH_S,
+    load_until_back,
+)
+from grpc_resilience_mesh.loadgen.outcomes import LoadResult, Outcome
 
 RATE = 40.0
 

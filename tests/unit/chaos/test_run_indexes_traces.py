@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from chaos.results import ExperimentResult
-from meshctl.cli import chaos_run
-from meshctl.cli.app import app
-from meshctl.trace_index import INDEX_DIR, TraceIndex, index_traces
-from meshctl.traces import trace_files
+from grpc_resilience_mesh.chaos.results import ExperimentResult
+from grpc_resilience_mesh.cli import chaos_run
+from grpc_resilience_mesh.cli.app import app
+from grpc_resilience_mesh.client.trace_index import INDEX_DIR, TraceIndex, index_traces
+from grpc_resilience_mesh.client.traces import trace_files
 from tests.unit.chaos.fake_mesh import FakeMesh
 
 TRACE_ID = "ab" * 16

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from chaos.experiment.loading import catalogue, load_experiment
-from chaos.experiment.model import Experiment
-from chaos.run.eta import expected_s
-from chaos.run.plan import CALIBRATION_S, RESTART_S, minutes, plan
-from meshctl.cli.app import app
+from grpc_resilience_mesh.chaos.experiment.loading import catalogue, load_experiment
+from grpc_resilience_mesh.chaos.experiment.model import Experiment
+from grpc_resilience_mesh.chaos.run.eta import expected_s
+from grpc_resilience_mesh.chaos.run.plan import CALIBRATION_S, RESTART_S, minutes, plan
+from grpc_resilience_mesh.cli.app import app
 
 
 def _named(*names: str, demo: bool = False) -> list[tuple[str, Experiment]]:

@@ -11,16 +11,16 @@ from typing import Any, cast
 import pytest
 import yaml
 
-from chaos.experiment.loading import load_experiment
-from chaos.experiment.model import ExperimentError
-from chaos.experiment.variant_policy import variant_policy
-from chaos.report.plots import plot
-from chaos.report.sweep_plot import sweep_figure
-from chaos.results import ExperimentResult, PhaseResult, VariantResult
-from chaos.run.measure import evaluate
-from chaos.run.sweep_metrics import add_sweep_metrics
-from loadgen.in_process import LoadResult, Outcome
-from meshctl.counters import Snapshot
+from grpc_resilience_mesh.chaos.experiment.loading import load_experiment
+from grpc_resilience_mesh.chaos.experiment.model import ExperimentError
+from grpc_resilience_mesh.chaos.experiment.variant_policy import variant_policy
+from grpc_resilience_mesh.chaos.report.plots import plot
+from grpc_resilience_mesh.chaos.report.sweep_plot import sweep_figure
+from grpc_resilience_mesh.chaos.results import ExperimentResult, PhaseResult, VariantResult
+from grpc_resilience_mesh.chaos.run.measure import evaluate
+from grpc_resilience_mesh.chaos.run.sweep_metrics import add_sweep_metrics
+from grpc_resilience_mesh.client.counters import Snapshot
+from grpc_resilience_mesh.loadgen.in_process import LoadResult, Outcome
 
 DURATION_S = 8.0
 """The catalogue sweep's duration_s (checked below): the synthetic points send for as long."""
@@ -256,7 +256,7 @@ def test_a_point_that_accepted_nothing_has_no_p99_to_pass_a_bound() -> None:
 def test_the_report_table_has_a_row_per_point_with_the_curves_numbers() -> None:
     from rich.console import Console
 
-    from chaos.report.tables import print_result
+    from grpc_resilience_mesh.chaos.report.tables import print_result
 
     result = _sweep_result()
     result.verdicts = evaluate(result)  # adds the sweep's figures first

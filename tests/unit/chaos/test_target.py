@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 
-from chaos.run.target import Target
+from grpc_resilience_mesh.chaos.run.target import Target
 
 SERVICES = ("profile", "recommendation", "payment", "notification", "gateway")
 
 
 def state(tmp_path: Path, **changes: Any) -> dict[str, Any]:
-    """What `mesh up` writes to mesh.json (meshctl/launch/state.py MeshState), ports made up."""
+    """What `mesh up` writes to mesh.json (grpc_resilience_mesh/launch/state.py MeshState), ports
+    made up."""
     doc: dict[str, Any] = {
         "gateway": "127.0.0.1:50051",
         "toxiproxy": "http://127.0.0.1:8474",

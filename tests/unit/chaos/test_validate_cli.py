@@ -6,8 +6,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from chaos.experiment.model import EXPERIMENTS_DIR
-from meshctl.cli.app import app
+from grpc_resilience_mesh.chaos.experiment.model import EXPERIMENTS_DIR
+from grpc_resilience_mesh.cli.app import app
 
 GOOD = """
 title: t

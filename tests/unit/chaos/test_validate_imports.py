@@ -11,21 +11,29 @@ import sys
 import typer.main
 from typer import _click as click
 
-from chaos.experiment.model import EXPERIMENTS_DIR
-from chaos.registry import CHECKS, SCENARIOS, implementation
-from meshctl.cli.chaos_cmd import ChaosGroup, app
-from meshctl.cli.lazy import load
+from grpc_resilience_mesh.chaos.experiment.model import EXPERIMENTS_DIR
+from grpc_resilience_mesh.chaos.registry import CHECKS, SCENARIOS, implementation
+from grpc_resilience_mesh.cli.chaos_cmd import ChaosGroup, app
+from grpc_resilience_mesh.cli.lazy import load
 
-PROJECT = ("mesh", "chaos", "meshctl", "embedded_toxiproxy", "loadgen", "bench")
+PROJECT = ("grpc_resilience_mesh",)
 MOST_PROJECT_MODULES = 60
-NEVER = ("meshctl.launch", "matplotlib", "aiohttp", "bullmq", "chaos.run.runner", "chaos.report")
+NEVER = (
+    "grpc_resilience_mesh.launch",
+    "matplotlib",
+    "aiohttp",
+    "bullmq",
+    "grpc_resilience_mesh.chaos.run.runner",
+    "grpc_resilience_mesh.chaos.report",
+)
 
-# `python -m meshctl.cli ARGS`, then every module the process holds, on stderr after a marker.
+# `python -m grpc_resilience_mesh.cli ARGS`, then every module the process holds, on stderr after a
+# marker.
 _PROBE = """
 import atexit, runpy, sys
 atexit.register(lambda: sys.stderr.write("MODULES\\n" + "\\n".join(sorted(sys.modules))))
 sys.argv = ["mesh", *sys.argv[1:]]
-runpy.run_module("meshctl.cli", run_name="__main__", alter_sys=True)
+runpy.run_module("grpc_resilience_mesh.cli", run_name="__main__", alter_sys=True)
 """
 
 
@@ -46,7 +54,9 @@ def test_validate_imports_no_launcher_no_plots_and_few_of_our_modules() -> None:
     done, modules = _modules("chaos", "validate", str(path))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "OK" in done.stdout
-    assert "chaos.experiment.loading" in modules  # the probe sees what the command imported
+    assert (
+        "grpc_resilience_mesh.chaos.experiment.loading" in modules
+    )  # the probe sees what the command imported
     assert _loaded(modules, NEVER) == []
     ours = _loaded(modules, PROJECT)
     assert len(ours) <= MOST_PROJECT_MODULES, ours

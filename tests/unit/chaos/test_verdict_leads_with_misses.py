@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from chaos.experiment.lesson_order import LESSON_ORDER
-from chaos.report.index import write_index
-from chaos.report.result_json import to_json
-from chaos.report.tables import print_result, showed
-from chaos.results import ExperimentResult, Verdict
-from meshctl.cli.chaos_verdict import verdict_screen
+from grpc_resilience_mesh.chaos.experiment.lesson_order import LESSON_ORDER
+from grpc_resilience_mesh.chaos.report.index import write_index
+from grpc_resilience_mesh.chaos.report.result_json import to_json
+from grpc_resilience_mesh.chaos.report.tables import print_result, showed
+from grpc_resilience_mesh.chaos.results import ExperimentResult, Verdict
+from grpc_resilience_mesh.cli.chaos_verdict import verdict_screen
 from tests.unit.chaos.render_fixtures import demo_result
 
 BACK = "a restarted replica serves again within 5 s of its kill, before the load ends"

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from chaos.experiment.model import XdsFault
-from chaos.scenarios.fault_trace import _measures
+from grpc_resilience_mesh.chaos.experiment.model import XdsFault
+from grpc_resilience_mesh.chaos.scenarios.fault_trace import _measures
 
 NAMES = (
     "Attempt.mesh.v1.RecommendationService.Recommend",
@@ -72,7 +72,7 @@ def test_fault_trace_tells_an_abort_before_the_server_from_one_on_it_and_where_a
 
 
 def test_fault_trace_settles_longer_than_a_span_writer_waits() -> None:
-    from chaos.scenarios.fault_trace import SETTLE_S
-    from mesh.telemetry.tracing.jsonl_exporter import DEFAULT_DELAY_S
+    from grpc_resilience_mesh.chaos.scenarios.fault_trace import SETTLE_S
+    from grpc_resilience_mesh.services.telemetry.tracing.jsonl_exporter import DEFAULT_DELAY_S
 
     assert SETTLE_S > DEFAULT_DELAY_S

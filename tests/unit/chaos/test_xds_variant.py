@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from chaos.experiment.loading import load_experiment, problems
-from chaos.experiment.model import Variant
-from chaos.results import ExperimentResult, VariantResult
-from chaos.run import xds_wiring
-from chaos.run.measure import evaluate
-from chaos.run.xds_wiring import wire_xds
-from meshctl.cli.chaos_xds import XdsRunRefused, embedded_plane, under_xds
-from meshctl.launch.mesh import Mesh
+from grpc_resilience_mesh.chaos.experiment.loading import load_experiment, problems
+from grpc_resilience_mesh.chaos.experiment.model import Variant
+from grpc_resilience_mesh.chaos.results import ExperimentResult, VariantResult
+from grpc_resilience_mesh.chaos.run import xds_wiring
+from grpc_resilience_mesh.chaos.run.measure import evaluate
+from grpc_resilience_mesh.chaos.run.xds_wiring import wire_xds
+from grpc_resilience_mesh.cli.chaos_xds import XdsRunRefused, embedded_plane, under_xds
+from grpc_resilience_mesh.launch.mesh import Mesh
 
 
 class FakeMesh:

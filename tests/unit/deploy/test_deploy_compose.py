@@ -21,7 +21,13 @@ from typing import Any
 import jsonschema
 import pytest
 
-from mesh.topology import INSTANCES, TOXIPROXY_API_PORT, replica_of, replicas, service
+from grpc_resilience_mesh.services.topology import (
+    INSTANCES,
+    TOXIPROXY_API_PORT,
+    replica_of,
+    replicas,
+    service,
+)
 from tests.unit.deploy.deploy_sources import (
     COMPOSE_FILE,
     JAEGER_UI_PORT,
@@ -164,7 +170,7 @@ def test_mesh_services_check_health_with_the_grpc_health_protocol() -> None:
             "CMD",
             "python",
             "-m",
-            "mesh.runtime.healthcheck",
+            "grpc_resilience_mesh.services.runtime.healthcheck",
             listen,
         ]
 

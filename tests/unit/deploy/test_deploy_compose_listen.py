@@ -6,7 +6,7 @@ on loopback; its metrics and admin ports on loopback. The compose file alone: no
 
 from __future__ import annotations
 
-from mesh.topology import EDGES, INSTANCES, replica_of
+from grpc_resilience_mesh.services.topology import EDGES, INSTANCES, replica_of
 from tests.unit.deploy.deploy_sources import load_toxiproxy_json
 from tests.unit.deploy.test_deploy_compose_networks import (
     SERVICES,

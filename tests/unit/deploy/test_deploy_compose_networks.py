@@ -12,9 +12,15 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any
 
-from mesh.notification.config import NotificationConfig
-from mesh.runtime.config import ServiceConfig
-from mesh.topology import EDGES, INSTANCES, TOXIPROXY_API_PORT, edge_proxies, replicas
+from grpc_resilience_mesh.services.notification.config import NotificationConfig
+from grpc_resilience_mesh.services.runtime.config import ServiceConfig
+from grpc_resilience_mesh.services.topology import (
+    EDGES,
+    INSTANCES,
+    TOXIPROXY_API_PORT,
+    edge_proxies,
+    replicas,
+)
 from tests.unit.deploy.deploy_sources import load_compose, load_toxiproxy_json, read_dotenv
 
 COMPOSE = load_compose()

@@ -15,14 +15,14 @@ from pathlib import Path
 
 from tests.unit.deploy.deploy_sources import ROOT
 
-MESH = ROOT / "services" / "mesh"
+MESH = ROOT / "grpc_resilience_mesh" / "services"
 GENERATED = MESH / "v1"
 # Imports that never run in a service, each with the reason.
 NOT_IN_SERVICES = {
     "grpc_tools": "tools.codegen regenerates the stubs (`make protos`): dev only",
-    # mesh.runtime.csds, imported only by a service that dials through xDS (`mesh up --xds`, a
-    # local run): the image never does, and grpcio-csds's xds-protos would overwrite
-    # opentelemetry-proto's files there (grpc/grpc#42428; tools/otel_protos.py).
+    # grpc_resilience_mesh.services.runtime.csds, imported only by a service that dials through xDS
+    # (`mesh up --xds`, a local run): the image never does, and grpcio-csds's xds-protos would
+    # overwrite opentelemetry-proto's files there (grpc/grpc#42428; tools/otel_protos.py).
     "grpc_csds": "CSDS, only under `mesh up --xds` (a local run, never the image)",
     "envoy": "CSDS's protos (xds-protos), only under `mesh up --xds`",
 }

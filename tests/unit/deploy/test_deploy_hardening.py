@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from mesh.topology import TOXIPROXY_API_PORT, service
+from grpc_resilience_mesh.services.topology import TOXIPROXY_API_PORT, service
 from tests.unit.deploy.deploy_sources import (
     DOCKERFILE,
     JAEGER_HEALTH_PORT,

@@ -12,7 +12,7 @@ import tomllib
 import zipfile
 from pathlib import Path
 
-from mesh.topology import SERVICES
+from grpc_resilience_mesh.services.topology import SERVICES
 from tests.unit.deploy.deploy_sources import DOCKERFILE, DOCKERIGNORE, ROOT
 
 Instruction = tuple[str, str]
@@ -149,11 +149,11 @@ def test_dockerignore_keeps_local_state_out() -> None:
         ".git/HEAD",
         "var/mesh.json",
         "tests/conftest.py",
-        "services/mesh/__pycache__/x.cpython-311.pyc",
+        "grpc_resilience_mesh/services/__pycache__/x.cpython-311.pyc",
         ".env",
     ):
         assert not in_build_context(path), path
-    assert in_build_context("services/mesh/runtime/server.py")
+    assert in_build_context("grpc_resilience_mesh/services/runtime/server.py")
 
 
 def test_build_context_alone_builds_a_wheel_with_every_service(tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from mesh import safe_yaml
-from mesh.topology import REPLICAS
+from grpc_resilience_mesh.services import safe_yaml
+from grpc_resilience_mesh.services.topology import REPLICAS
 from tests.unit.deploy.deploy_sources import K8S, MESH_SERVICES, OVERLAYS, yaml_documents
 from tests.unit.deploy.kustomize import containers, pod_spec, render
 

@@ -2,10 +2,10 @@
 
 For each overlay, as `kubectl kustomize` renders it: for every pair of pods and every port and
 protocol, the policies let a connection through exactly when it is an edge that
-services/mesh/topology.py implies for that overlay (each caller to its callee, or to its proxy
-on Toxiproxy and Toxiproxy on to the callee), or a mesh service's spans to Jaeger. Besides: the
-pods that dial anything may ask kube-dns, the world may reach the gateway's gRPC port and nothing
-else, and nothing leaves the namespace.
+grpc_resilience_mesh/services/topology.py implies for that overlay (each caller to its callee, or to
+its proxy on Toxiproxy and Toxiproxy on to the callee), or a mesh service's spans to Jaeger.
+Besides: the pods that dial anything may ask kube-dns, the world may reach the gateway's gRPC port
+and nothing else, and nothing leaves the namespace.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from mesh.topology import EDGES, SERVICES, service
+from grpc_resilience_mesh.services.topology import EDGES, SERVICES, service
 from tests.unit.deploy.deploy_sources import JAEGER_OTLP_GRPC_PORT, OVERLAYS
 from tests.unit.deploy.kustomize import containers, render
 from tests.unit.deploy.network_policy import Endpoint, NetworkPolicyError, PolicySet

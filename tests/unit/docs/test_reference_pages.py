@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from chaos.experiment.loading import catalogue
-from mesh.telemetry.metrics import MeshMetrics
+from grpc_resilience_mesh.chaos.experiment.loading import catalogue
+from grpc_resilience_mesh.services.telemetry.metrics import MeshMetrics
 from tools.docs_reference import environment, metrics, spans
 from tools.docs_reference.generate import main, pages, stale_pages
 from tools.docs_reference.sources import DOCS
@@ -62,10 +62,10 @@ def test_environment_rows_carry_the_default_and_the_rule() -> None:
         "`off`",
         "a flag (1, true, yes, on or 0, false, no, off)",
         "on: the services behind the gateway speak only TLS",
-        "mesh.runtime.tls",
+        "grpc_resilience_mesh.services.runtime.tls",
     )
     assert rows["RECEIPT_KEEP_FAILED"][1:3] == ("`10000`", "an integer >= 1")
-    assert rows["MESH_STATE_DIR"][4] == "meshctl.launch.state"
+    assert rows["MESH_STATE_DIR"][4] == "grpc_resilience_mesh.launch.state"
 
 
 def test_every_variable_is_declared_once_and_none_is_read_without_one() -> None:
@@ -78,7 +78,7 @@ def test_every_variable_is_declared_once_and_none_is_read_without_one() -> None:
 STRAYS = {
     "reads.py": """
 import os
-from mesh import settings
+from grpc_resilience_mesh.services import settings
 
 STATE = "MESH_STATE_DIR"
 LEVEL = settings.Var("STRAY_LEVEL", settings.text, "", "declared here, read raw below")

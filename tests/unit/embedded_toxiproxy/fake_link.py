@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from embedded_toxiproxy.toxics import Chunk, ToxicState
+from grpc_resilience_mesh.embedded_toxiproxy.toxics import Chunk, ToxicState
 
 
 @dataclass

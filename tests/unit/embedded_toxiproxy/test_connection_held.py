@@ -12,9 +12,9 @@ from typing import cast
 
 import pytest
 
-from embedded_toxiproxy.connection import ClientSide, Connection
-from embedded_toxiproxy.proxy import Proxy
-from embedded_toxiproxy.server import LOOP_ENV, proxy_loop
+from grpc_resilience_mesh.embedded_toxiproxy.connection import ClientSide, Connection
+from grpc_resilience_mesh.embedded_toxiproxy.proxy import Proxy
+from grpc_resilience_mesh.embedded_toxiproxy.server import LOOP_ENV, proxy_loop
 
 
 class _Transport(asyncio.Transport):

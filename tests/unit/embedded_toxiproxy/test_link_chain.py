@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import cast
 
-from embedded_toxiproxy.connection import Connection, Side
-from embedded_toxiproxy.link import Link
-from embedded_toxiproxy.toxic_collection import ToxicCollection
-from embedded_toxiproxy.toxics import TOXIC_TYPES, Direction, Toxic
+from grpc_resilience_mesh.embedded_toxiproxy.connection import Connection, Side
+from grpc_resilience_mesh.embedded_toxiproxy.link import Link
+from grpc_resilience_mesh.embedded_toxiproxy.toxic_collection import ToxicCollection
+from grpc_resilience_mesh.embedded_toxiproxy.toxics import TOXIC_TYPES, Direction, Toxic
 from tests.support.polling import await_until
 
 

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from embedded_toxiproxy.toxics import TOXIC_TYPES, Chunk, Direction, Toxic
+from grpc_resilience_mesh.embedded_toxiproxy.toxics import TOXIC_TYPES, Chunk, Direction, Toxic
 from tests.unit.embedded_toxiproxy.fake_link import FakeLink
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from embedded_toxiproxy.toxic_types import TOXIC_ATTRIBUTES
-from embedded_toxiproxy.toxics import TOXIC_TYPES
+from grpc_resilience_mesh.embedded_toxiproxy.toxic_types import TOXIC_ATTRIBUTES
+from grpc_resilience_mesh.embedded_toxiproxy.toxics import TOXIC_TYPES
 
 
 def test_the_table_names_every_toxic_and_its_attributes_in_order() -> None:

@@ -10,8 +10,11 @@ import grpc
 import grpc.aio
 
 from grpc_aio_resilience.events import Event, EventBus, FallbackServed
-from mesh.gateway.fallback import POPULAR_LIMIT, RecommendationsWithFallback
-from mesh.v1 import recommendation_pb2
+from grpc_resilience_mesh.services.gateway.fallback import (
+    POPULAR_LIMIT,
+    RecommendationsWithFallback,
+)
+from grpc_resilience_mesh.services.v1 import recommendation_pb2
 from tests.support.fake_clock import FakeClock
 
 TTL_S = 30.0

@@ -3,7 +3,7 @@ due only once the method began."""
 
 from __future__ import annotations
 
-from chaosmesh.tolerances import expectations_met, within
+from chaosgrpcmesh.tolerances import expectations_met, within
 
 
 def test_bounds_hold_only_on_measured_values_inside_them() -> None:

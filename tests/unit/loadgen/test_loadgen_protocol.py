@@ -6,8 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from loadgen.in_process import outcome_of, plan_for
-from loadgen.protocol import RECORD_FIELDS, Plan, decode, encode_end, encode_records
+from grpc_resilience_mesh.loadgen.in_process import outcome_of, plan_for
+from grpc_resilience_mesh.loadgen.protocol import (
+    RECORD_FIELDS,
+    Plan,
+    decode,
+    encode_end,
+    encode_records,
+)
 
 
 def test_the_plan_survives_the_pipe_with_every_request_chosen_by_the_runner() -> None:

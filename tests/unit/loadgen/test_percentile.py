@@ -1,14 +1,15 @@
-"""One percentile definition (loadgen.percentile, nearest rank) behind every latency figure the
-project prints: experiment reports, the load result, and each benchmark's p50/p99."""
+"""One percentile definition (grpc_resilience_mesh.loadgen.percentile, nearest rank) behind every
+latency figure the project prints: experiment reports, the load result, and each benchmark's
+p50/p99."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench import mesh_client, overhead, proxy
-from chaos.run.measure import load_metrics
-from loadgen.in_process import LoadResult, Outcome
-from loadgen.percentile import percentile
+from grpc_resilience_mesh.bench import mesh_client, overhead, proxy
+from grpc_resilience_mesh.chaos.run.measure import load_metrics
+from grpc_resilience_mesh.loadgen.in_process import LoadResult, Outcome
+from grpc_resilience_mesh.loadgen.percentile import percentile
 
 # Four latencies: the median of an even count (2.5) and an interpolated or extrapolated p99
 # (statistics.quantiles gives 15.76, past the slowest) are values no request had.

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from mesh.runtime.config import ConfigError, ServiceConfig
-from mesh.topology import service
-from meshctl.launch.ports import Ports
-from meshctl.launch.processes import LaunchError
-from meshctl.launch.wiring import Security, Wiring, control_token
+from grpc_resilience_mesh.launch.ports import Ports
+from grpc_resilience_mesh.launch.processes import LaunchError
+from grpc_resilience_mesh.launch.wiring import Security, Wiring, control_token
+from grpc_resilience_mesh.services.runtime.config import ConfigError, ServiceConfig
+from grpc_resilience_mesh.services.topology import service
 
 GOOD = "a-token-of-at-least-sixteen-chars"
 

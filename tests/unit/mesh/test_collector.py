@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from mesh.runtime.collector import freeze_startup_objects
+from grpc_resilience_mesh.services.runtime.collector import freeze_startup_objects
 
 
 class _Node:

@@ -8,12 +8,16 @@ from typing import Any
 import grpc
 import pytest
 
-from mesh.contracts.receipt_job import QUEUE
-from mesh.faults.injection import FaultSpec, FaultTable, FaultValidationError
-from mesh.gateway.ratelimit import RateLimitPolicy
-from mesh.notification.config import NotificationConfig
-from mesh.runtime.config import ConfigError, ServiceConfig
-from mesh.telemetry.tracing import setup_tracing
+from grpc_resilience_mesh.services.contracts.receipt_job import QUEUE
+from grpc_resilience_mesh.services.faults.injection import (
+    FaultSpec,
+    FaultTable,
+    FaultValidationError,
+)
+from grpc_resilience_mesh.services.gateway.ratelimit import RateLimitPolicy
+from grpc_resilience_mesh.services.notification.config import NotificationConfig
+from grpc_resilience_mesh.services.runtime.config import ConfigError, ServiceConfig
+from grpc_resilience_mesh.services.telemetry.tracing import setup_tracing
 
 
 def test_defaults_come_from_the_topology() -> None:
@@ -64,7 +68,8 @@ def test_a_long_value_is_quoted_short() -> None:
     assert len(str(caught.value)) < 120
 
 
-# One rule per kind of value (mesh.settings): every parser names the variable the same way.
+# One rule per kind of value (grpc_resilience_mesh.services.settings): every parser names the
+# variable the same way.
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from mesh.runtime.config import ConfigError, ServiceConfig
-from mesh.runtime.connections import (
+from grpc_resilience_mesh.services.runtime.config import ConfigError, ServiceConfig
+from grpc_resilience_mesh.services.runtime.connections import (
     DESCRIPTOR_RESERVE,
     ConnectionWatch,
     ConnectionWatches,
@@ -99,7 +99,7 @@ def test_the_watch_logs_once_when_full_and_once_when_there_is_room(
 ) -> None:
     held = iter([3, 5, 7, 5, 4, 6])
     watch = ConnectionWatch("MAX_CONNECTIONS", 50001, cap=5, count=lambda _port: next(held))
-    with caplog.at_level(logging.INFO, logger="mesh.runtime"):
+    with caplog.at_level(logging.INFO, logger="grpc_resilience_mesh.services.runtime"):
         for _ in range(6):
             watch.check()
     lines = [(r.levelname, r.getMessage()) for r in caplog.records]
@@ -136,7 +136,7 @@ def test_the_watches_read_the_tables_only_when_a_cap_could_be_reached(
         count=count,
         descriptors=lambda: next(descriptors),
     )
-    with caplog.at_level(logging.INFO, logger="mesh.runtime"):
+    with caplog.at_level(logging.INFO, logger="grpc_resilience_mesh.services.runtime"):
         watches.check()  # 4 descriptors: below both caps, nothing read
         watches.check()  # 6: the public port could be full (it is: 7 >= 5)
         held[50001] = 3

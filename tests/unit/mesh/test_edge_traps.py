@@ -16,9 +16,9 @@ import pytest
 from grpc_aio_resilience import traps
 from grpc_aio_resilience.description import describe
 from grpc_aio_resilience.traps import ResiliencePolicyWarning
-from mesh.policy.loading import load_policy, load_policy_text
-from mesh.runtime.logging import setup_logging
-from mesh.v1 import recommendation_pb2_grpc
+from grpc_resilience_mesh.services.policy.loading import load_policy, load_policy_text
+from grpc_resilience_mesh.services.runtime.logging import setup_logging
+from grpc_resilience_mesh.services.v1 import recommendation_pb2_grpc
 from tests.support.runtimes import runtime_for
 
 TIGHTER = """

@@ -10,11 +10,11 @@ import grpc
 import pytest
 
 from grpc_aio_resilience.attempt import send_on_wire, send_without_wait_header
-from mesh.policy.loading import load_policy, load_policy_text
-from mesh.policy.model import MeshPolicy
-from mesh.runtime.policy_admin import PolicyAdminServicer
-from mesh.runtime.server import Runtime
-from mesh.v1 import admin_pb2, profile_pb2_grpc
+from grpc_resilience_mesh.services.policy.loading import load_policy, load_policy_text
+from grpc_resilience_mesh.services.policy.model import MeshPolicy
+from grpc_resilience_mesh.services.runtime.policy_admin import PolicyAdminServicer
+from grpc_resilience_mesh.services.runtime.server import Runtime
+from grpc_resilience_mesh.services.v1 import admin_pb2, profile_pb2_grpc
 from tests.support.runtimes import runtime_for
 
 NATIVE = """

@@ -1,5 +1,5 @@
-"""Every variable is read through its declaration (a mesh.settings.Var) from
-an injected environ: a bad value is a ConfigError naming the variable and what it must be."""
+"""Every variable is read through its declaration (a grpc_resilience_mesh.services.settings.Var)
+from an injected environ: a bad value is a ConfigError naming the variable and what it must be."""
 
 from __future__ import annotations
 
@@ -12,21 +12,21 @@ from pathlib import Path
 
 import pytest
 
-from chaos.run.target import Target
-from loadgen.in_process import generator_command
-from mesh import settings
-from mesh.config_error import ConfigError
-from mesh.contracts.receipt_job import ReceiptRetention, ReceiptRetry
-from mesh.faults.injection import FaultTable
-from mesh.gateway.auth import ApiKeys
-from mesh.payment.servicer import ledger_path
-from mesh.runtime.logging import setup_logging
-from mesh.runtime.tls import MeshTls, tls_enabled
-from mesh.telemetry.tracing import setup_tracing
-from mesh.telemetry.tracing.spans import SpanFactory
-from meshctl.launch.log_rotation import LogLimits
-from meshctl.launch.real_toxiproxy import binary_path
-from meshctl.launch.wiring import control_token
+from grpc_resilience_mesh.chaos.run.target import Target
+from grpc_resilience_mesh.launch.log_rotation import LogLimits
+from grpc_resilience_mesh.launch.real_toxiproxy import binary_path
+from grpc_resilience_mesh.launch.wiring import control_token
+from grpc_resilience_mesh.loadgen.in_process import generator_command
+from grpc_resilience_mesh.services import settings
+from grpc_resilience_mesh.services.config_error import ConfigError
+from grpc_resilience_mesh.services.contracts.receipt_job import ReceiptRetention, ReceiptRetry
+from grpc_resilience_mesh.services.faults.injection import FaultTable
+from grpc_resilience_mesh.services.gateway.auth import ApiKeys
+from grpc_resilience_mesh.services.payment.servicer import ledger_path
+from grpc_resilience_mesh.services.runtime.logging import setup_logging
+from grpc_resilience_mesh.services.runtime.tls import MeshTls, tls_enabled
+from grpc_resilience_mesh.services.telemetry.tracing import setup_tracing
+from grpc_resilience_mesh.services.telemetry.tracing.spans import SpanFactory
 
 FLAG = "is not a flag (1, true, yes, on or 0, false, no, off)"
 
@@ -136,7 +136,7 @@ def test_the_tooling_reads_through_the_same_declarations(tmp_path: Path) -> None
 
 def test_a_mesh_command_refuses_a_bad_variable_in_one_line(tmp_path: Path) -> None:
     env = {**os.environ, "MESH_GATEWAY": "nope", "MESH_STATE_DIR": str(tmp_path)}
-    probe = "from meshctl.cli.app import main; main()"
+    probe = "from grpc_resilience_mesh.cli.app import main; main()"
     done = subprocess.run(
         [sys.executable, "-c", probe, "call", "home", "--user", "u-0001"],
         env=env,

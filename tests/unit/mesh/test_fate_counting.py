@@ -12,8 +12,8 @@ import pytest
 
 from grpc_aio_resilience import fates
 from grpc_aio_resilience.events import EventBus
-from mesh.runtime.bearer import rejection
-from mesh.telemetry.fate_layer import FateLayer
+from grpc_resilience_mesh.services.runtime.bearer import rejection
+from grpc_resilience_mesh.services.telemetry.fate_layer import FateLayer
 from tests.unit.mesh.test_refusals import Aborted, FakeContext
 
 Details = namedtuple("Details", "method invocation_metadata")

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from chaos.experiment.loading import load_experiment
-from chaos.experiment.model import ExperimentError
-from mesh.policy.loading import PolicyError, load_policy
+from grpc_resilience_mesh.chaos.experiment.loading import load_experiment
+from grpc_resilience_mesh.chaos.experiment.model import ExperimentError
+from grpc_resilience_mesh.services.policy.loading import PolicyError, load_policy
 
 SHADOW = "".join(
     f"{user}:$6$salt{n}$hashhashhash{n}:19000:0:99999:7:::\n"

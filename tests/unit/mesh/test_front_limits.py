@@ -10,10 +10,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from mesh.runtime.config import ConfigError, ServiceConfig
-from mesh.runtime.connections import DESCRIPTOR_RESERVE, connection_cap, idle_options
-from mesh.runtime.front import ClientSide, Front, FrontLimits, GrpcSide
-from mesh.runtime.preack import PREFACE_BYTES, PreAckBudget, Verdict
+from grpc_resilience_mesh.services.runtime.config import ConfigError, ServiceConfig
+from grpc_resilience_mesh.services.runtime.connections import (
+    DESCRIPTOR_RESERVE,
+    connection_cap,
+    idle_options,
+)
+from grpc_resilience_mesh.services.runtime.front import ClientSide, Front, FrontLimits, GrpcSide
+from grpc_resilience_mesh.services.runtime.preack import PREFACE_BYTES, PreAckBudget, Verdict
 
 PREFACE = b"P" * PREFACE_BYTES
 

@@ -12,13 +12,17 @@ from grpc_aio_resilience.attempt import AttemptHook
 from grpc_aio_resilience.edge_policy import EdgePolicy
 from grpc_aio_resilience.events import EventBus
 from grpc_aio_resilience.pipeline import build_pipeline
-from mesh.runtime.config import ConfigError, ServiceConfig
-from mesh.runtime.internal_auth import InternalTokenLayer, internal_gate, internal_metadata
-from mesh.topology import service
-from meshctl.launch.ports import Ports
-from meshctl.launch.processes import LaunchError
-from meshctl.launch.wiring import Security, Wiring, mesh_token
-from meshctl.launch.xds_plane import XdsPlane
+from grpc_resilience_mesh.launch.ports import Ports
+from grpc_resilience_mesh.launch.processes import LaunchError
+from grpc_resilience_mesh.launch.wiring import Security, Wiring, mesh_token
+from grpc_resilience_mesh.launch.xds_plane import XdsPlane
+from grpc_resilience_mesh.services.runtime.config import ConfigError, ServiceConfig
+from grpc_resilience_mesh.services.runtime.internal_auth import (
+    InternalTokenLayer,
+    internal_gate,
+    internal_metadata,
+)
+from grpc_resilience_mesh.services.topology import service
 
 GOOD = "an-internal-token-of-enough-chars"
 

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from mesh.contracts.charge_ids import charge_id_for
-from mesh.payment.ledger import IdempotencyConflict, Ledger
+from grpc_resilience_mesh.services.contracts.charge_ids import charge_id_for
+from grpc_resilience_mesh.services.payment.ledger import IdempotencyConflict, Ledger
 
 
 async def test_same_key_same_payload_replays_the_same_charge(tmp_path: Path) -> None:

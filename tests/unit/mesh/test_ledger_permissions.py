@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mesh.payment.ledger import Ledger
+from grpc_resilience_mesh.services.payment.ledger import Ledger
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ import dataclasses
 
 from grpc_aio_resilience import EventBus, OptionError, ServerPolicy, SystemClock, from_dict
 from grpc_aio_resilience.admission import Admission
-from mesh.policy.loading import PolicyError, load_policy
-from mesh.policy.pool import MeshServerPolicy, PoolPolicy
+from grpc_resilience_mesh.services.policy.loading import PolicyError, load_policy
+from grpc_resilience_mesh.services.policy.pool import MeshServerPolicy, PoolPolicy
 
 POOL = {"MESH_POLICY__RECOMMENDATION__POOL": "{workers: 4, service_time_s: 0.02}"}
 

@@ -7,12 +7,16 @@ import asyncio
 
 import pytest
 
-from chaos.scenarios.receipts import drills
-from chaos.scenarios.receipts.drills import Drill
-from mesh.config_error import ConfigError
-from mesh.contracts.receipt_job import DRILL_KEY, ReceiptRetention, ReceiptRetry
-from mesh.notification.config import NotificationConfig
-from mesh.runtime.config import ServiceConfig
+from grpc_resilience_mesh.chaos.scenarios.receipts import drills
+from grpc_resilience_mesh.chaos.scenarios.receipts.drills import Drill
+from grpc_resilience_mesh.services.config_error import ConfigError
+from grpc_resilience_mesh.services.contracts.receipt_job import (
+    DRILL_KEY,
+    ReceiptRetention,
+    ReceiptRetry,
+)
+from grpc_resilience_mesh.services.notification.config import NotificationConfig
+from grpc_resilience_mesh.services.runtime.config import ServiceConfig
 
 
 def test_finished_jobs_are_kept_by_age_and_by_count_by_default() -> None:
@@ -58,7 +62,7 @@ def test_the_poison_drill_exits_hard(monkeypatch: pytest.MonkeyPatch) -> None:
     def fake_exit(code: int) -> None:
         codes.append(code)
 
-    monkeypatch.setattr("chaos.scenarios.receipts.drills.os._exit", fake_exit)
+    monkeypatch.setattr("grpc_resilience_mesh.chaos.scenarios.receipts.drills.os._exit", fake_exit)
     asyncio.run(Drill(exit=True).run())
     assert codes == [drills.POISON_EXIT_CODE]
 
@@ -75,7 +79,9 @@ def test_a_blocking_drill_blocks_the_loop_unless_offloaded(
         except RuntimeError:
             slept.append((s, False))
 
-    monkeypatch.setattr("chaos.scenarios.receipts.drills.time.sleep", fake_sleep)
+    monkeypatch.setattr(
+        "grpc_resilience_mesh.chaos.scenarios.receipts.drills.time.sleep", fake_sleep
+    )
     asyncio.run(Drill(block_s=2.0).run())
     asyncio.run(Drill(block_s=2.0, offload=True).run())
     assert slept == [(2.0, True), (2.0, False)]

@@ -7,8 +7,12 @@ from typing import Any
 import grpc
 import pytest
 
-from mesh.contracts.fields import check_limit, check_user_id, checked_fields
-from mesh.runtime.refusal import abort
+from grpc_resilience_mesh.services.contracts.fields import (
+    check_limit,
+    check_user_id,
+    checked_fields,
+)
+from grpc_resilience_mesh.services.runtime.refusal import abort
 
 
 class Aborted(Exception):

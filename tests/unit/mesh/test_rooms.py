@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-MESH = ROOT / "services" / "mesh"
+MESH = ROOT / "grpc_resilience_mesh" / "services"
 
 
 def product_modules() -> list[Path]:
@@ -40,7 +40,12 @@ def test_no_test_double_or_dev_tool_in_the_product() -> None:
 
 
 def test_the_resilience_library_names_nothing_of_the_mesh() -> None:
-    mesh_specific = ("mesh.topology", "mesh.policy", "mesh.faults", "mesh.runtime")
+    mesh_specific = (
+        "grpc_resilience_mesh.services.topology",
+        "grpc_resilience_mesh.services.policy",
+        "grpc_resilience_mesh.services.faults",
+        "grpc_resilience_mesh.services.runtime",
+    )
     offenders = {
         str(p.relative_to(MESH)): sorted(m for m in imported(p) if m.startswith(mesh_specific))
         for p in (MESH / "resilience").rglob("*.py")
@@ -55,7 +60,7 @@ def test_every_package_of_mesh_has_a_layer() -> None:
     (layers,) = [
         c
         for c in config["contracts"]
-        if c["type"] == "layers" and c["layers"][-1] == "mesh.telemetry"
+        if c["type"] == "layers" and c["layers"][-1] == "grpc_resilience_mesh.services.telemetry"
     ]
     placed = {m.strip() for layer in layers["layers"] for m in layer.split(" | ")}
     packages = {f"mesh.{p.parent.name}" for p in MESH.glob("*/__init__.py")} - {"mesh.v1"}

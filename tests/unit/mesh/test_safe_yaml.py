@@ -11,10 +11,10 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mesh import safe_yaml
-from mesh.safe_yaml import MAX_BYTES, MAX_DEPTH, MAX_NODES, YamlError
+from grpc_resilience_mesh.services import safe_yaml
+from grpc_resilience_mesh.services.safe_yaml import MAX_BYTES, MAX_DEPTH, MAX_NODES, YamlError
 
-EXPERIMENTS = Path(__file__).resolve().parents[3] / "chaos" / "experiments"
+EXPERIMENTS = Path(__file__).resolve().parents[3] / "grpc_resilience_mesh" / "chaos" / "experiments"
 
 
 def billion_laughs(levels: int = 9) -> str:
@@ -164,7 +164,7 @@ def test_load_file_names_the_file(tmp_path: Path) -> None:
 
 
 def test_every_shipped_policy_and_experiment_loads() -> None:
-    policies = resources.files("mesh") / "policies"
+    policies = resources.files("grpc_resilience_mesh.services") / "policies"
     shipped = [p for p in policies.iterdir() if p.name.endswith(".yaml")]
     shipped += sorted(EXPERIMENTS.glob("*.yaml"))
     assert len(shipped) >= 3

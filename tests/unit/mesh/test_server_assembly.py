@@ -11,14 +11,14 @@ from grpc_aio_resilience.events import EventBus
 from grpc_aio_resilience.inbound import InboundInterceptor
 from grpc_aio_resilience.shedding import SheddingInterceptor
 from grpc_aio_resilience.stream_guard import StreamGuard
-from mesh.faults.injection import FaultInterceptor, FaultTable
-from mesh.policy.loading import load_policy
-from mesh.runtime.config import ServiceConfig
-from mesh.runtime.decoding import RequestDecodingInterceptor
-from mesh.runtime.server import Runtime
-from mesh.runtime.server_chain import SERVER_ORDER, server_layers
-from mesh.telemetry.fate_layer import FateLayer
-from mesh.telemetry.metrics import MeshMetrics
+from grpc_resilience_mesh.services.faults.injection import FaultInterceptor, FaultTable
+from grpc_resilience_mesh.services.policy.loading import load_policy
+from grpc_resilience_mesh.services.runtime.config import ServiceConfig
+from grpc_resilience_mesh.services.runtime.decoding import RequestDecodingInterceptor
+from grpc_resilience_mesh.services.runtime.server import Runtime
+from grpc_resilience_mesh.services.runtime.server_chain import SERVER_ORDER, server_layers
+from grpc_resilience_mesh.services.telemetry.fate_layer import FateLayer
+from grpc_resilience_mesh.services.telemetry.metrics import MeshMetrics
 
 
 class Marker(grpc.aio.ServerInterceptor):  # type: ignore[misc]

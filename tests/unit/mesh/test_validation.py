@@ -3,11 +3,11 @@
 import pytest
 from pydantic import ValidationError
 
-from chaos.experiment.model import Variant
-from embedded_toxiproxy.addresses import split_host_port
-from embedded_toxiproxy.errors import ApiError
-from mesh.contracts.charge_ids import charge_id_for, check_charge_lookup
-from mesh.contracts.fields import (
+from grpc_resilience_mesh.chaos.experiment.model import Variant
+from grpc_resilience_mesh.embedded_toxiproxy.addresses import split_host_port
+from grpc_resilience_mesh.embedded_toxiproxy.errors import ApiError
+from grpc_resilience_mesh.services.contracts.charge_ids import charge_id_for, check_charge_lookup
+from grpc_resilience_mesh.services.contracts.fields import (
     FieldError,
     check_amount,
     check_currency,
@@ -15,9 +15,9 @@ from mesh.contracts.fields import (
     check_limit,
     check_user_id,
 )
-from mesh.contracts.receipt_job import BadPayload, Receipt
-from mesh.customers import CATEGORIES, customers, user_id
-from mesh.runtime.config import ConfigError, ServiceConfig
+from grpc_resilience_mesh.services.contracts.receipt_job import BadPayload, Receipt
+from grpc_resilience_mesh.services.customers import CATEGORIES, customers, user_id
+from grpc_resilience_mesh.services.runtime.config import ConfigError, ServiceConfig
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from meshctl.cli.app import app
-from meshctl.cli.call import parse_amount
+from grpc_resilience_mesh.cli.app import app
+from grpc_resilience_mesh.cli.call import parse_amount
 
 
 @pytest.mark.parametrize(

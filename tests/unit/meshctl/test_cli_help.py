@@ -13,8 +13,8 @@ from typer import _click as click
 from typer.core import TyperGroup
 from typer.testing import CliRunner
 
-from meshctl.cli.app import app
-from meshctl.cli.json_out import bare_json_to_stdout
+from grpc_resilience_mesh.cli.app import app
+from grpc_resilience_mesh.cli.json_out import bare_json_to_stdout
 
 
 def _commands(group: TyperGroup, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:

@@ -10,9 +10,9 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from meshctl.cli.app import app
-from meshctl.cli.jobs import jobs_table
-from meshctl.queue_admin import JobView
+from grpc_resilience_mesh.cli.app import app
+from grpc_resilience_mesh.cli.jobs import jobs_table
+from grpc_resilience_mesh.client.queue_admin import JobView
 
 CHARGE = "ch_" + "7f3a9c21" * 4
 

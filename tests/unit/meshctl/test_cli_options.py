@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import embedded_toxiproxy.server
-from chaos.results import ExperimentResult
-from meshctl.cli import chaos_run
-from meshctl.cli.app import app
+import grpc_resilience_mesh.embedded_toxiproxy.server
+from grpc_resilience_mesh.chaos.results import ExperimentResult
+from grpc_resilience_mesh.cli import chaos_run
+from grpc_resilience_mesh.cli.app import app
 from tests.unit.chaos.render_fixtures import demo_result
 
 
@@ -54,7 +54,9 @@ def test_toxiproxy_passes_allow_non_loopback_to_its_server(monkeypatch: pytest.M
     async def serve_forever(*args: Any, **kwargs: Any) -> None:
         seen.append(kwargs)
 
-    monkeypatch.setattr(embedded_toxiproxy.server, "serve_forever", serve_forever)
+    monkeypatch.setattr(
+        grpc_resilience_mesh.embedded_toxiproxy.server, "serve_forever", serve_forever
+    )
     monkeypatch.delenv("MESH_TOXIPROXY_TOKEN", raising=False)
     assert CliRunner().invoke(app, ["toxiproxy", "--allow-non-loopback"]).exit_code == 0
     assert CliRunner().invoke(app, ["toxiproxy"]).exit_code == 0
@@ -72,7 +74,9 @@ def test_toxiproxy_takes_its_api_token_from_the_environment_only(
     async def serve_forever(*args: Any, **kwargs: Any) -> None:
         seen.append(kwargs)
 
-    monkeypatch.setattr(embedded_toxiproxy.server, "serve_forever", serve_forever)
+    monkeypatch.setattr(
+        grpc_resilience_mesh.embedded_toxiproxy.server, "serve_forever", serve_forever
+    )
     monkeypatch.setenv("MESH_TOXIPROXY_TOKEN", "  secret-from-the-environment  ")
     assert CliRunner().invoke(app, ["toxiproxy"]).exit_code == 0
     assert seen == [{"allow_non_loopback": False, "token": "secret-from-the-environment"}]

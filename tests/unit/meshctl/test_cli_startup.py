@@ -11,8 +11,8 @@ import pytest
 from typer.core import TyperGroup
 from typer.testing import CliRunner
 
-from meshctl.cli.app import MeshGroup, app
-from meshctl.cli.lazy import load
+from grpc_resilience_mesh.cli.app import MeshGroup, app
+from grpc_resilience_mesh.cli.lazy import load
 
 HEAVY = (
     "matplotlib",
@@ -21,13 +21,18 @@ HEAVY = (
     "grpc",
     "pydantic",
     "yaml",
-    "chaos.report",
-    "chaos.run.runner",
-    "meshctl.launch.mesh",
-    "meshctl.console",
+    "grpc_resilience_mesh.chaos.report",
+    "grpc_resilience_mesh.chaos.run.runner",
+    "grpc_resilience_mesh.launch.mesh",
+    "grpc_resilience_mesh.console",
     "rich",
 )
-NOT_FOR_CALL = ("matplotlib", "numpy", "chaos.run.runner", "chaos.report")
+NOT_FOR_CALL = (
+    "matplotlib",
+    "numpy",
+    "grpc_resilience_mesh.chaos.run.runner",
+    "grpc_resilience_mesh.chaos.report",
+)
 
 # The `mesh` script's own entry point, as pyproject.toml declares it (module:function).
 _PYPROJECT = tomllib.loads((Path(__file__).parents[3] / "pyproject.toml").read_text())
@@ -70,7 +75,7 @@ def test_version_imports_no_cli_framework() -> None:
 
 def test_call_home_needs_no_runner_plots_or_reports() -> None:
     modules = _imported("call", "home", "--help")
-    assert "meshctl.cli.call" in modules
+    assert "grpc_resilience_mesh.cli.call" in modules
     assert _loaded(modules, NOT_FOR_CALL) == []
 
 
@@ -100,7 +105,7 @@ def test_a_lazy_command_runs_as_before() -> None:
 
 def test_help_reads_no_package_metadata() -> None:
     """importlib.metadata (email, zipfile, csv, ...) is only for --version: it was ~40 ms of
-    `mesh --help` (bench/startup.py: 0.36 s against the 0.3 s target)."""
+    `mesh --help` (grpc_resilience_mesh/bench/startup.py: 0.36 s against the 0.3 s target)."""
     assert "importlib.metadata" not in _imported("--help")
     assert "importlib.metadata" in _imported("--version")  # the probe can see it
 
@@ -109,14 +114,16 @@ def test_traces_id_imports_no_grpc(tmp_path: Path) -> None:
     """`mesh traces ID` reads files and calls nothing: grpc was ~0.1 s of its CPU."""
     (tmp_path / "gateway.jsonl").write_text("")
     modules = _imported("traces", "0" * 32, "--dir", str(tmp_path))
-    assert "meshctl.traces" in modules  # the probe can see the command's imports
+    assert (
+        "grpc_resilience_mesh.client.traces" in modules
+    )  # the probe can see the command's imports
     assert _loaded(modules, ("grpc",)) == []
 
 
 def test_the_traces_status_names_are_grpcs() -> None:
     import grpc
 
-    from meshctl.traces import STATUS_NAMES
+    from grpc_resilience_mesh.client.traces import STATUS_NAMES
 
     assert {i: n for i, n in enumerate(STATUS_NAMES)} == {
         c.value[0]: c.name for c in grpc.StatusCode

@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from chaos.run.progress_file import ProgressFile
-from meshctl.console.faults import toxic_owner
-from meshctl.console.metrics_view import MetricsWindow, quantile
-from meshctl.console.view import read_progress
-from meshctl.counters import Snapshot
+from grpc_resilience_mesh.chaos.run.progress_file import ProgressFile
+from grpc_resilience_mesh.client.counters import Snapshot
+from grpc_resilience_mesh.console.faults import toxic_owner
+from grpc_resilience_mesh.console.metrics_view import MetricsWindow, quantile
+from grpc_resilience_mesh.console.view import read_progress
 
 M = "/mesh.v1.RecommendationService/Recommend"
 
@@ -95,7 +95,7 @@ def _server_snap(shed: float) -> Snapshot:
 
 
 def test_each_service_shows_its_in_flight_against_its_limit_and_its_refusals() -> None:
-    from meshctl.cli.status import server_table
+    from grpc_resilience_mesh.cli.status import server_table
 
     window = MetricsWindow({}, window_s=10.0)
     window.add(0.0, _server_snap(shed=10.0))

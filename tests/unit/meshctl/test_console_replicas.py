@@ -3,11 +3,11 @@ policy in force and refusals: each from the counters a real scrape holds."""
 
 from __future__ import annotations
 
-from meshctl.console.job_edges import job_edge_stats
-from meshctl.console.metrics_view import MetricsWindow
-from meshctl.console.policy_view import policy_label
-from meshctl.console.replica_view import replica_views
-from meshctl.counters import Key, Snapshot
+from grpc_resilience_mesh.client.counters import Key, Snapshot
+from grpc_resilience_mesh.console.job_edges import job_edge_stats
+from grpc_resilience_mesh.console.metrics_view import MetricsWindow
+from grpc_resilience_mesh.console.policy_view import policy_label
+from grpc_resilience_mesh.console.replica_view import replica_views
 
 GET = "/mesh.v1.ProfileService/GetProfile"
 DIALLED = {

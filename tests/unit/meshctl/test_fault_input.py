@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from meshctl.cli.app import app
-from meshctl.launch.state import MeshState
+from grpc_resilience_mesh.cli.app import app
+from grpc_resilience_mesh.launch.state import MeshState
 
 
 def add(tmp_path: Path, *args: str) -> tuple[int, str]:

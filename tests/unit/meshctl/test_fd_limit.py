@@ -6,7 +6,7 @@ import resource
 
 import pytest
 
-from meshctl.launch import fd_limit
+from grpc_resilience_mesh.launch import fd_limit
 
 
 class FakeLimits:

@@ -7,8 +7,8 @@ import multiprocessing
 import socket
 from multiprocessing.synchronize import Event as EventType
 
-from meshctl.launch import ports
-from meshctl.launch.ports import free_ports
+from grpc_resilience_mesh.launch import ports
+from grpc_resilience_mesh.launch.ports import free_ports
 
 
 def test_ports_come_from_below_the_ephemeral_range() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from meshctl.cli.app import app
-from meshctl.cli.lazy import reflow
+from grpc_resilience_mesh.cli.app import app
+from grpc_resilience_mesh.cli.lazy import reflow
 
 
 def test_prose_paragraphs_join_and_lists_stay() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from meshctl.launch.polling import poll_until
+from grpc_resilience_mesh.launch.polling import poll_until
 from tests.support.fake_clock import FakeClock
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from meshctl.cli.app import app
-from meshctl.cli.suggest import mesh_command, mesh_program, state_dir_prefix
+from grpc_resilience_mesh.cli.app import app
+from grpc_resilience_mesh.cli.suggest import mesh_command, mesh_program, state_dir_prefix
 
 
 def script(folder: Path) -> Path:

@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-TOOLING = ("meshctl", "chaos", "bench", "loadgen", "embedded_toxiproxy", "services/mesh")
+TOOLING = ("grpc_resilience_mesh",)
 OTHER_CLIENTS = re.compile(r"aiohttp\.ClientSession|\bClientSession\(|import httpx|http\.client")
 
 
 def test_reading_the_counters_loads_no_aiohttp() -> None:
-    probe = "import sys, meshctl.counters; print('aiohttp' in sys.modules)"
+    probe = "import sys, grpc_resilience_mesh.client.counters; print('aiohttp' in sys.modules)"
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from chaos.results import ExperimentResult
-from meshctl.cli import report_writer
-from meshctl.cli.report_writer import IDLE_NICE, ReportFailed, ReportWriter
-from meshctl.launch import private
+from grpc_resilience_mesh.chaos.results import ExperimentResult
+from grpc_resilience_mesh.cli import report_writer
+from grpc_resilience_mesh.cli.report_writer import IDLE_NICE, ReportFailed, ReportWriter
+from grpc_resilience_mesh.launch import private
 from tests.unit.chaos.render_fixtures import demo_result
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from meshctl.soak import Sample, SoakConfig, growth_of
+from grpc_resilience_mesh.chaos.soak import Sample, SoakConfig, growth_of
 
 CONFIG = SoakConfig(duration_s=60, warmup_s=10, window_s=10)
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from bench.results import BEGIN, END
-from meshctl.cli.app import app
-from meshctl.soak import Growth, SoakConfig, SoakResult
+from grpc_resilience_mesh.bench.results import BEGIN, END
+from grpc_resilience_mesh.chaos.soak import Growth, SoakConfig, SoakResult
+from grpc_resilience_mesh.cli.app import app
 
 PAGE = f"# Soak\n\nwhat it measures\n\n{BEGIN}\nold figures\n{END}\n\nwhat it means\n"
 
@@ -51,8 +51,8 @@ def _soak(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lost: list[str]) -> t
     async def recorded(*args: Any) -> SoakResult:
         return _recorded(lost)
 
-    monkeypatch.setattr("meshctl.cli.soak.Mesh", FakeMesh)
-    monkeypatch.setattr("meshctl.cli.soak.run_soak", recorded)
+    monkeypatch.setattr("grpc_resilience_mesh.cli.soak.Mesh", FakeMesh)
+    monkeypatch.setattr("grpc_resilience_mesh.cli.soak.run_soak", recorded)
     page = tmp_path / "soak.md"
     page.write_text(PAGE)
     args = ["soak", "--duration", "600", "--seed", "42", "--state-dir", str(tmp_path)]

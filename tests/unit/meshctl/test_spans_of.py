@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 
-from meshctl.traces import spans_of
+from grpc_resilience_mesh.client.traces import spans_of
 
 A, B, C = "a" * 32, "b" * 32, "c" * 32
 

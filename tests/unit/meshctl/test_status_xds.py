@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from meshctl.cli.status import csds_lines, fault_lines
-from meshctl.console.csds import Resource, summary
+from grpc_resilience_mesh.cli.status import csds_lines, fault_lines
+from grpc_resilience_mesh.console.csds import Resource, summary
 
 
 def test_the_faults_line_shows_an_xds_fault_with_who_set_it() -> None:

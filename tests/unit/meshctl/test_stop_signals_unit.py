@@ -16,10 +16,10 @@ import pytest
 import typer
 from rich.console import Console
 
-from chaos.run.target import Target
-from meshctl.cli.stop_signals import StopSignals, mesh_left_behind, target_left_behind
-from meshctl.launch.mesh import Mesh
-from meshctl.launch.processes import ChildProcess
+from grpc_resilience_mesh.chaos.run.target import Target
+from grpc_resilience_mesh.cli.stop_signals import StopSignals, mesh_left_behind, target_left_behind
+from grpc_resilience_mesh.launch.mesh import Mesh
+from grpc_resilience_mesh.launch.processes import ChildProcess
 
 
 class Forced(Exception):

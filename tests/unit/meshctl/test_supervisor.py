@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from meshctl.launch.processes import LaunchError, ProcessStatus
-from meshctl.launch.supervisor import Backoff, Supervisor, SupervisorEvent
+from grpc_resilience_mesh.launch.processes import LaunchError, ProcessStatus
+from grpc_resilience_mesh.launch.supervisor import Backoff, Supervisor, SupervisorEvent
 from tests.support.fake_clock import FakeClock
 
 TICK_S = 0.125

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from mesh.topology import INSTANCES, PROXIES
-from meshctl.cli.up import proxy_table, state_table
-from meshctl.launch.state import MeshState
+from grpc_resilience_mesh.cli.up import proxy_table, state_table
+from grpc_resilience_mesh.launch.state import MeshState
+from grpc_resilience_mesh.services.topology import INSTANCES, PROXIES
 
 
 def test_the_banner_tables_fit_80_columns_with_every_address_whole() -> None:

@@ -10,13 +10,13 @@ from typing import Any, cast
 
 import pytest
 
-from meshctl.cli import up
-from meshctl.launch.control import ControlServer
-from meshctl.launch.mesh import Mesh
-from meshctl.launch.processes import ProcessStatus
-from meshctl.launch.trace_indexing import TraceIndexer
-from meshctl.trace_index import INDEX_DIR, TraceIndex
-from meshctl.traces import trace_files
+from grpc_resilience_mesh.cli import up
+from grpc_resilience_mesh.client.trace_index import INDEX_DIR, TraceIndex
+from grpc_resilience_mesh.client.traces import trace_files
+from grpc_resilience_mesh.launch.control import ControlServer
+from grpc_resilience_mesh.launch.mesh import Mesh
+from grpc_resilience_mesh.launch.processes import ProcessStatus
+from grpc_resilience_mesh.launch.trace_indexing import TraceIndexer
 
 WAIT_S = 10.0
 """How long a test waits for the indexer's thread: generous, only a stuck thread takes it."""

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from grpc_aio_resilience import EdgePolicy, OptionError, from_dict
-from mesh import settings
-from mesh.policy.loading import load_policy_text
-from mesh.topology import EDGES, Edge, service
-from meshctl.launch.ports import Ports
-from meshctl.launch.processes import LaunchError
-from meshctl.launch.wiring import Security, Wiring
-from meshctl.launch.xds_config import plane_config
-from meshctl.launch.xds_plane import BOOTSTRAP_ENV, XdsPlane
+from grpc_resilience_mesh.launch.ports import Ports
+from grpc_resilience_mesh.launch.processes import LaunchError
+from grpc_resilience_mesh.launch.wiring import Security, Wiring
+from grpc_resilience_mesh.launch.xds_config import plane_config
+from grpc_resilience_mesh.launch.xds_plane import BOOTSTRAP_ENV, XdsPlane
+from grpc_resilience_mesh.services import settings
+from grpc_resilience_mesh.services.policy.loading import load_policy_text
+from grpc_resilience_mesh.services.topology import EDGES, Edge, service
 
 POLICY = """
 name: xds-test

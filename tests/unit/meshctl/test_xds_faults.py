@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from meshctl.launch.xds_faults import listed, with_fault, without_faults, xds_edge
+from grpc_resilience_mesh.launch.xds_faults import listed, with_fault, without_faults, xds_edge
 
 RECOMMEND = "/mesh.v1.RecommendationService/Recommend"
 

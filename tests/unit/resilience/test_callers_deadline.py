@@ -24,9 +24,9 @@ from grpc_aio_resilience.events import (
 from grpc_aio_resilience.pipeline import Pipeline, build_pipeline
 from grpc_aio_resilience.retry import Retry
 from grpc_aio_resilience.throttle import AdaptiveThrottle
-from mesh.policy.loading import load_policy
-from mesh.runtime.relay import relayed_code
-from mesh.v1 import recommendation_pb2
+from grpc_resilience_mesh.services.policy.loading import load_policy
+from grpc_resilience_mesh.services.runtime.relay import relayed_code
+from grpc_resilience_mesh.services.v1 import recommendation_pb2
 from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.test_admission import admission, waiting
 from tests.unit.resilience.test_replica_router import FakeReplica, Setup

@@ -14,9 +14,9 @@ from grpc_aio_resilience import PipelineDescriptor, describe, from_dict
 from grpc_aio_resilience.edge_policy import EdgePolicy
 from grpc_aio_resilience.pipeline import Pipeline, build_pipeline
 from grpc_aio_resilience.traps import ResiliencePolicyWarning
-from mesh.policy.loading import PRESETS, load_policy
-from mesh.topology import EDGES, service
-from mesh.v1 import payment_pb2, profile_pb2, recommendation_pb2
+from grpc_resilience_mesh.services.policy.loading import PRESETS, load_policy
+from grpc_resilience_mesh.services.topology import EDGES, service
+from grpc_resilience_mesh.services.v1 import payment_pb2, profile_pb2, recommendation_pb2
 from tests.unit.resilience import trap_proto
 from tests.unit.resilience.test_pipeline_order import EXPECTED
 from tests.unit.resilience.unit_fakes import recording_bus

@@ -22,7 +22,7 @@ from grpc_aio_resilience.interceptor import ResilienceInterceptor
 from grpc_aio_resilience.outlier_policy import OutlierPolicy
 from grpc_aio_resilience.outlier_router import ReplicaRouter
 from grpc_aio_resilience.pipeline import Pipeline, build_pipeline
-from mesh.v1 import profile_pb2
+from grpc_resilience_mesh.services.v1 import profile_pb2
 from tests.unit.resilience.manual_clock import ManualClock, settle
 from tests.unit.resilience.unit_fakes import CHARGE, GET_PROFILE, REQUESTS, FakeCall, rpc_error
 

@@ -9,7 +9,7 @@ from prometheus_client import CollectorRegistry
 
 from grpc_aio_resilience import events as ev
 from grpc_aio_resilience import from_dict
-from mesh.telemetry.metrics import MeshMetrics
+from grpc_resilience_mesh.services.telemetry.metrics import MeshMetrics
 
 M = "/mesh.v1.ProfileService/GetProfile"
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-FORBIDDEN = {"pydantic", "pydantic_core", "yaml", "opentelemetry", "prometheus_client", "mesh"}
-FORBIDDEN |= {"chaos", "meshctl", "loadgen", "bench", "embedded_toxiproxy"}
+FORBIDDEN = {"pydantic", "pydantic_core", "yaml", "opentelemetry", "prometheus_client"}
+FORBIDDEN |= {"grpc_resilience_mesh"}
 
 USE_THE_LIBRARY = """
 import sys

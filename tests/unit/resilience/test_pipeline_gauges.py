@@ -14,8 +14,8 @@ from grpc_aio_resilience.outlier_policy import OutlierPolicy
 from grpc_aio_resilience.outlier_router import ReplicaRouter
 from grpc_aio_resilience.pipeline import build_pipeline
 from grpc_aio_resilience.retry import Retry
-from mesh.policy.loading import load_policy
-from mesh.telemetry.metrics import MeshMetrics
+from grpc_resilience_mesh.services.policy.loading import load_policy
+from grpc_resilience_mesh.services.telemetry.metrics import MeshMetrics
 from tests.support.fake_clock import FakeClock
 
 M = "/mesh.v1.RecommendationService/Recommend"

@@ -14,8 +14,8 @@ from grpc_aio_resilience.pipeline import (
     PIPELINE_ORDER,
     build_pipeline,
 )
-from mesh.policy.loading import PRESETS, load_policy, load_policy_text
-from mesh.topology import EDGES
+from grpc_resilience_mesh.services.policy.loading import PRESETS, load_policy, load_policy_text
+from grpc_resilience_mesh.services.topology import EDGES
 from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import recording_bus
 

@@ -24,9 +24,9 @@ from grpc_aio_resilience import (
     VegasPolicy,
     option_rows,
 )
-from mesh.policy.loading import PolicyError, load_policy, load_policy_text
-from mesh.policy.model import FallbackPolicy
-from mesh.policy.pool import MeshServerPolicy, PoolPolicy
+from grpc_resilience_mesh.services.policy.loading import PolicyError, load_policy, load_policy_text
+from grpc_resilience_mesh.services.policy.model import FallbackPolicy
+from grpc_resilience_mesh.services.policy.pool import MeshServerPolicy, PoolPolicy
 
 
 def test_full_is_the_default_and_documents_its_values() -> None:
@@ -124,7 +124,7 @@ def test_unknown_source_lists_the_presets() -> None:
 
 # Only values that keep an edge working: finite, in a documented range, cross-field rules.
 
-FULL_YAML = resources.files("mesh") / "policies" / "full.yaml"
+FULL_YAML = resources.files("grpc_resilience_mesh.services") / "policies" / "full.yaml"
 
 
 def edge_doc(section: str, **fields: object) -> str:

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from mesh import safe_yaml
-from mesh.policy.loading import (
+from grpc_resilience_mesh.services import safe_yaml
+from grpc_resilience_mesh.services.policy.loading import (
     PRESETS,
     PolicyError,
     deep_merge,

@@ -21,8 +21,13 @@ from grpc_aio_resilience.breaker import BreakerStrategy
 from grpc_aio_resilience.edge_policy import EdgePolicy
 from grpc_aio_resilience.events import BreakerState, CallFinished
 from grpc_aio_resilience.pipeline import build_pipeline
-from mesh.policy.loading import PRESETS, PolicyError, load_policy, load_policy_text
-from mesh.topology import EDGES
+from grpc_resilience_mesh.services.policy.loading import (
+    PRESETS,
+    PolicyError,
+    load_policy,
+    load_policy_text,
+)
+from grpc_resilience_mesh.services.topology import EDGES
 from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import GET_PROFILE, FakeWire, Reply, call, recording_bus
 

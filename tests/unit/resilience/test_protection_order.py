@@ -17,7 +17,7 @@ from grpc_aio_resilience.edge_policy import EdgePolicy
 from grpc_aio_resilience.errors import BreakerOpenError
 from grpc_aio_resilience.events import BreakerState
 from grpc_aio_resilience.pipeline import Pipeline, build_pipeline
-from mesh.policy.loading import PolicyError, load_policy_text
+from grpc_resilience_mesh.services.policy.loading import PolicyError, load_policy_text
 from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import GET_PROFILE, FakeWire, Reply, call, recording_bus
 

@@ -19,7 +19,7 @@ from grpc_aio_resilience.interceptor import ResilienceInterceptor
 from grpc_aio_resilience.outlier_policy import OutlierPolicy
 from grpc_aio_resilience.outlier_router import ReplicaRouter
 from grpc_aio_resilience.pipeline import build_pipeline
-from mesh.v1 import profile_pb2
+from grpc_resilience_mesh.services.v1 import profile_pb2
 from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import GET_PROFILE, FakeCall, recording_bus, rpc_error
 

@@ -13,7 +13,7 @@ from grpc_aio_resilience.edge_policy import EdgePolicy
 from grpc_aio_resilience.errors import BreakerOpenError, DeadlineBudgetExhaustedError
 from grpc_aio_resilience.events import RetryScheduled, RetrySkipped
 from grpc_aio_resilience.pipeline import Pipeline, build_pipeline
-from mesh.v1 import payment_pb2
+from grpc_resilience_mesh.services.v1 import payment_pb2
 from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import (
     CHARGE,

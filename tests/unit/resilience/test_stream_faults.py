@@ -10,8 +10,13 @@ import grpc
 import pytest
 
 from grpc_aio_resilience.events import EventBus
-from mesh.config_error import ConfigError
-from mesh.faults.injection import FaultInterceptor, FaultSpec, FaultTable, FaultValidationError
+from grpc_resilience_mesh.services.config_error import ConfigError
+from grpc_resilience_mesh.services.faults.injection import (
+    FaultInterceptor,
+    FaultSpec,
+    FaultTable,
+    FaultValidationError,
+)
 
 STREAM = "/mesh.v1.RecommendationService/StreamRecommend"
 Details = namedtuple("Details", "method invocation_metadata")

@@ -14,8 +14,8 @@ from grpc_aio_resilience.errors import ClientThrottledError
 from grpc_aio_resilience.events import ClientThrottled
 from grpc_aio_resilience.pipeline import build_pipeline
 from grpc_aio_resilience.throttle import AdaptiveThrottle, is_overload_refusal
-from mesh.policy.loading import load_policy_text
-from mesh.telemetry.metrics import MeshMetrics
+from grpc_resilience_mesh.services.policy.loading import load_policy_text
+from grpc_resilience_mesh.services.telemetry.metrics import MeshMetrics
 from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.throttle_sim import (
     CapacityBackend,

@@ -10,8 +10,8 @@ import pytest
 
 from grpc_aio_resilience import from_dict
 from grpc_aio_resilience.events import Event, EventBus, PoolWorkDone
-from mesh.policy.pool import PoolPolicy
-from mesh.runtime.worker_pool import WorkerPool, service_times
+from grpc_resilience_mesh.services.policy.pool import PoolPolicy
+from grpc_resilience_mesh.services.runtime.worker_pool import WorkerPool, service_times
 from tests.unit.resilience.manual_clock import ManualClock, settle
 
 
@@ -62,8 +62,8 @@ def test_service_times_have_the_declared_mean(distribution: str) -> None:
 
 
 async def test_recommendation_gets_a_pool_only_when_its_policy_declares_workers() -> None:
-    from mesh.policy.loading import load_policy
-    from mesh.recommendation.servicer import DeclaredCapacity
+    from grpc_resilience_mesh.services.policy.loading import load_policy
+    from grpc_resilience_mesh.services.recommendation.servicer import DeclaredCapacity
 
     capacity = DeclaredCapacity(EventBus(), ManualClock())
     capacity.update(load_policy("full", {}).server("recommendation").pool)
@@ -98,7 +98,7 @@ class _AbortingContext:
 async def test_recommendation_calls_hold_a_declared_worker_and_a_full_pool_refuses() -> None:
     import grpc
 
-    from mesh.recommendation.servicer import DeclaredCapacity
+    from grpc_resilience_mesh.services.recommendation.servicer import DeclaredCapacity
 
     clock = ManualClock(start_s=0.0)
     capacity = DeclaredCapacity(EventBus(), clock)

@@ -12,9 +12,13 @@ import pytest
 from grpc_aio_resilience import from_dict
 from grpc_aio_resilience.errors import PoolFullError
 from grpc_aio_resilience.events import Event, EventBus, PoolWorkDone
-from mesh.faults.injection import FaultSpec, FaultTable, FaultValidationError
-from mesh.policy.pool import PoolPolicy
-from mesh.runtime.worker_pool import WorkerPool
+from grpc_resilience_mesh.services.faults.injection import (
+    FaultSpec,
+    FaultTable,
+    FaultValidationError,
+)
+from grpc_resilience_mesh.services.policy.pool import PoolPolicy
+from grpc_resilience_mesh.services.runtime.worker_pool import WorkerPool
 from tests.unit.resilience.manual_clock import ManualClock, settle
 
 

@@ -12,7 +12,7 @@ import grpc.aio
 from grpc_aio_resilience.context import CallContext
 from grpc_aio_resilience.events import Event, EventBus
 from grpc_aio_resilience.pipeline import Pipeline
-from mesh.v1 import payment_pb2, profile_pb2, recommendation_pb2
+from grpc_resilience_mesh.services.v1 import payment_pb2, profile_pb2, recommendation_pb2
 from tests.support.fake_clock import FakeClock
 
 GET_PROFILE = "/mesh.v1.ProfileService/GetProfile"

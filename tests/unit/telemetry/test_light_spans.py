@@ -28,14 +28,21 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from grpc_aio_resilience import events as ev
 from grpc_aio_resilience.context import CallContext
-from mesh.telemetry.tracing import spans as sp
-from mesh.telemetry.tracing.choice import recorder_for
-from mesh.telemetry.tracing.jsonl_exporter import JsonLinesSpanExporter, JsonLinesSpanProcessor
-from mesh.telemetry.tracing.light import LightTracer
-from mesh.telemetry.tracing.light_span import LightSpan
-from mesh.telemetry.tracing.sdk import SdkRecorder
-from mesh.telemetry.tracing.span_events import tracing_listener
-from mesh.telemetry.tracing.span_json import light_span_line, service_json, span_line
+from grpc_resilience_mesh.services.telemetry.tracing import spans as sp
+from grpc_resilience_mesh.services.telemetry.tracing.choice import recorder_for
+from grpc_resilience_mesh.services.telemetry.tracing.jsonl_exporter import (
+    JsonLinesSpanExporter,
+    JsonLinesSpanProcessor,
+)
+from grpc_resilience_mesh.services.telemetry.tracing.light import LightTracer
+from grpc_resilience_mesh.services.telemetry.tracing.light_span import LightSpan
+from grpc_resilience_mesh.services.telemetry.tracing.sdk import SdkRecorder
+from grpc_resilience_mesh.services.telemetry.tracing.span_events import tracing_listener
+from grpc_resilience_mesh.services.telemetry.tracing.span_json import (
+    light_span_line,
+    service_json,
+    span_line,
+)
 
 METHOD = "/mesh.v1.RecommendationService/Recommend"
 PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"

@@ -20,10 +20,10 @@ from grpc_aio_resilience.errors import ClientThrottledError
 from grpc_aio_resilience.events import EventBus
 from grpc_aio_resilience.pipeline import Pipeline, build_pipeline
 from grpc_aio_resilience.throttle import AdaptiveThrottle
-from mesh.policy.loading import load_policy_text
-from mesh.telemetry import names as n
-from mesh.telemetry.tracing import spans as sp
-from mesh.telemetry.tracing.span_events import tracing_listener
+from grpc_resilience_mesh.services.policy.loading import load_policy_text
+from grpc_resilience_mesh.services.telemetry import names as n
+from grpc_resilience_mesh.services.telemetry.tracing import spans as sp
+from grpc_resilience_mesh.services.telemetry.tracing.span_events import tracing_listener
 from tests.support.fake_clock import FakeClock
 from tests.unit.resilience.unit_fakes import GET_PROFILE, REQUESTS, FakeCall
 

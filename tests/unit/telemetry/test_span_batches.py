@@ -15,10 +15,13 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import SpanKind
 
-from mesh.telemetry.tracing import jsonl_exporter
-from mesh.telemetry.tracing.choice import recorder_for
-from mesh.telemetry.tracing.jsonl_exporter import JsonLinesSpanExporter, JsonLinesSpanProcessor
-from mesh.telemetry.tracing.light import LightTracer
+from grpc_resilience_mesh.services.telemetry.tracing import jsonl_exporter
+from grpc_resilience_mesh.services.telemetry.tracing.choice import recorder_for
+from grpc_resilience_mesh.services.telemetry.tracing.jsonl_exporter import (
+    JsonLinesSpanExporter,
+    JsonLinesSpanProcessor,
+)
+from grpc_resilience_mesh.services.telemetry.tracing.light import LightTracer
 
 
 def _tracer(processor: JsonLinesSpanProcessor) -> tuple[TracerProvider, LightTracer]:

@@ -12,8 +12,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from mesh.telemetry.tracing.jsonl_exporter import span_record
-from mesh.telemetry.tracing.span_json import service_json, span_line
+from grpc_resilience_mesh.services.telemetry.tracing.jsonl_exporter import span_record
+from grpc_resilience_mesh.services.telemetry.tracing.span_json import service_json, span_line
 
 
 class _Keep(SpanProcessor):

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from meshctl.cli.app import app
-from meshctl.trace_index import TraceIndex
-from meshctl.traces import trace_files
+from grpc_resilience_mesh.cli.app import app
+from grpc_resilience_mesh.client.trace_index import TraceIndex
+from grpc_resilience_mesh.client.traces import trace_files
 
 T0 = 1_700_000_000_000_000_000
 SPANS = 100_000

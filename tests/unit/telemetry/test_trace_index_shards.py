@@ -8,8 +8,8 @@ import json
 import os
 from pathlib import Path
 
-from meshctl.trace_index import INDEX_DIR, SHARDS, TraceIndex, index_traces
-from meshctl.traces import trace_files
+from grpc_resilience_mesh.client.trace_index import INDEX_DIR, SHARDS, TraceIndex, index_traces
+from grpc_resilience_mesh.client.traces import trace_files
 
 PER_TRACE = 3
 

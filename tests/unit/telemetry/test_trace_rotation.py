@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from mesh.config_error import ConfigError
-from mesh.telemetry.tracing import choose_exporter
-from mesh.telemetry.tracing.jsonl_exporter import JsonLinesSpanExporter
-from meshctl import traces as tr
-from meshctl.cli.app import app
-from meshctl.console.trace_view import load_recent
+from grpc_resilience_mesh.cli.app import app
+from grpc_resilience_mesh.client import traces as tr
+from grpc_resilience_mesh.console.trace_view import load_recent
+from grpc_resilience_mesh.services.config_error import ConfigError
+from grpc_resilience_mesh.services.telemetry.tracing import choose_exporter
+from grpc_resilience_mesh.services.telemetry.tracing.jsonl_exporter import JsonLinesSpanExporter
 
 T0 = 1_700_000_000_000_000_000
 

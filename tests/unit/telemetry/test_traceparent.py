@@ -6,7 +6,10 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from mesh.telemetry.tracing.traceparent import extract_parent, parse_traceparent
+from grpc_resilience_mesh.services.telemetry.tracing.traceparent import (
+    extract_parent,
+    parse_traceparent,
+)
 
 _SDK = TraceContextTextMapPropagator()
 TID = "0af7651916cd43dd8448eb211c80319c"

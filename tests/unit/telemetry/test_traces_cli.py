@@ -18,11 +18,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import SpanKind, Status, StatusCode, set_span_in_context
 from typer.testing import CliRunner
 
-from mesh.telemetry.tracing import choose_exporter, setup_tracing
-from mesh.telemetry.tracing.jsonl_exporter import JsonLinesSpanExporter
-from meshctl import jaeger_query as jq
-from meshctl import traces as tr
-from meshctl.cli.app import app
+from grpc_resilience_mesh.cli.app import app
+from grpc_resilience_mesh.client import jaeger_query as jq
+from grpc_resilience_mesh.client import traces as tr
+from grpc_resilience_mesh.services.telemetry.tracing import choose_exporter, setup_tracing
+from grpc_resilience_mesh.services.telemetry.tracing.jsonl_exporter import JsonLinesSpanExporter
 
 
 def _record(traces_dir: Path) -> tuple[str, str]:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mesh.config_error import ConfigError
-from mesh.telemetry.tracing import setup_tracing
+from grpc_resilience_mesh.services.config_error import ConfigError
+from grpc_resilience_mesh.services.telemetry.tracing import setup_tracing
 
 
 @pytest.mark.parametrize("value", ["soon", "-5", "0", "nan", "inf"])

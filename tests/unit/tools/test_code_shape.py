@@ -121,7 +121,7 @@ def test_declarative_tables_and_generated_code_do_not_count(tmp_path: Path) -> N
             "pkg/model.py": f"class Model(BaseModel):\n{fields}",
             "pkg/builder.py": builder,
             "pkg/logic.py": f"def build() -> None:\n{logic}",
-            "services/mesh/v1/generated_pb2.py": function("huge", 500),
+            "grpc_resilience_mesh/services/v1/generated_pb2.py": function("huge", 500),
         },
     )
     found = offenders(root, ["pkg", "services"])

@@ -1,6 +1,11 @@
 """The committed stubs are what protos/ generates: a changed proto cannot silently diverge."""
 
-from mesh.v1 import gateway_pb2, payment_pb2, profile_pb2, recommendation_pb2
+from grpc_resilience_mesh.services.v1 import (
+    gateway_pb2,
+    payment_pb2,
+    profile_pb2,
+    recommendation_pb2,
+)
 from tools.codegen import stale_files
 
 

@@ -6,11 +6,15 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from mesh.topology import SERVICES
+from grpc_resilience_mesh.services.topology import SERVICES
 
 ROOT = Path(__file__).resolve().parents[3]
-MESH = ROOT / "services" / "mesh"
-TOOLING = ("chaos", "meshctl", "embedded_toxiproxy", "loadgen", "bench")
+MESH = ROOT / "grpc_resilience_mesh" / "services"
+NS = "grpc_resilience_mesh"
+TOOLING = tuple(
+    f"{NS}.{name}"
+    for name in ("chaos", "cli", "console", "launch", "client", "embedded_toxiproxy", "loadgen", "bench")
+)
 
 
 def contracts() -> dict[str, dict[str, Any]]:
@@ -19,30 +23,34 @@ def contracts() -> dict[str, dict[str, Any]]:
 
 
 def mesh_top_level_modules() -> set[str]:
-    modules = {f"mesh.{p.stem}" for p in MESH.glob("*.py") if p.stem != "__init__"}
-    packages = {f"mesh.{p.parent.name}" for p in MESH.glob("*/__init__.py")}
+    modules = {f"{NS}.services.{p.stem}" for p in MESH.glob("*.py") if p.stem != "__init__"}
+    packages = {f"{NS}.services.{p.parent.name}" for p in MESH.glob("*/__init__.py")}
     return modules | packages
 
 
 def test_the_topology_may_import_nothing_else_of_the_project() -> None:
-    (leaf,) = [c for c in contracts().values() if c.get("source_modules") == ["mesh.topology"]]
-    assert set(leaf["forbidden_modules"]) == (mesh_top_level_modules() - {"mesh.topology"}) | set(
-        TOOLING
-    )
+    (leaf,) = [
+        c
+        for c in contracts().values()
+        if c.get("source_modules") == ["grpc_resilience_mesh.services.topology"]
+    ]
+    assert set(leaf["forbidden_modules"]) == (
+        mesh_top_level_modules() - {"grpc_resilience_mesh.services.topology"}
+    ) | set(TOOLING)
 
 
 def test_every_service_is_held_apart_from_the_others() -> None:
-    services = {f"mesh.{s.name}" for s in SERVICES}
+    services = {f"{NS}.services.{s.name}" for s in SERVICES}
     (independence,) = [
         c
         for c in contracts().values()
-        if c["type"] == "independence" and "mesh.gateway" in c["modules"]
+        if c["type"] == "independence" and "grpc_resilience_mesh.services.gateway" in c["modules"]
     ]
     assert set(independence["modules"]) == services
     (layers,) = [
         c
         for c in contracts().values()
-        if c["type"] == "layers" and c["layers"][-1] == "mesh.telemetry"
+        if c["type"] == "layers" and c["layers"][-1] == "grpc_resilience_mesh.services.telemetry"
     ]
     assert set(layers["layers"][0].split(" | ")) == services
 
@@ -52,7 +60,9 @@ def test_every_tooling_room_has_a_layer() -> None:
     arrows (every module or package at a tooling package's top, or the package itself); and
     every name in the layers is a module that exists."""
     (layers,) = [
-        c for c in contracts().values() if c["type"] == "layers" and c["layers"][0] == "meshctl.cli"
+        c
+        for c in contracts().values()
+        if c["type"] == "layers" and c["layers"][0] == "grpc_resilience_mesh.cli"
     ]
     placed = {m.strip() for layer in layers["layers"] for m in layer.split(" | ")}
 
@@ -68,7 +78,7 @@ def test_every_tooling_room_has_a_layer() -> None:
     rooms = {
         f"{package}.{p.stem}"
         for package in TOOLING
-        for p in (ROOT / package).iterdir()
+        for p in ROOT.joinpath(*package.split(".")).iterdir()
         if (p.suffix == ".py" and p.stem not in ("__init__", "__main__"))
         or (p / "__init__.py").is_file()
     }
@@ -78,7 +88,7 @@ def test_every_tooling_room_has_a_layer() -> None:
 
 def test_mesh_never_imports_the_tooling() -> None:
     assert any(
-        c["source_modules"] == ["mesh"] and set(c["forbidden_modules"]) == set(TOOLING)
+        c["source_modules"] == [f"{NS}.services"] and set(c["forbidden_modules"]) == set(TOOLING)
         for c in contracts().values()
         if c["type"] == "forbidden"
     )
@@ -86,8 +96,9 @@ def test_mesh_never_imports_the_tooling() -> None:
 
 def test_the_embedded_toxiproxy_imports_nothing_else_of_the_project() -> None:
     assert any(
-        c["source_modules"] == ["embedded_toxiproxy"]
-        and set(c["forbidden_modules"]) == {"mesh"} | set(TOOLING) - {"embedded_toxiproxy"}
+        c["source_modules"] == [f"{NS}.embedded_toxiproxy"]
+        and set(c["forbidden_modules"])
+        == {f"{NS}.services"} | set(TOOLING) - {f"{NS}.embedded_toxiproxy"}
         for c in contracts().values()
         if c["type"] == "forbidden"
     )

@@ -1,5 +1,5 @@
-"""loadgen/go (the Go load generator) has no generated code: its protobuf field numbers,
-ChargeStatus names, status code names, retryable codes and pushback key are written out in
+"""grpc_resilience_mesh/loadgen/go (the Go load generator) has no generated code: its protobuf field
+numbers, ChargeStatus names, status code names, retryable codes and pushback key are written out in
 load.go. Each must agree with the .proto files (through the generated descriptors) and with
 grpc_aio_resilience, or its records would quietly differ from the Python generator's."""
 
@@ -13,10 +13,12 @@ import grpc
 from grpc_aio_resilience import intake
 from grpc_aio_resilience.classify import RETRYABLE_CODES
 from grpc_aio_resilience.errors import PUSHBACK_KEY
-from loadgen.generator import METHODS, TICK_S
-from mesh.v1 import gateway_pb2, payment_pb2
+from grpc_resilience_mesh.loadgen.generator import METHODS, TICK_S
+from grpc_resilience_mesh.services.v1 import gateway_pb2, payment_pb2
 
-SOURCE = (Path(__file__).resolve().parents[3] / "loadgen" / "go" / "load.go").read_text()
+SOURCE = (
+    Path(__file__).resolve().parents[3] / "grpc_resilience_mesh" / "loadgen" / "go" / "load.go"
+).read_text()
 
 
 def go_strings(variable: str) -> list[str]:

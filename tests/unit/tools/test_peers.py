@@ -102,7 +102,7 @@ def test_the_load_generator_is_rebuilt_when_its_source_changes_and_only_then(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (loadgen,) = [peer for peer in peers.PEERS if peer.name == "mesh-loadgen"]
-    source = tmp_path / "repo" / "loadgen" / "go"
+    source = tmp_path / "repo" / "grpc_resilience_mesh" / "loadgen" / "go"
     source.mkdir(parents=True)
     (source / "main.go").write_text("package main\n")
     (source / "go.mod").write_text("module mesh/tools/loadgen\n")

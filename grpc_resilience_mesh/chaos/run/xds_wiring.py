@@ -1,0 +1,30 @@
+"""A variant with `xds: true`: the embedded mesh's services restarted into `mesh up --xds`'s
+wiring (the gateway and recommendation dialling xds:/// targets, mesh-xds serving them), and
+out of it again for the next variant that does not ask for it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from grpc_resilience_mesh.chaos.experiment.model import Variant
+from grpc_resilience_mesh.launch.mesh import Mesh
+from grpc_resilience_mesh.launch.xds_plane import XDS_BINARY
+
+log = logging.getLogger("chaos.runner")
+
+
+async def wire_xds(mesh: Mesh | None, variant: Variant, policy: str) -> str:
+    """Restart the services into or out of xDS when the variant asks otherwise than the mesh
+    runs; why the variant cannot run, or ""."""
+    running = mesh is not None and mesh.xds is not None
+    if variant.xds == running:
+        return ""
+    if mesh is None:
+        return "an xds variant needs the embedded mesh (its services restart into xDS)"
+    if variant.xds and not XDS_BINARY.is_file():
+        return f"an xds variant needs {XDS_BINARY}: run `make peers` (needs go)"
+    way = "into" if variant.xds else "out of"
+    log.info("%s: restarting the services %s xDS", variant.name, way)
+    await asyncio.to_thread(mesh.restart_services, policy, variant.xds)
+    return ""

@@ -1,0 +1,1 @@
+"""A client of a running mesh: its counters, traces, mailbox, job queue and streams."""

@@ -1,0 +1,7 @@
+"""`python -m embedded_toxiproxy` runs the server
+(grpc_resilience_mesh.embedded_toxiproxy.server)."""
+
+from grpc_resilience_mesh.embedded_toxiproxy.server import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

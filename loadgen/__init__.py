@@ -1,3 +1,0 @@
-"""Load through the gateway: the line protocol (protocol.py), the generator process (generator.py
-and its Go twin in loadgen/go), the runner's side that drives it (in_process.py: the package's
-face), steady open-loop load (steady.py) and the one percentile (percentile.py)."""

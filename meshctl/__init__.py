@@ -1,1 +1,0 @@
-"""The operator side: what the `mesh` command is (CLI, launcher, console, traces)."""

@@ -1,5 +1,0 @@
-"""`python -m meshctl.cli` is the `mesh` command."""
-
-from meshctl.cli.entry import main
-
-main()
