@@ -43,7 +43,7 @@ INSTALL = $(PIP_INSTALL) uv && $(BIN)/uv pip install --quiet --native-tls --comp
 $(STAMP): pyproject.toml libs/grpc-aio-resilience/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(call INSTALL,-e ./libs/grpc-aio-resilience -e '.[dev]')
-	$(BIN)/python -m tools.otel_protos
+	$(BIN)/python -m grpc_resilience_mesh.launch.otel_protos
 	$(BIN)/python -m compileall -q $(PACKAGES)
 	@touch $(STAMP) $(DEMO_STAMP)
 
@@ -57,7 +57,7 @@ $(DEMO_STAMP): pyproject.toml libs/grpc-aio-resilience/pyproject.toml
 	@echo "demo: [install] the package into $(VENV) (uv, quiet; seconds, or 1-2 min with pip) ..."
 	@start=$$SECONDS; test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); \
 		{ $(call INSTALL,-e ./libs/grpc-aio-resilience -e .); } && \
-		$(BIN)/python -m tools.otel_protos && \
+		$(BIN)/python -m grpc_resilience_mesh.launch.otel_protos && \
 		$(BIN)/python -m compileall -q $(PACKAGES) && \
 		echo "demo: [install] done in $$((SECONDS - start)) s"
 	@touch $(DEMO_STAMP)

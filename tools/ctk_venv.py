@@ -24,7 +24,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from tools import otel_protos
+from grpc_resilience_mesh.launch import otel_protos
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DIR = ROOT / ".peers" / "ctk"
@@ -139,7 +139,8 @@ def _ensure(venv: Path) -> Path:
         if made.returncode != 0:
             raise RuntimeError(f"{python} -m venv {venv}: {made.stderr.strip()}")
     _install(venv, packages)
-    why = otel_protos.repair(str(venv / "bin" / "python"))  # the mesh's deps bring xds-protos
+    # a venv made while grpcio-csds was a base dependency still holds xds-protos's files
+    why = otel_protos.repair(str(venv / "bin" / "python"))
     if why is not None:
         raise RuntimeError(f"opentelemetry-proto: {why}")
     site = subprocess.run(

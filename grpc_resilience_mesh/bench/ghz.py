@@ -25,7 +25,7 @@ from typing import Any
 from grpc_resilience_mesh.bench.window import Window
 from grpc_resilience_mesh.services import settings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROTOS = ROOT / "protos"
 GATEWAY_PROTO = PROTOS / "mesh" / "v1" / "gateway.proto"
 CALL = "mesh.v1.Gateway.GetHome"

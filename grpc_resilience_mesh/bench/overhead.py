@@ -160,10 +160,13 @@ class _Variants:
         client: bool = True,
         server: bool = True,
         layered: bool = False,
+        intercepted: bool = False,
     ) -> None:
         """Our server chain behind our client pipeline; without one side, plain grpc.aio.
         `layered`: the pipeline runs through its chain of layers, not fused
-        (grpc_aio_resilience.fused): a wire equal to its own but not the same object."""
+        (grpc_aio_resilience.fused): a wire equal to its own but not the same object.
+        `intercepted`: through grpc.aio's interceptor API (a channel built by hand), not the
+        channel `resilient_channel` makes (grpc_aio_resilience.direct)."""
         bus = EventBus()
         if tracing_on is not None:
             bus.subscribe(tracing_on.listener)
@@ -192,6 +195,11 @@ class _Variants:
         if layered:
             pipeline = pipeline.with_wire(partial(pipeline.wire))
         interceptor = ResilienceInterceptor(pipeline, dependency="profile", clock=SystemClock())
+        if intercepted:
+            self.channels[name] = grpc.aio.insecure_channel(
+                targets[0], options=[NO_BUILTIN_RETRIES], interceptors=[interceptor]
+            )
+            return
         self.channels[name] = resilient_channel(
             ",".join(targets),
             interceptor,
@@ -260,6 +268,7 @@ async def _start_variants(concurrency: int, tracing: bool) -> _Variants:
         await variants.hand_composed("hand")
         await variants.full_stack("client", None, server=False)
         await variants.full_stack("client-layered", None, server=False, layered=True)
+        await variants.full_stack("client-intercepted", None, server=False, intercepted=True)
         await variants.full_stack("server", None, client=False)
         await variants.full_stack("full", None)
         # The mesh's own topology: two replicas, the edge's replica router (ejection on in the
@@ -312,10 +321,11 @@ async def run_overhead_bench(
     can go); hand (tenacity + aiobreaker + asyncio.Semaphore around a plain stub,
     grpc_resilience_mesh.bench.hand_composed: the client-side job done by hand); client (our
     pipeline, plain server); client-layered (the same pipeline through its layers, not fused);
-    server (our server chain, plain client); full (both); with `tracing`, also full+tracing (our
-    spans: server, call and attempt) and raw+stock-otel (opentelemetry-instrumentation-grpc aio
-    client and server interceptors), both exporting through a BatchSpanProcessor to an exporter that
-    OTLP-encodes and drops each batch.
+    client-intercepted (through grpc.aio's interceptor API, not the direct channel); server (our
+    server chain, plain client); full (both); with `tracing`, also full+tracing (our spans: server,
+    call and attempt) and raw+stock-otel (opentelemetry-instrumentation-grpc aio client and server
+    interceptors), both exporting through a BatchSpanProcessor to an exporter that OTLP-encodes and
+    drops each batch.
     """
     started = await _start_variants(concurrency, tracing)
     # As a service process does once its imports are done

@@ -89,7 +89,7 @@ async def serve_plain(name: str, listen: str, deps: dict[str, str]) -> None:
     """Serve `name`'s servicer on a bare grpc.aio server at `listen` until SIGTERM."""
     from grpc_resilience_mesh.bench.serving import serve_until_terminated
 
-    module = importlib.import_module(f"mesh.{name}.servicer")
+    module = importlib.import_module(f"grpc_resilience_mesh.services.{name}.servicer")
     build: Callable[[Any], Awaitable[Any]] = module.build
     runtime = _bare_runtime(name, deps)
     built = await build(runtime)

@@ -27,9 +27,9 @@ from statistics import fmean
 from grpc_resilience_mesh.chaos.experiment.loading import catalogue
 from grpc_resilience_mesh.chaos.experiment.model import AppFault, Fault, ToxicFault
 from grpc_resilience_mesh.chaos.run.faults import Injector, describe
+from grpc_resilience_mesh.client.state import MeshState
 from grpc_resilience_mesh.embedded_toxiproxy.client import ToxiproxyClient
 from grpc_resilience_mesh.launch.mesh import Mesh
-from grpc_resilience_mesh.launch.state import MeshState
 from grpc_resilience_mesh.loadgen.outcomes import Outcome
 from grpc_resilience_mesh.loadgen.steady import SteadyLoad, run_steady
 from grpc_resilience_mesh.services.topology import EDGES, SERVICES

@@ -19,10 +19,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from grpc_aio_resilience import PUSHBACK_KEY, fate_in, seen_by_caller
+from grpc_aio_resilience import PUSHBACK_KEY, seen_by_caller
 from grpc_resilience_mesh.cli.json_out import JsonOpt, to_stdout, write_json
+from grpc_resilience_mesh.client.state import STATE_DIR, STATE_FILE, MeshState
 from grpc_resilience_mesh.client.stream_client import StreamRead, read_stream
-from grpc_resilience_mesh.launch.state import STATE_DIR, STATE_FILE, MeshState
 from grpc_resilience_mesh.loadgen.in_process import metadata_for, traced
 from grpc_resilience_mesh.services import settings
 from grpc_resilience_mesh.services.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
@@ -97,7 +97,8 @@ def _invoke(
             call = fn(gateway_pb2_grpc.GatewayStub(channel), md)
             reply = await call
             elapsed_ms[0] = (time.perf_counter() - started) * 1000
-            fate[0] = fate_in(await cast(grpc.aio.Call, call).trailing_metadata())
+            trailers = await cast(grpc.aio.Call, call).trailing_metadata()
+            fate[0] = seen_by_caller("OK", trailers, "")  # a plain `ok` is no trailer
             return reply
 
     elapsed_ms, fate = [0.0], [""]

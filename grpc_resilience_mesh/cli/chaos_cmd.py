@@ -1,7 +1,7 @@
 """`mesh chaos list|validate|run|plan|export`: the experiment catalogue and its checker here; its
-runner with its verdict (grpc_resilience_mesh/cli/chaos_run.py), its plan
-(grpc_resilience_mesh/cli/chaos_plan.py) and its Chaos Toolkit export
-(grpc_resilience_mesh/cli/chaos_export.py), each imported when it runs.
+run (grpc_resilience_mesh/cli/chaos_run.py: the session of grpc_resilience_mesh/chaos/session/,
+printed with its verdict), its plan (grpc_resilience_mesh/cli/chaos_plan.py) and its Chaos
+Toolkit export (grpc_resilience_mesh/cli/chaos_export.py), each imported when it runs.
 
 Checking a file needs the experiment model and the checks' and scenarios' declarations
 (grpc_resilience_mesh/chaos/scenarios/declarations.py), not the runner, the launcher or the reports'

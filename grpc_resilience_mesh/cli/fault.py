@@ -24,8 +24,8 @@ from grpc_resilience_mesh.cli.fault_output import (
 )
 from grpc_resilience_mesh.cli.json_out import JsonOpt, human_output_to_stderr, write_json
 from grpc_resilience_mesh.cli.status import StateDirOpt, console, running_state
+from grpc_resilience_mesh.client.state import MeshState
 from grpc_resilience_mesh.console.faults import FaultControl, FaultError
-from grpc_resilience_mesh.launch.state import MeshState
 from grpc_resilience_mesh.launch.xds_faults import XdsFaultError
 from grpc_resilience_mesh.services.topology import replica_of
 

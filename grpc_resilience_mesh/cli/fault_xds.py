@@ -11,7 +11,7 @@ import typer
 from grpc_resilience_mesh.chaos.experiment.fault_kinds import check_xds_edge
 from grpc_resilience_mesh.cli.fault_input import FaultInputError, XdsRequest, xds_request
 from grpc_resilience_mesh.cli.status import console
-from grpc_resilience_mesh.launch.state import MeshState
+from grpc_resilience_mesh.client.state import MeshState
 from grpc_resilience_mesh.launch.xds_faults import PlaneAdmin, XdsFaultError
 
 OWNER = "mesh fault"

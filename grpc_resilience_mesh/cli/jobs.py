@@ -15,7 +15,7 @@ from grpc_resilience_mesh.chaos.report.table_fit import Column, FitTable
 from grpc_resilience_mesh.cli.json_out import JsonOpt, to_stdout, write_json
 from grpc_resilience_mesh.client.mail.mailbox import Mailbox
 from grpc_resilience_mesh.client.queue_admin import STATES, JobView, QueueAdmin, dumps, redis_addr
-from grpc_resilience_mesh.launch.state import STATE_DIR
+from grpc_resilience_mesh.client.state import STATE_DIR
 
 app = typer.Typer(
     help="Receipts: the background-job queue and the local mailbox.", no_args_is_help=True

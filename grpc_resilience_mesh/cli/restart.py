@@ -8,8 +8,8 @@ from typing import Annotated, NoReturn
 import typer
 from rich.console import Console
 
+from grpc_resilience_mesh.client.state import STATE_DIR, STATE_FILE, MeshState
 from grpc_resilience_mesh.launch.control import ControlUnavailable, request
-from grpc_resilience_mesh.launch.state import STATE_DIR, STATE_FILE, MeshState
 
 console = Console()
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import tempfile
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -14,12 +15,14 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from grpc_resilience_mesh.bench.results import Machine, markdown_table, rewrite
-from grpc_resilience_mesh.chaos.soak import Growth, SoakConfig, SoakResult, run_soak
+from grpc_resilience_mesh.chaos.session.errors import MeshDidNotStart
+from grpc_resilience_mesh.chaos.session.soak import soak_session
+from grpc_resilience_mesh.chaos.soak import Growth, SoakConfig, SoakResult, Tick
 from grpc_resilience_mesh.cli.json_out import JsonOpt, human_output_to_stderr, to_stdout, write_json
 from grpc_resilience_mesh.cli.stop_signals import StopSignals, mesh_left_behind
-from grpc_resilience_mesh.launch.mesh import Mesh
-from grpc_resilience_mesh.launch.ports import Ports
-from grpc_resilience_mesh.launch.processes import LaunchError
+
+if TYPE_CHECKING:
+    from grpc_resilience_mesh.launch.mesh import Mesh
 
 console = Console()
 
@@ -143,23 +146,33 @@ def _soak(
     state_dir: Path | None,
     page: tuple[Path, str] | None = None,
 ) -> None:
-    directory = state_dir or Path(tempfile.mkdtemp(prefix="mesh-soak-"))
-    mesh = Mesh(state_dir=directory, ports=Ports.auto())
-    done = "every fault was removed, the mesh stopped"
-    with StopSignals(console, done, lambda: mesh_left_behind(mesh)) as signals:
-        result = _measure(mesh, config, signals)
+    """The soak's session (grpc_resilience_mesh/chaos/session/soak.py), printed."""
+    try:
+        result = soak_session(config, state_dir, SoakProgress(), _stop_signals)
+    except MeshDidNotStart as err:
+        console.print(f"[red]mesh failed to start:[/red] {err.cause}")
+        raise typer.Exit(1) from None
     _report(result, json_path, page)
 
 
-def _measure(mesh: Mesh, config: SoakConfig, signals: StopSignals) -> SoakResult:
-    """Start the mesh, soak it, stop it (on Ctrl-C, SIGTERM and SIGHUP too)."""
-    try:
-        with console.status("starting the mesh..."):
-            mesh.start()
-    except LaunchError as err:
-        console.print(f"[red]mesh failed to start:[/red] {err}")
-        raise typer.Exit(1) from None
-    try:
+def _stop_signals(mesh: Mesh | None, remote: object) -> StopSignals:
+    """Ctrl-C, SIGTERM and SIGHUP: the soak's faults removed, its mesh stopped."""
+    assert mesh is not None, "a soak starts its own mesh"
+    done = "every fault was removed, the mesh stopped"
+    return StopSignals(console, done, lambda: mesh_left_behind(mesh))
+
+
+class SoakProgress:
+    """The mesh's start, then a bar with the fault on and the codes so far."""
+
+    def starting_mesh(self) -> AbstractContextManager[object]:
+        return console.status("starting the mesh...")
+
+    def mesh_started(self, took_s: float) -> None:
+        """The bar that follows says it."""
+
+    @contextmanager
+    def soaking(self, config: SoakConfig) -> Iterator[Tick]:
         with Progress(
             TextColumn("[bold]soak[/bold]"),
             BarColumn(),
@@ -178,10 +191,7 @@ def _measure(mesh: Mesh, config: SoakConfig, signals: StopSignals) -> SoakResult
                     description=f"{shown}\n{_summary(codes)}",
                 )
 
-            return signals.run(run_soak(mesh, config, tick))
-    finally:
-        with signals.cleaning():
-            mesh.stop()
+            yield tick
 
 
 def _report(result: SoakResult, json_path: Path | None, page: tuple[Path, str] | None) -> None:

@@ -14,8 +14,8 @@ from rich.console import Console, Group
 from rich.table import Table
 
 from grpc_resilience_mesh.cli.json_out import JsonOpt, human_output_to_stderr, write_json
+from grpc_resilience_mesh.client.state import STATE_DIR, STATE_FILE, MeshState
 from grpc_resilience_mesh.console.view import MeshView
-from grpc_resilience_mesh.launch.state import STATE_DIR, STATE_FILE, MeshState
 
 console = Console()
 

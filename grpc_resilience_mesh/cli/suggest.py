@@ -11,7 +11,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from grpc_resilience_mesh.launch.state import STATE_DIR
+from grpc_resilience_mesh.client.state import STATE_DIR
 
 
 def mesh_program(argv0: str | None = None, path: str | None = None) -> str:

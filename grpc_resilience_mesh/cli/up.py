@@ -18,18 +18,19 @@ from rich.table import Table
 
 from grpc_resilience_mesh.cli.suggest import mesh_command
 from grpc_resilience_mesh.cli.toxiproxy import ServerChoice, choose_server
+from grpc_resilience_mesh.client.state import MeshState
 from grpc_resilience_mesh.console.server import ConsoleServer
 from grpc_resilience_mesh.launch.control import ControlServer
 from grpc_resilience_mesh.launch.fd_limit import raise_open_files_limit
 from grpc_resilience_mesh.launch.mesh import Mesh
+from grpc_resilience_mesh.launch.otel_protos import otlp_refusal
 from grpc_resilience_mesh.launch.ports import Ports, free_ports
 from grpc_resilience_mesh.launch.private import private_umask
 from grpc_resilience_mesh.launch.processes import LaunchError
-from grpc_resilience_mesh.launch.state import MeshState, StateDirInUse
-from grpc_resilience_mesh.launch.state_guard import StateDirRefused, open_private
+from grpc_resilience_mesh.launch.state_guard import StateDirInUse, StateDirRefused, open_private
 from grpc_resilience_mesh.launch.supervisor import Supervisor, SupervisorEvent
 from grpc_resilience_mesh.launch.trace_indexing import TraceIndexer
-from grpc_resilience_mesh.launch.xds_plane import XdsPlane
+from grpc_resilience_mesh.launch.xds_plane import XdsPlane, missing_extra
 from grpc_resilience_mesh.services import settings
 from grpc_resilience_mesh.services.runtime.logging import JsonFormatter
 
@@ -120,7 +121,7 @@ def up(
     raise_open_files_limit()  # before anything opens: the console's and children's headroom
     choose_server(toxiproxy, "mesh up", console)
     private_umask()  # every file under the state dir is the owner's alone (launch.private)
-    plane = _xds_plane(state_dir) if xds else None
+    plane = _plane_unless_refused(state_dir, xds)
     mesh = Mesh(state_dir=state_dir, ports=ports, direct=direct, policy=policy, xds=plane)
     try:
         mesh.lock()
@@ -145,6 +146,19 @@ def up(
         control.close()
         if console_server is not None:
             console_server.close()
+
+
+def _plane_unless_refused(state_dir: Path, xds: bool) -> XdsPlane | None:
+    """The control plane --xds asks for (None without); but exit 2, before anything starts,
+    when this install cannot run what was asked: --xds without the [xds] extra, or OTLP export
+    with opentelemetry-proto's files overwritten by that extra's xds-protos (each message
+    names its remedy)."""
+    missing = missing_extra() if xds else None
+    why = f"--xds {missing}" if missing is not None else otlp_refusal(os.environ)
+    if why is not None:
+        console.print(f"[red]mesh up:[/red] {escape(why)}", soft_wrap=True, highlight=False)
+        raise typer.Exit(2)
+    return _xds_plane(state_dir) if xds else None
 
 
 def _ports(gateway_port: int | None, auto_ports: bool) -> Ports:

@@ -9,7 +9,7 @@ from typing import Any
 
 from bullmq import Queue
 
-from grpc_resilience_mesh.launch.state import MeshState
+from grpc_resilience_mesh.client.state import MeshState
 from grpc_resilience_mesh.services.contracts.receipt_job import QUEUE
 
 STATES = ("waiting", "active", "delayed", "completed", "failed")

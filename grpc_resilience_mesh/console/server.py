@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from grpc_resilience_mesh.client.state import MeshState
 from grpc_resilience_mesh.console import reports, trace_view
 from grpc_resilience_mesh.console.auth import ConsoleToken
 from grpc_resilience_mesh.console.background_load import BackgroundLoad, LoadSettings
@@ -26,7 +27,6 @@ from grpc_resilience_mesh.console.faults import FaultError
 from grpc_resilience_mesh.console.metrics_view import MetricsSampler
 from grpc_resilience_mesh.console.routes import BadRequest, ConsoleRoutes
 from grpc_resilience_mesh.console.view import MeshView
-from grpc_resilience_mesh.launch.state import MeshState
 
 log = logging.getLogger("grpc_resilience_mesh.console")
 

@@ -9,12 +9,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from grpc_resilience_mesh.client.state import MeshState
 from grpc_resilience_mesh.console.faults import AppFault, FaultControl, FaultError
 from grpc_resilience_mesh.console.job_edges import JOB_EDGES, job_edge_stats
 from grpc_resilience_mesh.console.metrics_view import EdgeStats, MetricsWindow
 from grpc_resilience_mesh.console.policy_view import policies_in_force, policy_label
 from grpc_resilience_mesh.console.replica_view import replica_views
-from grpc_resilience_mesh.launch.state import MeshState
 from grpc_resilience_mesh.launch.xds_config import XDS_CALLERS
 from grpc_resilience_mesh.launch.xds_faults import PlaneAdmin, XdsFault, XdsFaultError
 from grpc_resilience_mesh.services.runtime.admin_auth import admin_metadata

@@ -1,4 +1,4 @@
-"""`python -m embedded_toxiproxy` runs the server
+"""`python -m grpc_resilience_mesh.embedded_toxiproxy` runs the server
 (grpc_resilience_mesh.embedded_toxiproxy.server)."""
 
 from grpc_resilience_mesh.embedded_toxiproxy.server import main

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Self
 
+from grpc_resilience_mesh.client.state import STATE_FILE, MeshState
 from grpc_resilience_mesh.launch.log_rotation import LogLimits, LogRotator
 from grpc_resilience_mesh.launch.ports import Ports, free_port
 from grpc_resilience_mesh.launch.private import private_dir
@@ -29,8 +30,7 @@ from grpc_resilience_mesh.launch.processes import (
     wait_serving,
 )
 from grpc_resilience_mesh.launch.spawn import LogSpawner
-from grpc_resilience_mesh.launch.state import STATE_FILE, MeshState, StateDirInUse
-from grpc_resilience_mesh.launch.state_guard import check_state_dir, write_private
+from grpc_resilience_mesh.launch.state_guard import StateDirInUse, check_state_dir, write_private
 from grpc_resilience_mesh.launch.state_lock import StateLock
 from grpc_resilience_mesh.launch.wiring import Security, Wiring, prepare_security
 from grpc_resilience_mesh.launch.xds_plane import XdsPlane

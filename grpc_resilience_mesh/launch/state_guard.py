@@ -15,13 +15,27 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from grpc_resilience_mesh.launch.processes import LaunchError
 
 
 class StateDirRefused(LaunchError):
     """The state dir is not safe to write in; the message names the folder and the fix."""
+
+
+class StateDirInUse(LaunchError):
+    """Another mesh holds the state dir; nothing was started and no file was touched."""
+
+    def __init__(self, state_dir: Path, holder: Mapping[str, Any]) -> None:
+        self.pid = holder.get("pid")
+        self.gateway = holder.get("gateway")
+        super().__init__(
+            f"a mesh is already running on {state_dir} (pid {self.pid or 'unknown'}, "
+            f"gateway {self.gateway or 'unknown'}); stop it first, or use another state dir"
+        )
 
 
 def check_state_dir(path: Path) -> None:

@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from grpc_resilience_mesh.client.state import MeshState
 from grpc_resilience_mesh.embedded_toxiproxy.api_token import TOKEN_ENV as TOXIPROXY_TOKEN_ENV
 from grpc_resilience_mesh.launch.ports import Ports
 from grpc_resilience_mesh.launch.processes import LaunchError
-from grpc_resilience_mesh.launch.state import MeshState
 from grpc_resilience_mesh.launch.xds_plane import XDS_TOKEN_ENV, XdsPlane
 from grpc_resilience_mesh.services import settings
 from grpc_resilience_mesh.services.config_error import ConfigError

@@ -8,6 +8,8 @@ takes on another policy (grpc_resilience_mesh.launch.restarts).
 
 from __future__ import annotations
 
+import importlib.util
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,10 +22,32 @@ from grpc_resilience_mesh.launch.xds_config import (
     xds_target,
 )
 from grpc_resilience_mesh.services.policy.model import MeshPolicy
+from grpc_resilience_mesh.services.settings import XDS_EXTRA
 from grpc_resilience_mesh.services.topology import Edge
 
-XDS_BINARY = Path(__file__).resolve().parents[2] / ".peers" / "bin" / "mesh-xds"
+
+def _xds_binary() -> Path:
+    """.peers/bin/mesh-xds of this checkout when built, else a mesh-xds on PATH (an installed
+    package has no .peers beside it), else the former (for the message naming `make peers`)."""
+    built = Path(__file__).resolve().parents[2] / ".peers" / "bin" / "mesh-xds"
+    on_path = None if built.is_file() else shutil.which("mesh-xds")
+    return built if on_path is None else Path(on_path)
+
+
+XDS_BINARY = _xds_binary()
 """Built by `make peers` (tools/peers.py) from tools/xds-control."""
+
+
+def missing_extra() -> str | None:
+    """Why this install cannot start services under xDS, or None: "needs grpcio-csds ...",
+    for the caller to put what was asked before it."""
+    if importlib.util.find_spec("grpc_csds") is not None:
+        return None
+    return (
+        "needs grpcio-csds (the services serve CSDS under xDS), which the base install leaves "
+        f"out: {XDS_EXTRA}"
+    )
+
 
 XDS_TOKEN_ENV = "MESH_XDS_TOKEN"
 """The token mesh-xds's admin requires (all but GET /healthz), from the environment only: its
@@ -70,7 +94,8 @@ class XdsPlane:
         """mesh-xds's command line; LaunchError naming `make peers` when it is not built."""
         if not self.binary.is_file():
             raise LaunchError(
-                f"--xds needs the control plane {self.binary}: run `make peers` (needs go)"
+                f"--xds needs the control plane {self.binary}: run `make peers` (needs go), "
+                "or put a mesh-xds on PATH"
             )
         return [
             str(self.binary),

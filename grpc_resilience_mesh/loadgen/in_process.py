@@ -43,7 +43,7 @@ __all__ = [
     "traced",
 ]
 
-GO_GENERATOR = Path(__file__).resolve().parents[1] / ".peers" / "bin" / "mesh-loadgen"
+GO_GENERATOR = Path(__file__).resolve().parents[2] / ".peers" / "bin" / "mesh-loadgen"
 """The Go generator (grpc_resilience_mesh/loadgen/go, built by `make peers`): the same protocol at a
 fraction of the Python one's CPU per call."""
 

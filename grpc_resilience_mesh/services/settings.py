@@ -86,6 +86,10 @@ def address(raw: str) -> str:
 XDS_SCHEME = "xds:///"
 """A dependency gRPC's xDS client finds (`mesh up --xds`): xds:///NAME, NAME its listener."""
 
+XDS_EXTRA = "pip install 'grpc-resilience-mesh[xds]'"
+"""What installs grpcio-csds, which a service dialling xds:/// needs (it serves CSDS): the base
+install leaves it out, since its xds-protos overwrites opentelemetry-proto's files."""
+
 
 def addresses(raw: str) -> str:
     """HOST:PORT, or several separated by commas (a dependency's replicas), at most 16; or

@@ -82,7 +82,7 @@ def test_the_gateway_and_payment_refuse_their_own_bad_variables(tmp_path: Path) 
     base.update(MESH_TRACING="0", PAYMENT_DB_PATH=str(tmp_path / "ledger.sqlite3"))
     procs = {
         (service, named): subprocess.Popen(
-            [sys.executable, "-m", f"mesh.{service}"],
+            [sys.executable, "-m", f"grpc_resilience_mesh.services.{service}"],
             env={**base, **env},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

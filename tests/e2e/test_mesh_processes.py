@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from grpc_resilience_mesh.client.state import STATE_FILE, MeshState
 from grpc_resilience_mesh.launch.mesh import Mesh
 from grpc_resilience_mesh.launch.ports import Ports
 from grpc_resilience_mesh.launch.processes import ChildProcess
-from grpc_resilience_mesh.launch.state import STATE_FILE, MeshState, StateDirInUse
+from grpc_resilience_mesh.launch.state_guard import StateDirInUse
 from grpc_resilience_mesh.launch.supervisor import Backoff, Supervisor, SupervisorEvent
 from tests.support.polling import wait_until
 

@@ -16,8 +16,8 @@ from grpc_resilience_mesh.chaos.experiment.loading import load_experiment
 from grpc_resilience_mesh.chaos.experiment.variant_policy import policy_text
 from grpc_resilience_mesh.chaos.run.runner import Runner
 from grpc_resilience_mesh.chaos.run.target import Target
+from grpc_resilience_mesh.client.state import MeshState
 from grpc_resilience_mesh.launch.mesh import Mesh
-from grpc_resilience_mesh.launch.state import MeshState
 from grpc_resilience_mesh.services.v1 import (
     admin_pb2,
     admin_pb2_grpc,

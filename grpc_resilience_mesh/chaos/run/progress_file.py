@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from grpc_resilience_mesh.launch.state import STATE_FILE
+from grpc_resilience_mesh.client.state import STATE_FILE
 
 PROGRESS_FILE = "experiment.json"
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grpc_resilience_mesh.client.counters import scrape
+from grpc_resilience_mesh.client.state import STATE_DIR, STATE_FILE
 from grpc_resilience_mesh.launch.mesh import Mesh
-from grpc_resilience_mesh.launch.state import STATE_DIR, STATE_FILE
 from grpc_resilience_mesh.services.topology import INSTANCES
 
 STATE_FILE_MAX_BYTES = 1 << 20

@@ -9,7 +9,7 @@ import logging
 
 from grpc_resilience_mesh.chaos.experiment.model import Variant
 from grpc_resilience_mesh.launch.mesh import Mesh
-from grpc_resilience_mesh.launch.xds_plane import XDS_BINARY
+from grpc_resilience_mesh.launch.xds_plane import XDS_BINARY, missing_extra
 
 log = logging.getLogger("chaos.runner")
 
@@ -24,6 +24,9 @@ async def wire_xds(mesh: Mesh | None, variant: Variant, policy: str) -> str:
         return "an xds variant needs the embedded mesh (its services restart into xDS)"
     if variant.xds and not XDS_BINARY.is_file():
         return f"an xds variant needs {XDS_BINARY}: run `make peers` (needs go)"
+    missing = missing_extra() if variant.xds else None
+    if missing is not None:
+        return f"an xds variant {missing}"
     way = "into" if variant.xds else "out of"
     log.info("%s: restarting the services %s xDS", variant.name, way)
     await asyncio.to_thread(mesh.restart_services, policy, variant.xds)

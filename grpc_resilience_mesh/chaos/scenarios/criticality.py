@@ -27,7 +27,7 @@ from grpc_resilience_mesh.chaos.scenarios.declarations import CRITICALITY_KINDS 
 from grpc_resilience_mesh.chaos.scenarios.declarations import CRITICALITY_PER_KIND
 from grpc_resilience_mesh.chaos.scenarios.params import CriticalityParams
 from grpc_resilience_mesh.client.counters import scrape
-from grpc_resilience_mesh.launch.state import STATE_FILE
+from grpc_resilience_mesh.client.state import STATE_FILE
 from grpc_resilience_mesh.loadgen.in_process import percentile
 from grpc_resilience_mesh.services.customers import USER_COUNT, user_id
 from grpc_resilience_mesh.services.runtime.internal_auth import internal_metadata

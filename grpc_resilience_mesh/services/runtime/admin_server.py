@@ -5,6 +5,8 @@ grpcio-csds): the xDS resources its gRPC client holds, and whether it ACKed or N
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import grpc
 
 from grpc_resilience_mesh.services.config_error import ConfigError
@@ -22,13 +24,34 @@ from grpc_resilience_mesh.services.runtime.grpc_options import (
 from grpc_resilience_mesh.services.runtime.policy_admin import PolicyAdminServicer
 from grpc_resilience_mesh.services.runtime.reflection import enable_reflection
 from grpc_resilience_mesh.services.runtime.server_chain import ServerChain
-from grpc_resilience_mesh.services.settings import XDS_SCHEME
+from grpc_resilience_mesh.services.settings import XDS_EXTRA, XDS_SCHEME
 from grpc_resilience_mesh.services.v1 import admin_pb2, admin_pb2_grpc
 
 
 def dials_xds(config: ServiceConfig) -> bool:
     """Whether any dependency is an xds:/// target (its client then has xDS config to show)."""
     return any(addr.startswith(XDS_SCHEME) for addr in config.dependencies.values())
+
+
+def csds_adder(config: ServiceConfig) -> Callable[[grpc.aio.Server], str] | None:
+    """What serves CSDS on the admin server when the service dials through xDS, else None.
+    grpcio-csds is the `[xds]` extra's: without it, a ConfigError naming the xds:/// variables
+    and the install, before the admin server is made (serve() stops the public one)."""
+    if not dials_xds(config):
+        return None
+    try:
+        from grpc_resilience_mesh.services.runtime.csds import add_csds
+    except ImportError as err:
+        names = sorted(
+            f"{dep.upper()}_ADDR"
+            for dep, addr in config.dependencies.items()
+            if addr.startswith(XDS_SCHEME)
+        )
+        raise ConfigError(
+            f"{', '.join(names)}: an xds:/// target makes the admin port serve CSDS, which "
+            f"needs grpcio-csds ({err}): {XDS_EXTRA}"
+        ) from None
+    return add_csds
 
 
 async def start_admin(
@@ -39,6 +62,7 @@ async def start_admin(
 ) -> tuple[grpc.aio.Server, int]:
     """The started admin server and its port (a ConfigError naming ADMIN_ADDR if it cannot
     bind)."""
+    add_csds = csds_adder(config)
     gate = [AdminTokenLayer(config.admin_token)] if config.admin_token else []
     admin = grpc.aio.server(
         interceptors=[ServerChain([*gate, RequestDecodingInterceptor()])],
@@ -55,11 +79,7 @@ async def start_admin(
     served = [
         admin_pb2.DESCRIPTOR.services_by_name[s].full_name for s in ("FaultAdmin", "PolicyAdmin")
     ]
-    if dials_xds(config):
-        from grpc_resilience_mesh.services.runtime.csds import (
-            add_csds,  # the envoy protos: only where xDS is used
-        )
-
+    if add_csds is not None:
         served.append(add_csds(admin))
     enable_reflection(served, admin)
     try:

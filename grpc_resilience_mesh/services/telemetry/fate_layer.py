@@ -1,7 +1,8 @@
 """The server layer that gives each unary call received its fate (grpc_aio_resilience.fates): it
 gathers the call's facts while the layers inside run, then writes the fate on the call's
 SERVER span (`mesh.fate`), in its trailers (`resilience-fate`, for the caller to count) and in
-`mesh_request_fates_total`."""
+`mesh_request_fates_total`. A plain `ok` goes in no trailer: an OK status without one reads
+`ok` (`seen_by_caller`), and the entry cost grpc 4-13 us of loop CPU per call."""
 
 from __future__ import annotations
 
@@ -90,8 +91,9 @@ class FateLayer(ServerLayer):
     ) -> None:
         fate = facts.final  # an abort wrote it, and counted it before the status went out
         if fate is None:  # no abort wrote it: an answer, or a failure the handler raised
-            fate = facts.settle(fate_of(facts, code, context.time_remaining()))
-            if code is grpc.StatusCode.OK:
+            ok = code is grpc.StatusCode.OK  # then fate_of needs no time left
+            fate = facts.settle(fate_of(facts, code, None if ok else context.time_remaining()))
+            if ok and fate != "ok":  # no trailer reads "ok"
                 trailers = tuple(context.trailing_metadata() or ())
                 context.set_trailing_metadata((*trailers, (FATE_KEY, fate)))
         span = current_server_span.get()

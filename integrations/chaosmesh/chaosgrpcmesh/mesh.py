@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from grpc_resilience_mesh.chaos.experiment.loading import load_experiment
 from grpc_resilience_mesh.chaos.experiment.model import Experiment
 from grpc_resilience_mesh.chaos.run.target import Target
-from grpc_resilience_mesh.launch.state import STATE_DIR, STATE_PATH
+from grpc_resilience_mesh.client.state import STATE_DIR, STATE_PATH
 
 T = TypeVar("T")
 

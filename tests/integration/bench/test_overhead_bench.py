@@ -21,6 +21,7 @@ async def test_every_variant_is_measured_with_ratios_to_raw() -> None:
         "hand",
         "client",
         "client-layered",
+        "client-intercepted",
         "server",
         "full",
         "full+replicas",
@@ -46,6 +47,11 @@ async def test_every_variant_is_measured_with_ratios_to_raw() -> None:
         - variants["client"]["loop_cpu_us_per_call"]
     )
     assert result["fused_saves_us_per_call"] == pytest.approx(layered)
+    intercepted = (
+        variants["client-intercepted"]["loop_cpu_us_per_call"]
+        - variants["client"]["loop_cpu_us_per_call"]
+    )
+    assert result["direct_saves_us_per_call"] == pytest.approx(intercepted)
 
 
 async def test_tracing_variants_export_one_span_per_hop_and_attempt() -> None:
@@ -58,6 +64,7 @@ async def test_tracing_variants_export_one_span_per_hop_and_attempt() -> None:
         "hand",
         "client",
         "client-layered",
+        "client-intercepted",
         "server",
         "full",
         "full+replicas",

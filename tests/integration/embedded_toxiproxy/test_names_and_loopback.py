@@ -135,7 +135,7 @@ def test_the_explicit_option_allows_every_interface(
 
 
 def test_the_command_line_flag_allows_every_interface() -> None:
-    command = [sys.executable, "-m", "embedded_toxiproxy", "--port", "0"]
+    command = [sys.executable, "-m", "grpc_resilience_mesh.embedded_toxiproxy", "--port", "0"]
     process = subprocess.Popen(
         [*command, "--allow-non-loopback"],
         stdout=subprocess.PIPE,

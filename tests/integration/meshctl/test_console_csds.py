@@ -25,8 +25,8 @@ from envoy.service.status.v3 import csds_pb2, csds_pb2_grpc
 from google.protobuf import any_pb2
 from google.protobuf.message import Message
 
+from grpc_resilience_mesh.client.state import MeshState
 from grpc_resilience_mesh.console.server import Console
-from grpc_resilience_mesh.launch.state import MeshState
 from grpc_resilience_mesh.services.runtime.admin_auth import AdminTokenLayer
 from grpc_resilience_mesh.services.runtime.server_chain import ServerChain
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from grpc_resilience_mesh.client.state import MeshState
 from grpc_resilience_mesh.console.bounded_http import HttpLimits
 from grpc_resilience_mesh.console.server import ConsoleServer
-from grpc_resilience_mesh.launch.state import MeshState
 from tests.support.polling import wait_until
 
 IDLE_S = HttpLimits().idle_timeout_s

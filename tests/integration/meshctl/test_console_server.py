@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from grpc_resilience_mesh.client.state import MeshState
 from grpc_resilience_mesh.console.server import ConsoleServer
-from grpc_resilience_mesh.launch.state import MeshState
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from grpc_resilience_mesh.client.state import MeshState
 from grpc_resilience_mesh.console.server import Console
-from grpc_resilience_mesh.launch.state import MeshState
 
 M = "/mesh.v1.ProfileService/GetProfile"
 

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from grpc_resilience_mesh.bench.results import BEGIN, END, Machine
 from grpc_resilience_mesh.chaos.results import ExperimentResult
 from grpc_resilience_mesh.chaos.run.plan import plan
+from grpc_resilience_mesh.chaos.session import session
 from grpc_resilience_mesh.cli import chaos_run
 from grpc_resilience_mesh.cli.app import app
 from grpc_resilience_mesh.cli.chaos_results import ResultsPage, RunFigures, catalogue_block
@@ -90,7 +91,7 @@ def test_chaos_run_results_option_writes_the_page(
     async def replay(*args: Any) -> list[ExperimentResult]:  # no mesh: a recorded result
         return [_ran("provider-outage", 58.0, held=True)]
 
-    monkeypatch.setattr(chaos_run, "_run_all", replay)
+    monkeypatch.setattr(session, "run_rounds", replay)
     page = tmp_path / "catalogue.md"
     page.write_text(PAGE)
     argv = ["chaos", "run", "provider-outage", "--target", "gateway=127.0.0.1:1"]

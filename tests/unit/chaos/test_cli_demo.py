@@ -26,10 +26,12 @@ from grpc_resilience_mesh.chaos.results import ExperimentResult, VariantResult
 from grpc_resilience_mesh.chaos.run.eta import Eta, about, expected_s
 from grpc_resilience_mesh.chaos.run.runner import Runner
 from grpc_resilience_mesh.chaos.run.target import Target
-from grpc_resilience_mesh.cli import chaos_run, report_writer
+from grpc_resilience_mesh.chaos.session import report_writer
+from grpc_resilience_mesh.chaos.session.report_writer import ReportWriter
+from grpc_resilience_mesh.chaos.session.rounds import run_rounds
 from grpc_resilience_mesh.cli.app import app
+from grpc_resilience_mesh.cli.chaos_progress import RunProgress
 from grpc_resilience_mesh.cli.chaos_verdict import verdict_screen
-from grpc_resilience_mesh.cli.report_writer import ReportWriter
 from tests.unit.chaos.render_fixtures import demo_result
 
 
@@ -81,7 +83,7 @@ def test_job_scenarios_are_estimated_from_their_own_pace_and_their_own_kind() ->
 def test_the_overall_line_names_the_experiment_and_the_time_left() -> None:
     console = Console(width=120, record=True, file=io.StringIO())
     with Progress(console=console, auto_refresh=False) as progress:
-        shown = chaos_run.RunProgress(progress, [exp for _, exp in catalogue()])
+        shown = RunProgress(progress, [exp for _, exp in catalogue()])
         shown.start(3, "pushback")
         shown.step("pushback-minus-1: under fault", 2, 5)
         task = progress.tasks[shown.run]
@@ -167,8 +169,8 @@ async def test_writing_reports_lets_no_library_warning_through(
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a leaked warning fails the test
         with Progress(console=console, auto_refresh=False) as progress:
-            shown = chaos_run.RunProgress(progress, [e for _, _, e in resolved])
+            shown = RunProgress(progress, [e for _, _, e in resolved])
             with ReportWriter(tmp_path, tmp_path, inline=True) as writer:  # warnings seen here
-                await chaos_run._run_all(Replay(), resolved, shown, writer)  # type: ignore[arg-type]
+                await run_rounds(Replay(), resolved, shown, writer)
     assert (tmp_path / "provider-outage" / "report.md").exists()
     assert "No artists" not in capsys.readouterr().err + console.export_text()

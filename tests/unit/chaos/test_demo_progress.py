@@ -16,8 +16,11 @@ from grpc_resilience_mesh.chaos.experiment.model import Experiment
 from grpc_resilience_mesh.chaos.report import report_md
 from grpc_resilience_mesh.chaos.results import ExperimentResult
 from grpc_resilience_mesh.chaos.run.target import Target
+from grpc_resilience_mesh.chaos.session import mesh_scope, session
+from grpc_resilience_mesh.chaos.session.report_writer import ReportWriter
+from grpc_resilience_mesh.chaos.session.rounds import run_rounds
 from grpc_resilience_mesh.cli import chaos_run
-from grpc_resilience_mesh.cli.report_writer import ReportWriter
+from grpc_resilience_mesh.cli.chaos_progress import RunProgress
 from tests.unit.chaos.render_fixtures import demo_result
 
 
@@ -43,9 +46,9 @@ async def test_each_experiment_is_announced_as_n_of_total(
     resolved = [(n, *next((p, e) for p, e in catalogue() if p.stem == n)) for n in names]
     console = Console(width=120, record=True, file=io.StringIO())
     with Progress(console=console, auto_refresh=False) as progress:
-        shown = chaos_run.RunProgress(progress, [e for _, _, e in resolved])
+        shown = RunProgress(progress, [e for _, _, e in resolved])
         with ReportWriter(tmp_path, tmp_path, inline=True) as writer:  # plot() patched here
-            await chaos_run._run_all(Replay(tmp_path), resolved, shown, writer)  # type: ignore[arg-type]
+            await run_rounds(Replay(tmp_path), resolved, shown, writer)
     text = console.export_text()
     assert "1/2 provider-outage" in text and "2/2 worker-crash" in text
     assert text.index("1/2 provider-outage") < text.index("2/2 worker-crash")
@@ -69,9 +72,9 @@ def test_the_mesh_start_is_a_line_with_its_time(
         return []
 
     console = Console(width=120, record=True, file=io.StringIO())
-    monkeypatch.setattr(chaos_run, "Mesh", FakeMesh)
+    monkeypatch.setattr(mesh_scope, "Mesh", FakeMesh)
     monkeypatch.setattr(chaos_run, "console", console)
     monkeypatch.setattr(Target, "from_mesh", lambda mesh: Replay(tmp_path).target)
-    monkeypatch.setattr(chaos_run, "_run_all", no_runs)
+    monkeypatch.setattr(session, "run_rounds", no_runs)
     chaos_run.execute(["provider-outage"], None, None, tmp_path / "r", tmp_path / "s")
     assert "started the embedded mesh in " in console.export_text()

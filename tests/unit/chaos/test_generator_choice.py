@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from grpc_resilience_mesh.chaos.run.measure import CpuTally
-from grpc_resilience_mesh.cli import chaos_run
+from grpc_resilience_mesh.chaos.session import mesh_scope
 from grpc_resilience_mesh.cli.app import app
 from grpc_resilience_mesh.loadgen import in_process as load
 from grpc_resilience_mesh.loadgen.in_process import LoadGeneratorError, generator_command
@@ -55,7 +55,7 @@ def test_chaos_run_refuses_a_missing_go_generator_before_starting_anything(
     missing: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     started: list[object] = []
-    monkeypatch.setattr(chaos_run, "Mesh", lambda **kwargs: started.append(kwargs))
+    monkeypatch.setattr(mesh_scope, "Mesh", lambda **kwargs: started.append(kwargs))
     args = ["chaos", "run", "provider-outage", "--reports", str(tmp_path)]
     result = CliRunner().invoke(app, args, env={"MESH_LOADGEN": "go"})
     assert result.exit_code == 2

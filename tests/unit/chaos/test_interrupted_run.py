@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from grpc_resilience_mesh.chaos.experiment.model import Experiment
 from grpc_resilience_mesh.chaos.results import ExperimentResult
 from grpc_resilience_mesh.chaos.run.runner import Runner
-from grpc_resilience_mesh.cli import chaos_run
+from grpc_resilience_mesh.chaos.session import mesh_scope, session
 from grpc_resilience_mesh.cli.app import app
 from tests.unit.chaos.fake_mesh import FakeMesh
 
@@ -25,8 +25,8 @@ def ctrl_c(monkeypatch: pytest.MonkeyPatch) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(Runner, "run", interrupted)
-    monkeypatch.setattr(chaos_run, "private_umask", lambda: None)  # the test process's umask
-    monkeypatch.setattr(chaos_run, "Mesh", FakeMesh)
+    monkeypatch.setattr(session, "private_umask", lambda: None)  # the test process's umask
+    monkeypatch.setattr(mesh_scope, "Mesh", FakeMesh)
     FakeMesh.made = []
 
 

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from grpc_resilience_mesh.chaos.results import ExperimentResult
+from grpc_resilience_mesh.chaos.session import mesh_scope, session
 from grpc_resilience_mesh.cli import chaos_run
 from grpc_resilience_mesh.cli.app import app
 from grpc_resilience_mesh.client.trace_index import INDEX_DIR, TraceIndex, index_traces
@@ -43,11 +44,11 @@ def fake_run(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Path, bool]]:
         calls.append((traces_dir, all(m.stopped for m in FakeMesh.made)))
         index_traces(traces_dir)
 
-    monkeypatch.setattr(chaos_run, "_run_all", no_experiments)
+    monkeypatch.setattr(session, "run_rounds", no_experiments)
     monkeypatch.setattr(chaos_run, "_summary", lambda *args: None)
-    monkeypatch.setattr(chaos_run, "private_umask", lambda: None)
-    monkeypatch.setattr(chaos_run, "Mesh", TracingMesh)
-    monkeypatch.setattr(chaos_run, "index_traces", noted)
+    monkeypatch.setattr(session, "private_umask", lambda: None)
+    monkeypatch.setattr(mesh_scope, "Mesh", TracingMesh)
+    monkeypatch.setattr(session, "index_traces", noted)
     FakeMesh.made = []
     return calls
 

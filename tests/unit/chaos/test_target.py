@@ -15,7 +15,7 @@ SERVICES = ("profile", "recommendation", "payment", "notification", "gateway")
 
 
 def state(tmp_path: Path, **changes: Any) -> dict[str, Any]:
-    """What `mesh up` writes to mesh.json (grpc_resilience_mesh/launch/state.py MeshState), ports
+    """What `mesh up` writes to mesh.json (grpc_resilience_mesh/client/state.py MeshState), ports
     made up."""
     doc: dict[str, Any] = {
         "gateway": "127.0.0.1:50051",

@@ -14,7 +14,7 @@ from grpc_resilience_mesh.chaos.results import ExperimentResult, VariantResult
 from grpc_resilience_mesh.chaos.run import xds_wiring
 from grpc_resilience_mesh.chaos.run.measure import evaluate
 from grpc_resilience_mesh.chaos.run.xds_wiring import wire_xds
-from grpc_resilience_mesh.cli.chaos_xds import XdsRunRefused, embedded_plane, under_xds
+from grpc_resilience_mesh.chaos.session.xds import XdsRunRefused, embedded_plane, under_xds
 from grpc_resilience_mesh.launch.mesh import Mesh
 
 

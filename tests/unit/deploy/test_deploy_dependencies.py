@@ -1,6 +1,7 @@
 """The service image installs only pyproject's [dependency-groups] services; every import in
-services/mesh must be one of them, and the tooling's libraries (in the base install, so that
-`pip install .` gives a `mesh` that runs) must stay out of it."""
+grpc_resilience_mesh.services (its own modules aside) must be one of them, and the tooling's
+libraries (in the base install, so that `pip install .` gives a `mesh` that runs) must stay out
+of it."""
 
 from __future__ import annotations
 
@@ -16,13 +17,14 @@ from pathlib import Path
 from tests.unit.deploy.deploy_sources import ROOT
 
 MESH = ROOT / "grpc_resilience_mesh" / "services"
+SERVICES_PACKAGE = "grpc_resilience_mesh.services"
 GENERATED = MESH / "v1"
 # Imports that never run in a service, each with the reason.
 NOT_IN_SERVICES = {
     "grpc_tools": "tools.codegen regenerates the stubs (`make protos`): dev only",
     # grpc_resilience_mesh.services.runtime.csds, imported only by a service that dials through xDS
     # (`mesh up --xds`, a local run): the image never does, and grpcio-csds's xds-protos would
-    # overwrite opentelemetry-proto's files there (grpc/grpc#42428; tools/otel_protos.py).
+    # overwrite opentelemetry-proto's files there (grpc/grpc#42428; launch/otel_protos.py).
     "grpc_csds": "CSDS, only under `mesh up --xds` (a local run, never the image)",
     "envoy": "CSDS's protos (xds-protos), only under `mesh up --xds`",
 }
@@ -100,12 +102,19 @@ def distributions_of(module: str) -> set[str]:
     }
 
 
+def needs_a_distribution(module: str) -> bool:
+    """Whether an import in the services must come from the image's group: the services' own
+    modules come with the package, the rest of grpc_resilience_mesh (the tooling) does not."""
+    top = module.split(".")[0]
+    own = module == SERVICES_PACKAGE or module.startswith(SERVICES_PACKAGE + ".")
+    return not (own or top in NOT_IN_SERVICES or top in sys.stdlib_module_names)
+
+
 def test_every_import_in_services_is_in_the_image_group() -> None:
     base = {_name(r) for r in services_group()}
     unresolved = []
     for module, where in imported_modules(MESH):
-        top = module.split(".")[0]
-        if top in NOT_IN_SERVICES or top == "mesh" or top in sys.stdlib_module_names:
+        if not needs_a_distribution(module):
             continue
         if not distributions_of(module) & base:
             unresolved.append(f"{where}: {module} (from {sorted(distributions_of(module))})")
@@ -138,6 +147,15 @@ def test_the_check_sees_a_tooling_import(tmp_path: Path) -> None:
     assert found == {"matplotlib.pyplot", "typer"}
     image = {_name(r) for r in services_group()}
     assert not any(distributions_of(module) & image for module in found)
+
+
+def test_only_the_services_own_modules_are_exempt() -> None:
+    assert not needs_a_distribution("grpc_resilience_mesh.services.runtime.server")
+    assert not needs_a_distribution("asyncio")
+    # the tooling's packages and the old top-level `mesh` (PyPI's) are not the services' own
+    assert needs_a_distribution("grpc_resilience_mesh.cli.entry")
+    assert needs_a_distribution("grpc_resilience_mesh.services_extra")
+    assert needs_a_distribution("mesh.runtime.server")
 
 
 def test_a_namespace_package_resolves_to_the_distribution_of_the_module() -> None:

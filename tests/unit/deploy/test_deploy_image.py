@@ -128,9 +128,10 @@ def test_the_image_header_counts_every_service() -> None:
 
 def test_service_variable_selects_one_of_the_services() -> None:
     (entrypoint,) = [arg for kw, arg in instructions() if kw == "ENTRYPOINT"]
-    assert 'exec python -m \\"mesh.${SERVICE' in entrypoint
+    assert 'exec python -m \\"grpc_resilience_mesh.services.${SERVICE' in entrypoint
     for name in (s.name for s in SERVICES):
-        assert importlib.util.find_spec(f"mesh.{name}.__main__") is not None, name
+        module = f"grpc_resilience_mesh.services.{name}.__main__"
+        assert importlib.util.find_spec(module) is not None, name
         assert name in entrypoint  # named in the error a missing SERVICE prints
 
 
@@ -156,6 +157,27 @@ def test_dockerignore_keeps_local_state_out() -> None:
     assert in_build_context("grpc_resilience_mesh/services/runtime/server.py")
 
 
+def wheel_names(source: Path, dist: Path) -> set[str]:
+    """The files of the wheel `pip install` builds from source (a copy: setuptools writes
+    build/ and *.egg-info beside what it builds)."""
+    result = subprocess.run(
+        [
+            *(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"),
+            *("--no-index", "--quiet", "--wheel-dir", str(dist), str(source)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    (wheel,) = dist.glob("*.whl")
+    return set(zipfile.ZipFile(wheel).namelist())
+
+
+def top_level_packages(names: set[str]) -> set[str]:
+    return {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+
+
 def test_build_context_alone_builds_a_wheel_with_every_service(tmp_path: Path) -> None:
     """What `pip install .` does in the build stage, on exactly the files Docker would send."""
     context = tmp_path / "context"
@@ -163,31 +185,33 @@ def test_build_context_alone_builds_a_wheel_with_every_service(tmp_path: Path) -
         target = context / path.relative_to(ROOT)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, target)
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "--no-index",
-            "--quiet",
-            "--wheel-dir",
-            str(tmp_path / "dist"),
-            str(context),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    (wheel,) = (tmp_path / "dist").glob("*.whl")
-    names = set(zipfile.ZipFile(wheel).namelist())
+    names = wheel_names(context, tmp_path / "dist")
+    services = "grpc_resilience_mesh/services"
     for name in (s.name for s in SERVICES):
-        assert f"mesh/{name}/__main__.py" in names
-    assert "mesh/runtime/healthcheck.py" in names
-    assert any(n.startswith("mesh/policies/") and n.endswith(".yaml") for n in names)
+        assert f"{services}/{name}/__main__.py" in names
+    assert f"{services}/runtime/healthcheck.py" in names
+    assert any(n.startswith(f"{services}/policies/") and n.endswith(".yaml") for n in names)
+    assert top_level_packages(names) == {"grpc_resilience_mesh"}
+
+
+def test_a_checkout_builds_a_wheel_of_grpc_resilience_mesh_alone(tmp_path: Path) -> None:
+    """`pip install .` from a whole checkout, tests/ and tools/ beside the package: the wheel's
+    one top-level package is ours (no tests, no tools, no name another project has)."""
+    checkout = tmp_path / "checkout"
+    ignored = shutil.ignore_patterns(
+        "__pycache__", "*.egg-info", "build", "dist", "site", "var", "reports"
+    )
+    for top in ROOT.iterdir():
+        if top.name.startswith(".") or ignored(str(ROOT), [top.name]):
+            continue
+        if top.is_dir():
+            shutil.copytree(top, checkout / top.name, ignore=ignored, symlinks=True)
+        else:
+            shutil.copy2(top, checkout / top.name)
+    assert (checkout / "tests").is_dir()
+    names = wheel_names(checkout, tmp_path / "dist")
+    assert "grpc_resilience_mesh/services/gateway/__main__.py" in names
+    assert top_level_packages(names) == {"grpc_resilience_mesh"}
 
 
 def test_the_image_installs_the_services_group_and_no_tooling(tmp_path: Path) -> None:

@@ -31,9 +31,15 @@ def _recipe(stamp: str, venv: Path) -> list[str]:
 
 
 def _project_dirs() -> set[str]:
+    """The folders of the wheel's top-level packages (pyproject's packages.find) and of the
+    repository's libraries (libs/*/src), as the Makefile names them."""
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    dirs = pyproject["tool"]["setuptools"]["package-dir"].values()
-    return {d.split("/")[0] for d in dirs}
+    find = pyproject["tool"]["setuptools"]["packages"]["find"]
+    tops = {pattern.split(".")[0].rstrip("*") for pattern in find["include"]}
+    found = {Path(where, top) for where in find.get("where", ["."]) for top in tops}
+    dirs = {d.as_posix() for d in found if (ROOT / d / "__init__.py").is_file()}
+    assert len(dirs) == len(tops), (tops, dirs)
+    return dirs | {f"libs/{p.parent.name}/src" for p in ROOT.glob("libs/*/pyproject.toml")}
 
 
 @pytest.mark.parametrize("stamp", [".installed", ".installed-tools"])

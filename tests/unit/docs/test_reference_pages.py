@@ -65,7 +65,7 @@ def test_environment_rows_carry_the_default_and_the_rule() -> None:
         "grpc_resilience_mesh.services.runtime.tls",
     )
     assert rows["RECEIPT_KEEP_FAILED"][1:3] == ("`10000`", "an integer >= 1")
-    assert rows["MESH_STATE_DIR"][4] == "grpc_resilience_mesh.launch.state"
+    assert rows["MESH_STATE_DIR"][4] == "grpc_resilience_mesh.client.state"
 
 
 def test_every_variable_is_declared_once_and_none_is_read_without_one() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from chaosgrpcmesh.mesh import state_file
 
 from grpc_resilience_mesh.chaos.export.chaostoolkit import STATE_ENV
-from grpc_resilience_mesh.launch.state import STATE_PATH
+from grpc_resilience_mesh.client.state import STATE_PATH
 
 
 def test_the_configuration_comes_first_then_the_state_file_then_the_state_dir(

@@ -11,7 +11,7 @@ import grpc
 import pytest
 
 from grpc_aio_resilience import fates
-from grpc_aio_resilience.events import EventBus
+from grpc_aio_resilience.events import EventBus, RetryScheduled
 from grpc_resilience_mesh.services.runtime.bearer import rejection
 from grpc_resilience_mesh.services.telemetry.fate_layer import FateLayer
 from tests.unit.mesh.test_refusals import Aborted, FakeContext
@@ -61,7 +61,9 @@ async def test_a_refusal_is_counted_before_its_status_is_sent() -> None:
     assert ("resilience-fate", "shed(gateway:rate-limit)") in context.trailers
 
 
-async def test_an_answer_is_counted_once_and_carries_its_fate() -> None:
+async def test_a_plain_ok_answer_is_counted_once_and_carries_no_fate() -> None:
+    """An OK status without a fate trailer reads `ok` (fates.seen_by_caller): the trailer
+    would say nothing, and one metadata entry costs grpc CPU on every call."""
     counted: list[tuple[str, str]] = []
 
     async def answer(request: bytes, context: Any) -> bytes:
@@ -74,7 +76,29 @@ async def test_an_answer_is_counted_once_and_carries_its_fate() -> None:
     context = Context(counted)
     assert await handler.unary_unary(b"", context) == b"reply"
     assert counted == [(GET_HOME, "ok")]
-    assert context.trailers == (("resilience-fate", "ok"),)
+    assert context.trailing_metadata() == ()
+    assert fates.seen_by_caller("OK", context.trailing_metadata(), "") == "ok"
+
+
+async def test_an_answer_after_a_retry_carries_its_fate() -> None:
+    counted: list[tuple[str, str]] = []
+    bus = EventBus()
+    fates_layer = FateLayer("gateway", bus, lambda method, fate: counted.append((method, fate)))
+
+    async def answer(request: bytes, context: Any) -> bytes:
+        bus.emit(RetryScheduled("profile", "/x/Get", 1, "UNAVAILABLE", 0.01, None))
+        context.set_trailing_metadata((("served-by", "a"),))
+        return b"reply"
+
+    handler = fates_layer.wrap(grpc.unary_unary_rpc_method_handler(answer), Details(GET_HOME, ()))
+    assert handler is not None
+    context = Context(counted)
+    assert await handler.unary_unary(b"", context) == b"reply"
+    assert counted == [(GET_HOME, "ok-after-retry(1)")]
+    assert tuple(context.trailing_metadata()) == (
+        ("served-by", "a"),
+        ("resilience-fate", "ok-after-retry(1)"),
+    )
 
 
 def test_a_fate_is_settled_and_counted_once() -> None:

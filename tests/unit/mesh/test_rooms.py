@@ -10,6 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 MESH = ROOT / "grpc_resilience_mesh" / "services"
+LIBRARY = ROOT / "libs" / "grpc-aio-resilience" / "src" / "grpc_aio_resilience"
 
 
 def product_modules() -> list[Path]:
@@ -40,19 +41,17 @@ def test_no_test_double_or_dev_tool_in_the_product() -> None:
 
 
 def test_the_resilience_library_names_nothing_of_the_mesh() -> None:
-    mesh_specific = (
-        "grpc_resilience_mesh.services.topology",
-        "grpc_resilience_mesh.services.policy",
-        "grpc_resilience_mesh.services.faults",
-        "grpc_resilience_mesh.services.runtime",
-    )
+    modules = list(LIBRARY.rglob("*.py"))
+    assert modules, LIBRARY
     offenders = {
-        str(p.relative_to(MESH)): sorted(m for m in imported(p) if m.startswith(mesh_specific))
-        for p in (MESH / "resilience").rglob("*.py")
+        str(p.relative_to(LIBRARY)): sorted(
+            m for m in imported(p) if m.split(".")[0] == "grpc_resilience_mesh"
+        )
+        for p in modules
     }
     assert {k: v for k, v in offenders.items() if v} == {}
-    assert not (MESH / "resilience" / "faults.py").exists()
-    assert not (MESH / "resilience" / "policy.py").exists()
+    assert not (LIBRARY / "faults.py").exists()
+    assert not (LIBRARY / "policy.py").exists()
 
 
 def test_every_package_of_mesh_has_a_layer() -> None:
@@ -63,5 +62,8 @@ def test_every_package_of_mesh_has_a_layer() -> None:
         if c["type"] == "layers" and c["layers"][-1] == "grpc_resilience_mesh.services.telemetry"
     ]
     placed = {m.strip() for layer in layers["layers"] for m in layer.split(" | ")}
-    packages = {f"mesh.{p.parent.name}" for p in MESH.glob("*/__init__.py")} - {"mesh.v1"}
+    package = "grpc_resilience_mesh.services"
+    packages = {f"{package}.{p.parent.name}" for p in MESH.glob("*/__init__.py")}
+    packages -= {f"{package}.v1"}
+    assert packages, MESH
     assert packages - placed == set()

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 import grpc_resilience_mesh.embedded_toxiproxy.server
 from grpc_resilience_mesh.chaos.results import ExperimentResult
-from grpc_resilience_mesh.cli import chaos_run
+from grpc_resilience_mesh.chaos.session import session
 from grpc_resilience_mesh.cli.app import app
 from tests.unit.chaos.render_fixtures import demo_result
 
@@ -23,7 +23,7 @@ def test_chaos_run_json_to_stdout_sends_the_tables_to_stderr(
     async def replay(*args: Any) -> list[ExperimentResult]:  # no mesh: a recorded result
         return [demo_result("provider-outage")]
 
-    monkeypatch.setattr(chaos_run, "_run_all", replay)
+    monkeypatch.setattr(session, "run_rounds", replay)
     result = CliRunner().invoke(
         app,
         [

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from grpc_resilience_mesh.cli.app import app
-from grpc_resilience_mesh.launch.state import MeshState
+from grpc_resilience_mesh.client.state import MeshState
 
 
 def add(tmp_path: Path, *args: str) -> tuple[int, str]:

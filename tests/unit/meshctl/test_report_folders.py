@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from grpc_resilience_mesh.chaos.results import ExperimentResult
-from grpc_resilience_mesh.cli.report_writer import ReportWriter
+from grpc_resilience_mesh.chaos.session.report_writer import ReportWriter
 from tests.unit.meshctl.test_report_writer import _result
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from grpc_resilience_mesh.chaos.results import ExperimentResult
-from grpc_resilience_mesh.cli import report_writer
-from grpc_resilience_mesh.cli.report_writer import IDLE_NICE, ReportFailed, ReportWriter
+from grpc_resilience_mesh.chaos.session import report_writer
+from grpc_resilience_mesh.chaos.session.errors import ReportFailed
+from grpc_resilience_mesh.chaos.session.report_writer import IDLE_NICE, ReportWriter
 from grpc_resilience_mesh.launch import private
 from tests.unit.chaos.render_fixtures import demo_result
 

@@ -51,8 +51,8 @@ def _soak(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lost: list[str]) -> t
     async def recorded(*args: Any) -> SoakResult:
         return _recorded(lost)
 
-    monkeypatch.setattr("grpc_resilience_mesh.cli.soak.Mesh", FakeMesh)
-    monkeypatch.setattr("grpc_resilience_mesh.cli.soak.run_soak", recorded)
+    monkeypatch.setattr("grpc_resilience_mesh.chaos.session.mesh_scope.Mesh", FakeMesh)
+    monkeypatch.setattr("grpc_resilience_mesh.chaos.session.soak.run_soak", recorded)
     page = tmp_path / "soak.md"
     page.write_text(PAGE)
     args = ["soak", "--duration", "600", "--seed", "42", "--state-dir", str(tmp_path)]

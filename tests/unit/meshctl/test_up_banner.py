@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from grpc_resilience_mesh.cli.up import proxy_table, state_table
-from grpc_resilience_mesh.launch.state import MeshState
+from grpc_resilience_mesh.client.state import MeshState
 from grpc_resilience_mesh.services.topology import INSTANCES, PROXIES
 
 

@@ -10,8 +10,14 @@ import grpc
 import grpc.aio
 import pytest
 
+from grpc_aio_resilience import (
+    ServerPolicy,
+    SheddingInterceptor,
+    criticality,
+    from_dict,
+    server_interceptors,
+)
 from grpc_aio_resilience import attempt as attempt_module
-from grpc_aio_resilience import criticality, from_dict
 from grpc_aio_resilience import events as ev
 from grpc_aio_resilience import inbound as inbound_module
 from grpc_aio_resilience import pipeline as pipeline_module
@@ -205,3 +211,35 @@ async def test_an_attempt_with_no_time_left_is_refused_when_awaited() -> None:
 
 async def _never(ctx: CallContext) -> Any:
     raise AssertionError("an attempt with no time left reached the wire")
+
+
+class _CountingContext(_Context):
+    """Counts reads of the invocation metadata (grpc.aio builds the tuple on every read)."""
+
+    def __init__(self, metadata: tuple[tuple[str, str], ...] = ()) -> None:
+        self.metadata = metadata
+        self.reads = 0
+
+    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+        self.reads += 1
+        return self.metadata
+
+
+async def test_the_server_side_reads_a_calls_metadata_for_its_criticality_once() -> None:
+    """Inbound settles the criticality (none sent: none); admission inside it does not look
+    again. Shedding mounted alone still reads what the caller sent."""
+    layers = server_interceptors("svc", ServerPolicy(max_in_flight=4), EventBus())
+    seen: list[criticality.Criticality | None] = []
+
+    async def handler(request: Any, context: Any) -> str:
+        seen.append(criticality.current())
+        return "answer"
+
+    behaviour = layers.inbound._wrap(layers.shedding._wrap(handler, GET_PROFILE), GET_PROFILE)
+    context = _CountingContext()
+    assert await behaviour(None, context) == "answer"
+    assert context.reads == 1 and seen == [None]
+    alone = SheddingInterceptor("svc", ServerPolicy(max_in_flight=4))._wrap(handler, GET_PROFILE)
+    sheddable = _CountingContext(((criticality.METADATA_KEY, "SHEDDABLE"),))
+    assert await alone(None, sheddable) == "answer"
+    assert sheddable.reads == 1

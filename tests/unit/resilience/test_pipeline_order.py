@@ -95,7 +95,11 @@ async def test_resilient_channel_has_exactly_one_interceptor_with_that_pipeline(
     interceptor = ResilienceInterceptor(pipeline, dependency="profile", clock=FakeClock())
     channel = resilient_channel("127.0.0.1:1", interceptor, native_retry=policy.native_retry)
     try:
-        assert channel._unary_unary_interceptors == [interceptor]
+        # unary calls run the interceptor's pipeline past grpc.aio's interceptor API; streams
+        # go through its streams side, the one interceptor on the channel it wraps
+        assert channel.interceptor is interceptor
+        assert channel.wrapped._unary_unary_interceptors == []
+        assert len(channel.wrapped._unary_stream_interceptors) == 1
         assert interceptor.pipeline.names == FULL
     finally:
         await channel.close()

@@ -192,8 +192,9 @@ async def test_a_channel_over_replicas_has_one_interceptor_the_router_behind_it(
         )
         router = replica_router(channel)
         try:
-            assert channel._unary_unary_interceptors == [interceptor]
-            assert len(channel._unary_stream_interceptors) == 1
+            assert channel.interceptor is interceptor  # unary calls: past the interceptor API
+            assert channel.wrapped._unary_unary_interceptors == []
+            assert len(channel.wrapped._unary_stream_interceptors) == 1
             assert router is not None and router_of(interceptor) is router
             # gRPC's round_robin balances an `ipv4:` target while ejection is off.
             assert router.routes is (ejection or target.startswith("localhost"))

@@ -6,6 +6,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import grimp
+
 from grpc_resilience_mesh.services.topology import SERVICES
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -13,7 +15,16 @@ MESH = ROOT / "grpc_resilience_mesh" / "services"
 NS = "grpc_resilience_mesh"
 TOOLING = tuple(
     f"{NS}.{name}"
-    for name in ("chaos", "cli", "console", "launch", "client", "embedded_toxiproxy", "loadgen", "bench")
+    for name in (
+        "chaos",
+        "cli",
+        "console",
+        "launch",
+        "client",
+        "embedded_toxiproxy",
+        "loadgen",
+        "bench",
+    )
 )
 
 
@@ -62,7 +73,9 @@ def test_every_tooling_room_has_a_layer() -> None:
     (layers,) = [
         c
         for c in contracts().values()
-        if c["type"] == "layers" and c["layers"][0] == "grpc_resilience_mesh.cli"
+        if c["type"] == "layers"
+        and c["layers"][0] == "grpc_resilience_mesh.cli"
+        and c["name"] != package_layers()["name"]
     ]
     placed = {m.strip() for layer in layers["layers"] for m in layer.split(" | ")}
 
@@ -86,6 +99,29 @@ def test_every_tooling_room_has_a_layer() -> None:
     assert {p for p in placed if not exists(p)} == set()
 
 
+def package_layers() -> dict[str, Any]:
+    """The contract whose layers are the namespace's packages (grpc_resilience_mesh.X)."""
+    (layers,) = [
+        c
+        for c in contracts().values()
+        if c["type"] == "layers"
+        and all(name.strip().count(".") == 1 for layer in c["layers"] for name in layer.split("|"))
+    ]
+    return layers
+
+
+def test_every_package_of_the_namespace_has_a_layer_and_siblings_are_independent() -> None:
+    """No two of the tooling's packages import each other: each package of the namespace sits
+    in one layer of one contract, the services at the bottom, the CLI on top; packages sharing
+    a layer are independent (`|`), never `:`."""
+    layers = package_layers()["layers"]
+    placed = [name.strip() for layer in layers for name in layer.split("|")]
+    packages = {f"{NS}.{p.parent.name}" for p in ROOT.joinpath(NS).glob("*/__init__.py")}
+    assert sorted(placed) == sorted(packages)
+    assert layers[0] == f"{NS}.cli" and layers[-1] == f"{NS}.services"
+    assert not any(":" in layer for layer in layers)
+
+
 def test_mesh_never_imports_the_tooling() -> None:
     assert any(
         c["source_modules"] == [f"{NS}.services"] and set(c["forbidden_modules"]) == set(TOOLING)
@@ -102,3 +138,21 @@ def test_the_embedded_toxiproxy_imports_nothing_else_of_the_project() -> None:
         for c in contracts().values()
         if c["type"] == "forbidden"
     )
+
+
+def test_the_chaos_commands_only_parse_and_print() -> None:
+    """`mesh chaos run`, `mesh demo` and `mesh soak` reach the launcher, the runner, the report
+    writer and the trace index only through the session's API (grpc_resilience_mesh/chaos/session/
+    session.py and soak.py): none of their modules imports one of those itself."""
+    graph = grimp.build_graph(NS, exclude_type_checking_imports=True)
+    api = {f"{NS}.chaos.session.{name}" for name in ("session", "soak", "errors")}
+    machinery = (f"{NS}.launch.", f"{NS}.client.", f"{NS}.chaos.run.runner", f"{NS}.chaos.session.")
+    allowed = api | {f"{NS}.launch.private"}  # --json's file, shareable as the reports are
+    commands = ("chaos_cmd", "chaos_run", "chaos_progress", "demo", "soak")
+    reached = {
+        (command, imported)
+        for command in commands
+        for imported in graph.find_modules_directly_imported_by(f"{NS}.cli.{command}")
+        if imported.startswith(machinery) and imported not in allowed
+    }
+    assert reached == set()

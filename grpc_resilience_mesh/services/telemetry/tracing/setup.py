@@ -28,6 +28,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from grpc_aio_resilience import AttemptObserver, Listener, ServerLayer
 from grpc_resilience_mesh.services import settings
+from grpc_resilience_mesh.services.config_error import ConfigError
 from grpc_resilience_mesh.services.telemetry.tracing.jsonl_exporter import (
     DEFAULT_BACKUPS,
     DEFAULT_DELAY_S,
@@ -43,6 +44,8 @@ from grpc_resilience_mesh.services.telemetry.tracing.spans import (
 )
 
 TRACER_NAME = "mesh"
+OTEL_PROTOS_REPAIR = "python -m grpc_resilience_mesh.launch.otel_protos"
+"""The repair of the clash, named here as text: the services import nothing of the launcher."""
 
 
 def _file_bytes(raw: str) -> int:
@@ -90,12 +93,11 @@ def choose_exporter(service_name: str, environ: Mapping[str, str]) -> SpanExport
         try:
             from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
         except ImportError as err:
-            raise RuntimeError(
-                f"the OTLP exporter does not import ({err}): grpcio-csds's xds-protos "
-                "overwrote opentelemetry-proto's files (grpc/grpc#42428); run "
-                "`python -m tools.otel_protos` (make does after every install), or "
-                "`pip install --no-deps --force-reinstall opentelemetry-proto`"
-            ) from err
+            raise ConfigError(
+                f"{ENDPOINT.name}: the OTLP exporter does not import ({err}): "
+                "xds-protos (from grpcio-csds, the [xds] extra) overwrote opentelemetry-proto's "
+                f"files (grpc/grpc#42428); run `{OTEL_PROTOS_REPAIR}` once"
+            ) from None
         return OTLPSpanExporter(endpoint=endpoint)
     traces_dir = TRACES_DIR.read(environ)
     if traces_dir:

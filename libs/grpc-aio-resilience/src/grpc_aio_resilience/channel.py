@@ -1,5 +1,7 @@
 """A dependency's channel: gRPC's own retries off, one ResilienceInterceptor on (the caller
-builds it around the edge's pipeline; this module builds no pipeline).
+builds it around the edge's pipeline; this module builds no pipeline). Its unary calls run
+the interceptor's pipeline without grpc.aio's interceptor API, in the caller's task
+(grpc_aio_resilience.direct); its streams go through the interceptor's streams side.
 
 A target may list several replicas (`host:port,host:port`). Then either gRPC balances, with
 its `round_robin` policy over an `ipv4:` target (one DNS name: over its A records, as a
@@ -27,6 +29,7 @@ from typing import Any
 import grpc.aio
 
 from grpc_aio_resilience.clock import Clock, SystemClock
+from grpc_aio_resilience.direct import ResilientChannel
 from grpc_aio_resilience.edge_policy import NativeRetryPolicy
 from grpc_aio_resilience.events import EventBus
 from grpc_aio_resilience.interceptor import ResilienceInterceptor
@@ -99,25 +102,14 @@ def resilient_channel(
     bus: EventBus | None = None,
     clock: Clock | None = None,
     dependency: str = "",
-) -> grpc.aio.Channel:
+) -> ResilientChannel:
     """A channel to `target` whose calls all go through `interceptor` (an edge's pipeline, built
     by `grpc_aio_resilience.pipeline.build_pipeline`); TLS when `credentials` are given, else
     insecure. gRPC's own retries are off unless `native_retry` enables them (for comparison).
     `target` may list replicas separated by commas; `outlier` (with `bus` for its events)
     ejects misbehaving ones."""
-    channel_options = [o for o in options if o[0] != NO_BUILTIN_RETRIES[0]]
-    channel_options.append(("grpc.max_reconnect_backoff_ms", int(RECONNECT_BACKOFF_CAP_S * 1000)))
     xds = target.startswith("xds:")
-    if xds:
-        pass  # the xDS resolver's service config holds the retry policy A44 sends
-    elif native_retry is not None and native_retry.enabled:
-        channel_options += native_retry_options(native_retry, services)
-    else:
-        channel_options += [
-            NO_BUILTIN_RETRIES,
-            ("grpc.service_config", json.dumps(ROUND_ROBIN)),
-            ("grpc.service_config_disable_resolution", 1),
-        ]
+    channel_options = _channel_options(options, xds, native_retry, services)
 
     def channel(to: str, interceptors: list[Any]) -> grpc.aio.Channel:
         if credentials is not None:
@@ -130,7 +122,9 @@ def resilient_channel(
     balanced = balanced_target(addresses)
     if xds or (len(addresses) == 1 and balanced is not None):
         interceptor.router = None
-        return channel(target if xds else addresses[0], [interceptor, interceptor.streams()])
+        return ResilientChannel(
+            channel(target if xds else addresses[0], [interceptor.streams()]), interceptor
+        )
     # The host channel balances with round_robin over the `ipv4:` target when the router lets
     # it (ejection off); otherwise the router sends each attempt, a stream's included, on a
     # replica's own channel (made on first use: a channel connects lazily).
@@ -143,9 +137,31 @@ def resilient_channel(
         clock or SystemClock(),
         balanced=balanced is not None,
     )
-    host = channel(balanced or addresses[0], [interceptor, interceptor.streams()])
+    host = ResilientChannel(channel(balanced or addresses[0], [interceptor.streams()]), interceptor)
     _ROUTERS[host] = router
     return host
+
+
+def _channel_options(
+    options: Sequence[tuple[str, Any]],
+    xds: bool,
+    native_retry: NativeRetryPolicy | None,
+    services: Sequence[str],
+) -> list[tuple[str, Any]]:
+    """The caller's options with the reconnect cap, and gRPC's own retries off unless asked."""
+    channel_options = [o for o in options if o[0] != NO_BUILTIN_RETRIES[0]]
+    channel_options.append(("grpc.max_reconnect_backoff_ms", int(RECONNECT_BACKOFF_CAP_S * 1000)))
+    if xds:
+        pass  # the xDS resolver's service config holds the retry policy A44 sends
+    elif native_retry is not None and native_retry.enabled:
+        channel_options += native_retry_options(native_retry, services)
+    else:
+        channel_options += [
+            NO_BUILTIN_RETRIES,
+            ("grpc.service_config", json.dumps(ROUND_ROBIN)),
+            ("grpc.service_config_disable_resolution", 1),
+        ]
+    return channel_options
 
 
 def native_retry_options(

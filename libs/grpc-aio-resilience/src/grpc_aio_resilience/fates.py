@@ -42,7 +42,8 @@ from grpc_aio_resilience.errors import (
 )
 
 FATE_KEY = "resilience-fate"
-"""The trailing metadata key a service's answer carries its fate in."""
+"""The trailing metadata key a service's answer carries its fate in; a plain `ok` is sent as
+none (an OK status without one reads `ok`: `seen_by_caller`)."""
 KINDS = (
     "ok",
     "ok-after-retry",
@@ -138,7 +139,8 @@ def note_shed(limit: str) -> None:
 
 
 def fate_in(metadata: Sequence[tuple[str, str | bytes]] | None) -> str:
-    """The fate a trailer carries ('' when none)."""
+    """The fate a trailer carries ('' when none: on an OK status that is `ok`,
+    `seen_by_caller`)."""
     for key, value in metadata or ():
         if key == FATE_KEY:
             return value if isinstance(value, str) else value.decode(errors="replace")

@@ -8,6 +8,7 @@ routes, each attempt the pipeline makes goes to `router.send` (a stream's to
 from __future__ import annotations
 
 import math
+from collections.abc import Coroutine
 from typing import Any
 
 import grpc.aio
@@ -49,6 +50,18 @@ class ResilienceInterceptor(grpc.aio.UnaryUnaryClientInterceptor):  # type: igno
         if method is None:
             method = raw_method.decode() if isinstance(raw_method, bytes) else str(raw_method)
             self._method_names[raw_method] = method
+        return await self.run(method, client_call_details, continuation, request)
+
+    def run(
+        self,
+        method: str,
+        client_call_details: grpc.aio.ClientCallDetails,
+        continuation: Continuation,
+        request: Any,
+    ) -> Coroutine[Any, Any, Any]:
+        """One call of `method` through the pipeline, each attempt sent by `continuation`
+        (or the router's): a coroutine of the final call object. What the interceptor runs,
+        and a ResilientChannel's calls (grpc_aio_resilience.direct) without it."""
         deadline_s = math.inf
         timeout_s = client_call_details.timeout
         if timeout_s is not None:
@@ -63,7 +76,7 @@ class ResilienceInterceptor(grpc.aio.UnaryUnaryClientInterceptor):  # type: igno
         ctx = CallContext(
             self._dependency, method, request, client_call_details, continuation, deadline_s
         )
-        return await pipeline.run(ctx)
+        return pipeline.run(ctx)
 
 
 class RoutedStreamInterceptor(StreamResilienceInterceptor):

@@ -56,6 +56,14 @@ attempt of a call in one task with the same request object, so its next attempt 
 replica, whatever other calls did to the rotation meanwhile."""
 
 
+def forget_failed_replica() -> None:
+    """Forget the replica the last failed attempt went to once its call has ended: a call
+    that ran in its caller's task (grpc_aio_resilience.direct) leaves no mark on the caller's
+    next calls."""
+    if _failed_on.get() is not None:
+        _failed_on.set(None)
+
+
 _spread: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar(
     "mesh_replicas_of_call", default=None
 )

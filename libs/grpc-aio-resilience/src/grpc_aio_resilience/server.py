@@ -62,5 +62,6 @@ def server_interceptors(
             clock,
             make_stream_room=streams.end_longest_stalled,
             exempt=prefixes,
+            inbound_outside=True,
         ),
     )

@@ -70,7 +70,8 @@ class SheddingInterceptor(ServerLayer):
     and takes its place; only when there is none is it refused.
 
     Methods starting with an `exempt` prefix (health and reflection by default) are never
-    refused; without a `bus`, the layer's events go to a bus of its own."""
+    refused; without a `bus`, the layer's events go to a bus of its own. `inbound_outside`:
+    an InboundInterceptor settles each call's criticality outside this layer."""
 
     def __init__(
         self,
@@ -81,8 +82,12 @@ class SheddingInterceptor(ServerLayer):
         make_stream_room: Callable[[], bool] | None = None,
         *,
         exempt: Iterable[str] = EXEMPT_PREFIXES,
+        inbound_outside: bool = False,
     ) -> None:
         policy = ServerPolicy() if policy is None else policy
+        self._inbound_outside = inbound_outside
+        """An InboundInterceptor runs outside this layer (`server_interceptors`): a call it
+        found no criticality for has none in its metadata either, so it is not read again."""
         self._service = service
         self._bus = bus = EventBus() if bus is None else bus
         self._make_stream_room = make_stream_room
@@ -135,12 +140,13 @@ class SheddingInterceptor(ServerLayer):
 
     def _wrap(self, inner: Behaviour, method: str) -> Behaviour:
         admission = self.admission
+        settled = self._inbound_outside
 
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
             # What the inbound layer settled (the gateway assigns its own per RPC, so a public
             # client cannot claim the reserve), else what the caller sent.
             level = criticality.current()
-            if level is None:
+            if level is None and not settled:
                 level = criticality.from_metadata(context.invocation_metadata())
             if level is None:
                 level = criticality.DEFAULT

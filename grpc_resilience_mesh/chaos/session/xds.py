@@ -7,26 +7,16 @@ the edges' own `outlier:` ejection; our interceptor stays on every channel."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
-
-import typer
 
 from grpc_resilience_mesh.chaos.experiment.model import Experiment
+from grpc_resilience_mesh.chaos.session.errors import SessionRefused
 from grpc_resilience_mesh.launch.ports import free_ports
-from grpc_resilience_mesh.launch.xds_plane import XDS_BINARY, XdsPlane
+from grpc_resilience_mesh.launch.xds_plane import XDS_BINARY, XdsPlane, missing_extra
 
 Resolved = list[tuple[str, Path, Experiment]]
-XdsRunOpt = Annotated[
-    bool,
-    typer.Option(
-        "--xds",
-        help="Every variant under xDS (as `xds: true`): the embedded mesh starts as "
-        "`mesh up --xds` (mesh-xds from `make peers`).",
-    ),
-]
 
 
-class XdsRunRefused(ValueError):
+class XdsRunRefused(SessionRefused):
     """--xds cannot be honoured here (exit 2); the message says why and what to do."""
 
 
@@ -49,6 +39,9 @@ def embedded_plane(state_dir: Path, target: str | None) -> XdsPlane:
         )
     if not XDS_BINARY.is_file():
         raise XdsRunRefused(f"--xds needs the control plane {XDS_BINARY}: run `make peers`")
+    missing = missing_extra()
+    if missing is not None:
+        raise XdsRunRefused(f"--xds {missing}")
     ads_port, admin_port = free_ports(2)
     return XdsPlane(state_dir.resolve(), ads_port, admin_port)
 

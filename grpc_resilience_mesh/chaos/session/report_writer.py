@@ -37,13 +37,10 @@ from grpc_resilience_mesh.chaos.report.index import (
 )
 from grpc_resilience_mesh.chaos.report.report_md import write_report
 from grpc_resilience_mesh.chaos.results import ExperimentResult
+from grpc_resilience_mesh.chaos.session.errors import ReportFailed
 from grpc_resilience_mesh.launch.private import shared_files, user_umask
 
 IDLE_NICE = 19
-
-
-class ReportFailed(RuntimeError):
-    """Writing one experiment's report failed (the experiment itself ran)."""
 
 
 def write_reports(

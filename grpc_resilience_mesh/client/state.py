@@ -1,16 +1,15 @@
-"""The state file a running mesh writes (mesh.json): what other commands read to reach it."""
+"""The state file a running mesh writes (mesh.json): its address book, what a client of the
+running mesh (`mesh call`, the console, the chaos runner) reads to reach it. The launcher writes
+it; it lives here, under the launcher, so that reading it loads no launcher."""
 
 from __future__ import annotations
 
 import json
 import os
 import tempfile
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
 
-from grpc_resilience_mesh.launch.processes import LaunchError
 from grpc_resilience_mesh.services import settings
 
 STATE_FILE = "mesh.json"
@@ -23,18 +22,6 @@ STATE_PATH = settings.Var(
     "",
     "the mesh.json a Chaos Toolkit run acts on (chaosgrpcmesh), not $MESH_STATE_DIR/mesh.json",
 )
-
-
-class StateDirInUse(LaunchError):
-    """Another mesh holds the state dir; nothing was started and no file was touched."""
-
-    def __init__(self, state_dir: Path, holder: Mapping[str, Any]) -> None:
-        self.pid = holder.get("pid")
-        self.gateway = holder.get("gateway")
-        super().__init__(
-            f"a mesh is already running on {state_dir} (pid {self.pid or 'unknown'}, "
-            f"gateway {self.gateway or 'unknown'}); stop it first, or use another state dir"
-        )
 
 
 @dataclass
