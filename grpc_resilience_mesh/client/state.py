@@ -1,6 +1,6 @@
 """The state file a running mesh writes (mesh.json): its address book, what a client of the
 running mesh (`mesh call`, the console, the chaos runner) reads to reach it. The launcher writes
-it; it lives here, under the launcher, so that reading it loads no launcher."""
+it; it lives with the client, below the launcher, so that reading it loads no launcher."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import grpc.aio
 import pytest
 
-from grpc_aio_resilience.fates import FATE_KEY
+from grpc_aio_resilience.fates import seen_by_caller
 from grpc_resilience_mesh.services.v1 import gateway_pb2, gateway_pb2_grpc
 from tests.integration.hardening.inproc_services import serving
 from tests.support.call_trace import CallTrace, installed
@@ -48,7 +48,10 @@ async def crossed_by_one_get_home(env: dict[str, str], traces: Path | None) -> l
                     call = stub.GetHome(request)
                     reply = await call
                     assert reply.profile.user_id == "u-0001"
-                    fates.append(str(dict(await call.trailing_metadata() or ()).get(FATE_KEY)))
+                    trailers = await call.trailing_metadata()
+                    fates.append(
+                        "degraded" if reply.degraded else seen_by_caller("OK", trailers, "")
+                    )
 
                     async def written() -> bool:
                         return all(n > before[s] for s, n in _lines(traces).items())

@@ -189,7 +189,7 @@ def build_pipeline(
     Pipelines whose bulkhead names the same `pool` share one Bulkhead through `bulkhead_pools`.
     `wait_header`: every attempt carries its deadline as `resilience-timeout-ms`, which the server's
     intake gate reads (grpc_aio_resilience.intake); off where the server has none. `carry`: metadata
-    every attempt sends (the mesh's internal credential, mesh.runtime.internal_auth).
+    every attempt sends (an internal credential, say: the same entries on every attempt).
     `services` (`pkg.Service`): whose methods to check for traps (grpc_aio_resilience.traps).
     """
     clock = clock or SystemClock()
