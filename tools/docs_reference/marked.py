@@ -8,6 +8,8 @@ and compared by `--check`, so a table cannot drift from the code it describes:
     <!-- /options -->
     <!-- pipeline-order: retry -->           PIPELINE_ORDER, that strategy in bold (or none)
     <!-- /pipeline-order -->
+    <!-- server-order: shedding -->          the mesh's SERVER_ORDER, that slot in bold (or none)
+    <!-- /server-order -->
     <!-- signature: insecure_channel -->     a face name's signature and docstring
     <!-- /signature -->
 """
@@ -23,11 +25,11 @@ from tools.docs_reference import sources
 from tools.docs_reference.render import code, table
 
 BLOCK = re.compile(
-    r"<!-- (?P<kind>options|pipeline-order|signature)(?::(?P<args>[^>]*?))? -->\n"
+    r"<!-- (?P<kind>options|pipeline-order|server-order|signature)(?::(?P<args>[^>]*?))? -->\n"
     r"(?P<body>.*?)<!-- /(?P=kind) -->",
     re.DOTALL,
 )
-OPENING = re.compile(r"<!-- (?:options|pipeline-order|signature)\b")
+OPENING = re.compile(r"<!-- (?:options|pipeline-order|server-order|signature)\b")
 
 
 class BlockError(ValueError):
@@ -67,6 +69,16 @@ def pipeline_order(args: Sequence[str]) -> str:
         raise BlockError(f"{mark!r} is not in PIPELINE_ORDER {order}")
     names = [f"**{code(n)}**" if n == mark else code(n) for n in order]
     return " → ".join([*names, "wire"]) + "\n"
+
+
+def server_order(args: Sequence[str]) -> str:
+    """The mesh's SERVER_ORDER outermost first, `args[0]` (if given) in bold."""
+    order = sources.SERVER_ORDER
+    mark = args[0] if args else ""
+    if mark and mark not in order:
+        raise BlockError(f"{mark!r} is not in SERVER_ORDER {order}")
+    names = [f"**{code(n)}**" if n == mark else code(n) for n in order]
+    return " → ".join([*names, "the servicer"]) + "\n"
 
 
 def signature(args: Sequence[str]) -> str:
@@ -112,9 +124,12 @@ def fill(text: str, where: str = "") -> str:
     def filled(match: re.Match[str]) -> str:
         kind, args = match["kind"], (match["args"] or "").split()
         try:
-            body = {"options": options_table, "pipeline-order": pipeline_order}.get(
-                kind, signature
-            )(args)
+            makers = {
+                "options": options_table,
+                "pipeline-order": pipeline_order,
+                "server-order": server_order,
+            }
+            body = makers.get(kind, signature)(args)
         except BlockError as err:
             raise BlockError(f"{where}: {err}") from None
         opening = match.group(0).split("\n", 1)[0]

@@ -12,6 +12,7 @@ from grpc_aio_resilience import option_rows
 from grpc_resilience_mesh import services as mesh
 from grpc_resilience_mesh.chaos.experiment.loading import catalogue
 from grpc_resilience_mesh.services import settings
+from grpc_resilience_mesh.services.runtime import server_chain
 from grpc_resilience_mesh.services.telemetry import names
 from grpc_resilience_mesh.services.telemetry.job_metrics import JobMetrics
 from grpc_resilience_mesh.services.telemetry.metrics import MeshMetrics
@@ -21,6 +22,7 @@ DOCS_ROOT = ROOT / "docs"
 DOCS = DOCS_ROOT / "reference"
 
 PIPELINE_ORDER: tuple[str, ...] = grpc_aio_resilience.PIPELINE_ORDER
+SERVER_ORDER: tuple[str, ...] = server_chain.SERVER_ORDER
 
 NOT_SCANNED = frozenset({"tests", "tools", "v1"})  # v1: generated stubs
 
@@ -88,6 +90,7 @@ __all__ = [
     "DOCS_ROOT",
     "PIPELINE_ORDER",
     "ROOT",
+    "SERVER_ORDER",
     "JobMetrics",
     "MeshMetrics",
     "catalogue",

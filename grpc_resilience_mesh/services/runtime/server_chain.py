@@ -7,7 +7,7 @@ A layer is a `grpc_aio_resilience.server_layer.ServerLayer`; the layers live wit
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import grpc
 import grpc.aio
@@ -66,17 +66,27 @@ def server_layers(
     library = server_interceptors(
         service_name, policy, bus, exempt=EXEMPT, assign_criticality=assign_criticality
     )
-    return [
-        library.streams,
-        RequestDecodingInterceptor(),
-        *tracing,
-        FateLayer(service_name, bus, count_fate),
-        *front,
-        library.inbound,
-        *admission,
-        library.shedding,
-        FaultInterceptor(service_name, faults, bus),
-    ]
+    slots: dict[str, Sequence[ServerLayer]] = {
+        "streams": (library.streams,),
+        "decoding": (RequestDecodingInterceptor(),),
+        "tracing": tracing,
+        "fates": (FateLayer(service_name, bus, count_fate),),
+        "front": front,
+        "inbound": (library.inbound,),
+        "admission": admission,
+        "shedding": (library.shedding,),
+        "faults": (FaultInterceptor(service_name, faults, bus),),
+    }
+    return chain_in_order(slots)
+
+
+def chain_in_order(slots: Mapping[str, Sequence[ServerLayer]]) -> list[ServerLayer]:
+    """The slots' layers in `SERVER_ORDER`, the one place the order is written: a slot it does
+    not name is an error, not a layer silently left out or put anywhere."""
+    unknown = set(slots) - set(SERVER_ORDER)
+    if unknown:
+        raise ValueError(f"server layer slots not in SERVER_ORDER: {sorted(unknown)}")
+    return [layer for slot in SERVER_ORDER for layer in slots.get(slot, ())]
 
 
 class ServerChain(grpc.aio.ServerInterceptor):  # type: ignore[misc]

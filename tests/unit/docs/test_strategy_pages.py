@@ -11,7 +11,7 @@ import grpc.aio
 import pytest
 
 from grpc_aio_resilience import PIPELINE_ORDER, RetryPolicy, option_rows
-from tools.docs_reference import marked
+from tools.docs_reference import marked, sources
 from tools.docs_reference.generate import main
 from tools.docs_reference.sources import DOCS_ROOT
 
@@ -63,6 +63,13 @@ def test_a_stale_table_and_order_fail_the_check_and_write_fixes_them(
     assert f"\n{order} → wire\n" in text
 
 
+def test_the_server_order_block_is_the_declared_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sources, "SERVER_ORDER", ("streams", "shedding", "faults"))
+    text = marked.fill("<!-- server-order: shedding -->\nstale\n<!-- /server-order -->\n")
+    assert "\n`streams` → **`shedding`** → `faults` → the servicer\n" in text
+    assert "stale" not in text
+
+
 def test_a_field_list_keeps_those_fields_and_the_ones_under_them() -> None:
     table = marked.options_table(["ServerPolicy", "max_in_flight", "queue"])
     names = re.findall(r"^\| `([\w.]+)` \|", table, re.MULTILINE)
@@ -76,6 +83,7 @@ def test_a_field_list_keeps_those_fields_and_the_ones_under_them() -> None:
         ("<!-- options: NoSuchPolicy -->\n<!-- /options -->", "'NoSuchPolicy' is no options class"),
         ("<!-- options: RetryPolicy no_such -->\n<!-- /options -->", "RetryPolicy has no option"),
         ("<!-- pipeline-order: retries -->\n<!-- /pipeline-order -->", "not in PIPELINE_ORDER"),
+        ("<!-- server-order: auth -->\n<!-- /server-order -->", "not in SERVER_ORDER"),
         ("<!-- options: RetryPolicy -->\nno closing mark\n", "without their closing mark"),
     ],
 )

@@ -4,6 +4,7 @@ outbound edge has exactly one pipeline, built one way, swapped in place on a pol
 from __future__ import annotations
 
 import grpc.aio
+import pytest
 from prometheus_client import CollectorRegistry
 
 from grpc_aio_resilience.admission_policy import ServerPolicy
@@ -13,10 +14,15 @@ from grpc_aio_resilience.shedding import SheddingInterceptor
 from grpc_aio_resilience.stream_guard import StreamGuard
 from grpc_resilience_mesh.services.faults.injection import FaultInterceptor, FaultTable
 from grpc_resilience_mesh.services.policy.loading import load_policy
+from grpc_resilience_mesh.services.runtime import server_chain
 from grpc_resilience_mesh.services.runtime.config import ServiceConfig
 from grpc_resilience_mesh.services.runtime.decoding import RequestDecodingInterceptor
 from grpc_resilience_mesh.services.runtime.server import Runtime
-from grpc_resilience_mesh.services.runtime.server_chain import SERVER_ORDER, server_layers
+from grpc_resilience_mesh.services.runtime.server_chain import (
+    SERVER_ORDER,
+    chain_in_order,
+    server_layers,
+)
 from grpc_resilience_mesh.services.telemetry.fate_layer import FateLayer
 from grpc_resilience_mesh.services.telemetry.metrics import MeshMetrics
 
@@ -75,6 +81,27 @@ def test_a_service_without_its_own_interceptors_leaves_those_slots_out() -> None
     assert [slot_of(i) for i in interceptors] == [
         s for s in SERVER_ORDER if s not in ("tracing", "front", "admission")
     ]
+
+
+def test_the_chain_is_built_from_the_declared_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SERVER_ORDER is the one place the order is written: change it and the chain follows."""
+    reordered = tuple(reversed(SERVER_ORDER))
+    monkeypatch.setattr(server_chain, "SERVER_ORDER", reordered)
+    interceptors = server_layers(
+        "gateway",
+        ServerPolicy(),
+        EventBus(),
+        FaultTable(),
+        tracing=[Marker("tracing")],
+        front=[Marker("front")],
+        admission=[Marker("admission")],
+    )
+    assert tuple(slot_of(i) for i in interceptors) == reordered
+
+
+def test_a_slot_the_order_does_not_name_is_refused() -> None:
+    with pytest.raises(ValueError, match="not in SERVER_ORDER"):
+        chain_in_order({"auth": [Marker("front")]})
 
 
 def gateway_runtime(policy: str) -> Runtime:
