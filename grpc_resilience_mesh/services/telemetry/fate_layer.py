@@ -6,7 +6,6 @@ SERVER span (`mesh.fate`), in its trailers (`resilience-fate`, for the caller to
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -21,10 +20,10 @@ from grpc_aio_resilience import (
     FateFacts,
     ServerLayer,
     WrappedHandlers,
-    code_set,
     current_fate,
     fate_listener,
     fate_of,
+    served_code,
 )
 from grpc_resilience_mesh.services.exempt import is_exempt
 from grpc_resilience_mesh.services.telemetry import names as n
@@ -65,19 +64,16 @@ class FateLayer(ServerLayer):
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
             facts = FateFacts(service, on_final)
             token = current_fate.set(facts)
-            code = grpc.StatusCode.UNKNOWN
+            failure: BaseException | None = None
             try:
-                response = await inner(request, context)
-                code = code_set(context, grpc.StatusCode.OK)
-                return response
-            except asyncio.CancelledError:
-                code = grpc.StatusCode.CANCELLED
-                raise
-            except Exception:
-                code = code_set(context, grpc.StatusCode.UNKNOWN)
+                return await inner(request, context)
+            except BaseException as err:
+                failure = err
                 raise
             finally:
                 current_fate.reset(token)
+                code = served_code(failure, context)
+                failure = None  # the exception's traceback holds this frame: no cycle
                 self._finish(facts, method, code, context)
 
         return behaviour

@@ -37,8 +37,8 @@ from grpc_aio_resilience import (
     StreamBehaviour,
     StreamStatus,
     WrappedHandlers,
-    code_set,
     inbound_deadline,
+    served_code,
     tracked,
 )
 from grpc_aio_resilience import (
@@ -335,20 +335,17 @@ class TracingServerInterceptor(ServerLayer):
 
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
             span, token, server_token = start_server_span(factory, names, _carrier.get(_NO_CARRIER))
-            code = grpc.StatusCode.UNKNOWN
+            failure: BaseException | None = None
             try:
-                response = await inner(request, context)
-                code = code_set(context, grpc.StatusCode.OK)
-                return response
-            except asyncio.CancelledError:
-                code = grpc.StatusCode.CANCELLED
-                raise
-            except Exception:
-                code = code_set(context, grpc.StatusCode.UNKNOWN)
+                return await inner(request, context)
+            except BaseException as err:
+                failure = err
                 raise
             finally:
                 current_server_span.reset(server_token)
                 otel_context.detach(token)
+                code = served_code(failure, context)
+                failure = None  # the exception's traceback holds this frame: no cycle
                 end_server_span(span, code)
 
         return behaviour

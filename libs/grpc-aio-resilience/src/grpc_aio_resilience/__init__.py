@@ -136,6 +136,7 @@ if TYPE_CHECKING:
     from grpc_aio_resilience.options import option as option
     from grpc_aio_resilience.options import option_rows as option_rows
     from grpc_aio_resilience.options import to_dict as to_dict
+    from grpc_aio_resilience.outcome import served_code as served_code
     from grpc_aio_resilience.outlier import OutlierDetector as OutlierDetector
     from grpc_aio_resilience.outlier_policy import OutlierPolicy as OutlierPolicy
     from grpc_aio_resilience.outlier_router import ReplicaRouter as ReplicaRouter
@@ -312,6 +313,7 @@ _WHERE: dict[str, str] = {
     "WrappedHandlers": "server_layer",
     "abort_with": "server_layer",
     "code_set": "server_layer",
+    "served_code": "outcome",
     "StreamBehaviour": "streaming_server",
     "StreamStatus": "streaming_server",
     "responses": "streaming_server",
@@ -490,6 +492,7 @@ __all__ = [
     "responses",
     "secure_channel",
     "seen_by_caller",
+    "served_code",
     "served_deadline",
     "server_interceptors",
     "service_methods",

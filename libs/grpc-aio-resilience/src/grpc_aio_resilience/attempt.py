@@ -16,6 +16,7 @@ from grpc_aio_resilience import classify, criticality, intake
 from grpc_aio_resilience.clock import Clock
 from grpc_aio_resilience.context import CallContext, Next
 from grpc_aio_resilience.events import AttemptFinished, AttemptStarted, EventBus
+from grpc_aio_resilience.outcome import call_outcome
 
 AttemptObserver = Callable[[CallContext], AbstractContextManager[Any]]
 """Wraps each attempt (a tracing span, say). It runs after the per-attempt metadata copy is
@@ -68,22 +69,20 @@ class AttemptHook:
         emit = self._bus.emit
         emit(AttemptStarted(ctx.dependency, ctx.method, ctx.attempt, ctx.attempt_timeout_s))
         started_s = self._clock.now()
-        code = "UNKNOWN"
         pushback: float | None = None
         observation = _NO_OBSERVATION if self._observer is None else self._observer(ctx)
+        failure: BaseException | None = None
         try:
             with observation:
-                call = await inner(ctx)
-            code = "OK"
-            return call
-        except asyncio.CancelledError:
-            code = "CANCELLED"
-            raise
-        except grpc.aio.AioRpcError as err:
-            code = err.code().name
-            pushback = classify.pushback_s(err.trailing_metadata())
+                return await inner(ctx)
+        except BaseException as err:
+            failure = err
+            if isinstance(err, grpc.aio.AioRpcError):
+                pushback = classify.pushback_s(err.trailing_metadata())
             raise
         finally:
+            code = call_outcome(failure)
+            failure = None  # the exception's traceback holds this frame: no cycle
             duration_s = self._clock.now() - started_s
             emit(
                 AttemptFinished(ctx.dependency, ctx.method, ctx.attempt, code, duration_s, pushback)

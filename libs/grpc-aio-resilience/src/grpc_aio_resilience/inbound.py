@@ -4,7 +4,6 @@ mount it outside SheddingInterceptor (`server_interceptors` gives the order)."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
@@ -20,8 +19,11 @@ from grpc_aio_resilience.deadline import (
     set_inbound_deadline,
 )
 from grpc_aio_resilience.events import EventBus, ServerCallFinished, ServerCallStarted
+from grpc_aio_resilience.outcome import served_code
 from grpc_aio_resilience.server_layer import Behaviour, ServerLayer, WrappedHandlers
 from grpc_aio_resilience.streaming_server import inbound_stream
+
+_OK = grpc.StatusCode.OK
 
 AssignCriticality = Callable[[str], Criticality]
 """A service that sets its calls' criticality itself (a public edge: per RPC, from policy)
@@ -35,13 +37,6 @@ def inbound_criticality(
     if assign is not None:
         return assign(method)
     return criticality.from_metadata(context.invocation_metadata())
-
-
-def _code_after(context: grpc.aio.ServicerContext, default: str) -> str:
-    code = context.code()
-    if isinstance(code, grpc.StatusCode):
-        return str(code.name)
-    return default
 
 
 class InboundInterceptor(ServerLayer):
@@ -102,20 +97,18 @@ class InboundInterceptor(ServerLayer):
                     reset_inbound_deadline(token)
                     criticality.reset_current(level)
             emit(ServerCallStarted(service, method))
-            code = "UNKNOWN"
+            failure: BaseException | None = None
             try:
-                response = await inner(request, context)
-                code = _code_after(context, "OK")
-                return response
-            except asyncio.CancelledError:
-                code = "CANCELLED"
-                raise
-            except Exception:
-                code = _code_after(context, "UNKNOWN")
+                return await inner(request, context)
+            except BaseException as err:
+                failure = err
                 raise
             finally:
                 reset_inbound_deadline(token)
                 criticality.reset_current(level)
+                status = served_code(failure, context)
+                failure = None  # the exception's traceback holds this frame: no cycle
+                code = "OK" if status is _OK else status.name  # .name costs ~90 ns
                 emit(
                     ServerCallFinished(
                         service, method, code, time.monotonic() - started_s, remaining_s

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import random
 from collections.abc import Callable, Coroutine, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from typing import Any
-
-import grpc.aio
 
 from grpc_aio_resilience.attempt import (
     AttemptHook,
@@ -27,6 +24,7 @@ from grpc_aio_resilience.errors import ResilienceError
 from grpc_aio_resilience.events import CallFinished, EventBus
 from grpc_aio_resilience.fused import FusedRun, fusable
 from grpc_aio_resilience.hedging import Hedging
+from grpc_aio_resilience.outcome import call_outcome
 from grpc_aio_resilience.retry import Retry, RetryBudget
 from grpc_aio_resilience.throttle import AdaptiveThrottle
 from grpc_aio_resilience.traps import PipelineSource, examine
@@ -145,24 +143,19 @@ class Pipeline:
 
     async def _observed(self, ctx: CallContext) -> Any:
         started_s = self._clock.now()
-        outcome = "UNKNOWN"
         observer = self._call_observer
+        failure: BaseException | None = None
         try:
             with _NO_OBSERVATION if observer is None else observer(ctx):
-                call = await self._handler(ctx)
-            outcome = "OK"
-            return call
-        except asyncio.CancelledError:
-            outcome = "CANCELLED"
-            raise
-        except ResilienceError as err:
-            outcome = err.code().name
-            err.attempts_sent = ctx.sent
-            raise
-        except grpc.aio.AioRpcError as err:
-            outcome = err.code().name
+                return await self._handler(ctx)
+        except BaseException as err:
+            failure = err
+            if isinstance(err, ResilienceError):
+                err.attempts_sent = ctx.sent
             raise
         finally:
+            outcome = call_outcome(failure)
+            failure = None  # the exception's traceback holds this frame: no cycle
             self._bus.emit(
                 CallFinished(
                     ctx.dependency, ctx.method, outcome, ctx.attempt, self._clock.now() - started_s
