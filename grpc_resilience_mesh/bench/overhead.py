@@ -32,8 +32,11 @@ from grpc_aio_resilience import (
     NO_BUILTIN_RETRIES,
     EventBus,
     ResilienceInterceptor,
+    ServerChain,
+    ServerLayer,
     SystemClock,
     build_pipeline,
+    protect_server,
     resilient_channel,
 )
 from grpc_resilience_mesh.bench.encoding_exporter import EncodingExporter, encoding_provider
@@ -45,7 +48,7 @@ from grpc_resilience_mesh.services.faults.injection import FaultTable
 from grpc_resilience_mesh.services.policy.loading import load_policy
 from grpc_resilience_mesh.services.runtime.collector import freeze_startup_objects
 from grpc_resilience_mesh.services.runtime.edge_channels import close_edge_channel
-from grpc_resilience_mesh.services.runtime.server_chain import ServerChain, server_layers
+from grpc_resilience_mesh.services.runtime.server_chain import server_layers
 from grpc_resilience_mesh.services.telemetry.tracing import (
     MeshTracing,
     server_tracing,
@@ -64,8 +67,14 @@ class FixedProfile(profile_pb2_grpc.ProfileServiceServicer):
         return _PROFILE
 
 
-async def _start(interceptors: list[grpc.aio.ServerInterceptor]) -> tuple[grpc.aio.Server, str]:
+async def _start(
+    interceptors: list[grpc.aio.ServerInterceptor], layers: Sequence[ServerLayer] = ()
+) -> tuple[grpc.aio.Server, str]:
+    """A profile server: behind `interceptors`, and behind `layers` mounted as serve() mounts
+    them (protect_server)."""
     server = grpc.aio.server(interceptors=interceptors)
+    if layers:
+        server = protect_server(server, layers)
     profile_pb2_grpc.add_ProfileServiceServicer_to_server(FixedProfile(), server)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
@@ -161,21 +170,20 @@ class _Variants:
         server: bool = True,
         layered: bool = False,
         intercepted: bool = False,
+        server_intercepted: bool = False,
     ) -> None:
         """Our server chain behind our client pipeline; without one side, plain grpc.aio.
         `layered`: the pipeline runs through its chain of layers, not fused
         (grpc_aio_resilience.fused): a wire equal to its own but not the same object.
         `intercepted`: through grpc.aio's interceptor API (a channel built by hand), not the
-        channel `resilient_channel` makes (grpc_aio_resilience.direct)."""
+        channel `resilient_channel` makes (grpc_aio_resilience.direct).
+        `server_intercepted`: the server chain as one grpc.aio interceptor (ServerChain), not
+        mounted past the interceptor API as serve() mounts it (protect_server)."""
         bus = EventBus()
         if tracing_on is not None:
             bus.subscribe(tracing_on.listener)
-        targets = []
-        for _ in range(replicas):
-            # As serve() mounts them.
-            server_obj, target = await _start([self._chain(bus, tracing_on)] if server else [])
-            self.servers.append(server_obj)
-            targets.append(target)
+        layers = self._layers(bus, tracing_on) if server else []
+        targets = [await self._server(layers, server_intercepted) for _ in range(replicas)]
         if not client:
             self.channels[name] = grpc.aio.insecure_channel(
                 targets[0], options=[NO_BUILTIN_RETRIES]
@@ -209,15 +217,23 @@ class _Variants:
             dependency="profile",
         )
 
-    def _chain(self, bus: EventBus, tracing_on: MeshTracing | None) -> ServerChain:
-        layers = server_layers(
+    async def _server(self, layers: list[ServerLayer], intercepted: bool) -> str:
+        """A started profile server behind `layers`: as serve() mounts them, or `intercepted`
+        as one grpc.aio interceptor."""
+        started, target = await (
+            _start([ServerChain(layers)]) if intercepted else _start([], layers)
+        )
+        self.servers.append(started)
+        return target
+
+    def _layers(self, bus: EventBus, tracing_on: MeshTracing | None) -> list[ServerLayer]:
+        return server_layers(
             "profile",
             self.policy.server("profile"),
             bus,
             FaultTable(),
             tracing=server_tracing(tracing_on),
         )
-        return ServerChain(layers)
 
     async def hand_composed(self, name: str) -> None:
         """The same edge's client job by hand over plain grpc.aio
@@ -270,6 +286,7 @@ async def _start_variants(concurrency: int, tracing: bool) -> _Variants:
         await variants.full_stack("client-layered", None, server=False, layered=True)
         await variants.full_stack("client-intercepted", None, server=False, intercepted=True)
         await variants.full_stack("server", None, client=False)
+        await variants.full_stack("server-intercepted", None, client=False, server_intercepted=True)
         await variants.full_stack("full", None)
         # The mesh's own topology: two replicas, the edge's replica router (ejection on in the
         # full policy) picking one per attempt; and the same with ejection off, where gRPC's
@@ -316,16 +333,14 @@ async def run_overhead_bench(
 ) -> dict[str, Any]:
     """Interleaves `rounds` rounds of each variant; returns figures and ratios to raw.
 
-    Variants: raw grpc.aio; floor (a no-op grpc.aio client interceptor and a no-op server
-    interceptor: the price of the interceptor API itself, below which no interceptor-based pipeline
-    can go); hand (tenacity + aiobreaker + asyncio.Semaphore around a plain stub,
-    grpc_resilience_mesh.bench.hand_composed: the client-side job done by hand); client (our
-    pipeline, plain server); client-layered (the same pipeline through its layers, not fused);
-    client-intercepted (through grpc.aio's interceptor API, not the direct channel); server (our
-    server chain, plain client); full (both); with `tracing`, also full+tracing (our spans: server,
-    call and attempt) and raw+stock-otel (opentelemetry-instrumentation-grpc aio client and server
-    interceptors), both exporting through a BatchSpanProcessor to an exporter that OTLP-encodes and
-    drops each batch.
+    Variants: raw grpc.aio; floor (a no-op grpc.aio client and server interceptor: the price of
+    the interceptor API itself); hand (tenacity + aiobreaker + asyncio.Semaphore around a plain
+    stub, grpc_resilience_mesh.bench.hand_composed); client (our pipeline, plain server);
+    client-layered (not fused); client-intercepted (through grpc.aio's interceptor API);
+    server (our server chain as serve() mounts it, plain client); server-intercepted (the
+    chain as one grpc.aio interceptor); full (both); with `tracing`, also full+tracing (our
+    spans) and raw+stock-otel (opentelemetry-instrumentation-grpc's aio interceptors), both
+    exporting through a BatchSpanProcessor to an exporter that OTLP-encodes and drops.
     """
     started = await _start_variants(concurrency, tracing)
     # As a service process does once its imports are done

@@ -27,6 +27,11 @@ DIFFERENCES: dict[str, tuple[str, str]] = {
     # The same client pipeline through grpc.aio's interceptor API (a task per call), against
     # the channel resilient_channel makes, which runs it in the caller's task.
     "direct_saves_us_per_call": ("client-intercepted", "client"),
+    # The same server chain as one grpc.aio interceptor, against it mounted past the
+    # interceptor API (protect_server, as serve() mounts it).
+    "mount_saves_us_per_call": ("server-intercepted", "server"),
+    # Everything ours, the interceptor API's share included, over raw grpc.aio.
+    "full_minus_raw_us_per_call": ("full", "raw"),
 }
 """Headline figures: one variant's loop CPU per call minus another's."""
 
@@ -35,4 +40,5 @@ def differences(variants: dict[str, dict[str, float]]) -> dict[str, float]:
     cpu = {name: row["loop_cpu_us_per_call"] for name, row in variants.items()}
     found = {key: cpu[a] - cpu[b] for key, (a, b) in DIFFERENCES.items()}
     found["ours_ratio"] = found["ours_us_per_call"] / cpu["raw"]
+    found["full_minus_raw_ratio"] = found["full_minus_raw_us_per_call"] / cpu["raw"]
     return found

@@ -130,6 +130,12 @@ def _overhead_summary(result: dict[str, Any]) -> str:
     if "ours_ratio" in result:
         text += f", {result['ours_ratio']:.2f} of a raw call's (target: at most 0.15)"
     text += ".\n"
+    over_raw = result.get("full_minus_raw_us_per_call")
+    if over_raw is not None:
+        text += (
+            f"Everything ours, the interceptor API's share included (full - raw): {over_raw:.0f} "
+            f"us of loop CPU per call, {result['full_minus_raw_ratio']:.2f} of a raw call's.\n"
+        )
     versus_hand = result.get("client_minus_hand_us_per_call")
     if versus_hand is not None:
         cheaper = "cheaper" if versus_hand < 0 else "dearer"
@@ -149,6 +155,13 @@ def _overhead_summary(result: dict[str, Any]) -> str:
             f"The same client pipeline through grpc.aio's interceptor API against the channel "
             f"that runs it in the caller's task (client-intercepted - client): {direct:+.0f} us "
             f"of loop CPU per call.\n"
+        )
+    mount = result.get("mount_saves_us_per_call")
+    if mount is not None:
+        text += (
+            f"The same server chain as one grpc.aio interceptor against it mounted past the "
+            f"interceptor API (server-intercepted - server): {mount:+.0f} us of loop CPU per "
+            f"call.\n"
         )
     return text
 

@@ -77,6 +77,8 @@ class ApiKeys:
 class AuthInterceptor(ServerLayer):
     """Refuses non-exempt calls without a valid bearer key before anything else runs."""
 
+    wraps_per_method = True
+
     def __init__(self, keys: ApiKeys) -> None:
         self._keys = keys
         self._reject = rejection(grpc.StatusCode.UNAUTHENTICATED, UNAUTHENTICATED_DETAILS)

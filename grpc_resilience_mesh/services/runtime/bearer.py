@@ -53,6 +53,8 @@ class BearerTokenLayer(ServerLayer):
     """Refuses calls without `token` before any layer inside reads them (a missing and a wrong
     token get the same answer, compared in constant time); methods under `open_prefixes` pass."""
 
+    wraps_per_method = True
+
     def __init__(self, token: str, open_prefixes: tuple[str, ...], details: str) -> None:
         self._token = token.encode()
         self._open = open_prefixes

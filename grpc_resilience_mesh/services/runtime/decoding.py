@@ -23,6 +23,8 @@ class RequestDecodingInterceptor(ServerLayer):
     """Decodes unary and server-streaming requests in the handler, so a corrupt payload gets a
     deliberate status."""
 
+    wraps_per_method = True
+
     def __init__(self) -> None:
         self._wrapped = WrappedHandlers()
 

@@ -21,6 +21,7 @@ from grpc_aio_resilience import (
     ServerLayer,
     SheddingInterceptor,
     StreamGuard,
+    protect_server,
 )
 from grpc_resilience_mesh.services import settings
 from grpc_resilience_mesh.services.config_error import ConfigError
@@ -53,7 +54,7 @@ from grpc_resilience_mesh.services.runtime.log_limit import (
 from grpc_resilience_mesh.services.runtime.logging import setup_logging
 from grpc_resilience_mesh.services.runtime.policy_admin import PolicyAdminServicer
 from grpc_resilience_mesh.services.runtime.reflection import enable_reflection
-from grpc_resilience_mesh.services.runtime.server_chain import ServerChain, server_layers
+from grpc_resilience_mesh.services.runtime.server_chain import server_layers
 from grpc_resilience_mesh.services.runtime.tls import MeshTls
 from grpc_resilience_mesh.services.telemetry.metrics import MeshMetrics
 from grpc_resilience_mesh.services.telemetry.tracing import MeshTracing, server_tracing
@@ -302,8 +303,7 @@ def _public_server(
     for layer in layers:
         if isinstance(layer, SheddingInterceptor | StreamGuard):
             runtime.on_policy(partial(_update_server_layer, layer, name))
-    server = grpc.aio.server(
-        interceptors=[ServerChain(layers)],
+    plain = grpc.aio.server(
         options=[
             *message_size_options(config.max_message_bytes),
             *exclusive_port_options(),
@@ -316,6 +316,9 @@ def _public_server(
             *idle_options(config.idle_timeout_s),
         ],
     )
+    # Everything registered below (the services, health, reflection) is behind the chain, which
+    # exempts what it must; no interceptor API per call (grpc_aio_resilience.server_mount).
+    server = protect_server(plain, layers)
     built.register(server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

@@ -1,6 +1,7 @@
 """THE server chain: the order of a server's layers (`SERVER_ORDER`; the client side's is
 `grpc_aio_resilience.pipeline.PIPELINE_ORDER`), the layers built in that order (`server_layers`)
-and `ServerChain`, which runs them as one grpc.aio interceptor. `serve()` mounts this one chain.
+and how `serve()` mounts them: `grpc_aio_resilience.protect_server`, the chain without grpc.aio's
+interceptor API (`ServerChain`, the same chain as one grpc.aio interceptor, is re-exported here).
 
 A layer is a `grpc_aio_resilience.server_layer.ServerLayer`; the layers live with what they guard
 (resilience, fault injection, telemetry, the gateway)."""
@@ -9,13 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import grpc
-import grpc.aio
-
 from grpc_aio_resilience import (
     AssignCriticality,
     EventBus,
-    HandlerLookup,
+    ServerChain,
     ServerLayer,
     ServerPolicy,
     server_interceptors,
@@ -89,29 +87,4 @@ def chain_in_order(slots: Mapping[str, Sequence[ServerLayer]]) -> list[ServerLay
     return [layer for slot in SERVER_ORDER for layer in slots.get(slot, ())]
 
 
-class ServerChain(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Server layers, outermost first, as one grpc.aio interceptor, with the outcome of nesting
-    them: grpc.aio asks each interceptor of a server for every call's handler through a
-    coroutine of its own (~0.75 us of loop CPU each, measured), and a chain once."""
-
-    def __init__(self, layers: Sequence[ServerLayer]) -> None:
-        self.layers = tuple(layers)
-        self._inner_first = self.layers[::-1]
-        self._refusing = tuple(
-            i for i, layer in enumerate(self.layers) if type(layer).refuse is not ServerLayer.refuse
-        )
-
-    async def intercept_service(
-        self, continuation: HandlerLookup, handler_call_details: grpc.HandlerCallDetails
-    ) -> grpc.RpcMethodHandler | None:
-        for i in self._refusing:  # outermost first; a refusal is wrapped by the layers outside
-            refused = self.layers[i].refuse(handler_call_details)
-            if refused is not None:
-                handler: grpc.RpcMethodHandler | None = refused
-                for layer in self.layers[i - 1 :: -1] if i else ():
-                    handler = layer.wrap(handler, handler_call_details)
-                return handler
-        handler = await continuation(handler_call_details)
-        for layer in self._inner_first:
-            handler = layer.wrap(handler, handler_call_details)
-        return handler
+__all__ = ["SERVER_ORDER", "ServerChain", "chain_in_order", "server_layers"]

@@ -38,6 +38,8 @@ class FateLayer(ServerLayer):
     the call, so a refusal has its fate too. Streams pass through: their fate is their own
     (grpc_aio_resilience.streaming's StreamEnded)."""
 
+    wraps_per_method = True
+
     def __init__(self, service: str, bus: EventBus, count: CountFate | None = None) -> None:
         self._service = service
         self._count = count

@@ -23,6 +23,7 @@ async def test_every_variant_is_measured_with_ratios_to_raw() -> None:
         "client-layered",
         "client-intercepted",
         "server",
+        "server-intercepted",
         "full",
         "full+replicas",
         "full+replicas-rr",
@@ -52,6 +53,13 @@ async def test_every_variant_is_measured_with_ratios_to_raw() -> None:
         - variants["client"]["loop_cpu_us_per_call"]
     )
     assert result["direct_saves_us_per_call"] == pytest.approx(intercepted)
+    mounted = (
+        variants["server-intercepted"]["loop_cpu_us_per_call"]
+        - variants["server"]["loop_cpu_us_per_call"]
+    )
+    assert result["mount_saves_us_per_call"] == pytest.approx(mounted)
+    over_raw = variants["full"]["loop_cpu_us_per_call"] - raw
+    assert result["full_minus_raw_us_per_call"] == pytest.approx(over_raw)
 
 
 async def test_tracing_variants_export_one_span_per_hop_and_attempt() -> None:
@@ -66,6 +74,7 @@ async def test_tracing_variants_export_one_span_per_hop_and_attempt() -> None:
         "client-layered",
         "client-intercepted",
         "server",
+        "server-intercepted",
         "full",
         "full+replicas",
         "full+replicas-rr",

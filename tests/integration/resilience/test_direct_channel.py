@@ -168,14 +168,23 @@ async def test_two_tasks_awaiting_one_call_share_it(flaky: tuple[str, ProfileFak
 async def test_a_call_between_attempts_is_in_flight_on_its_channel() -> None:
     """What a drain waits on (grpc_resilience_mesh.services.runtime.edge_channels) holds the call
     during its backoff."""
-    fake = _failing_first(1, grpc.StatusCode.UNAVAILABLE)
+    release = asyncio.Event()
+
+    async def handler(request: object, context: grpc.aio.ServicerContext) -> None:
+        if len(fake.arrivals_s) == 1:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "not yet")
+        await release.wait()  # the retry is held: the call cannot end before the assertion
+
+    fake = ProfileFake(handler)
     async with serving(profile_servicer(fake)) as target:
         channel = resilience.insecure_channel(target)
         call = profile_pb2_grpc.ProfileServiceStub(channel).GetProfile(REQUEST, timeout=5)
         running = asyncio.ensure_future(call)
         await wait_until(lambda: len(fake.arrivals_s) >= 1)
-        assert call in channel._active_calls
+        assert call in channel._active_calls  # in its backoff, or its retry on the wire
+        release.set()
         await running
+        assert len(fake.arrivals_s) == 2
         assert call not in channel._active_calls
         await channel.close()
 

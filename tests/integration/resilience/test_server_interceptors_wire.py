@@ -1,8 +1,10 @@
 """The library's server side as a user mounts it: `server_interceptors(...)` (or one of them
-alone) in a plain `grpc.aio.server(interceptors=...)`, around a service of bytes in and bytes
-out, nothing of the mesh. Past the limit a call is refused with pushback, a deadline shorter
-than the learnt service time is refused when the policy says so, a Vegas limit moves under
-load, a stalled stream gives its place to a new one, and health checks are never refused."""
+alone) in a plain `grpc.aio.server(interceptors=...)`, or run as one chain past grpc.aio's
+interceptor API (`protect_server`), which must answer alike; around a service of bytes in and
+bytes out, nothing of the mesh. Past the limit a call is refused with pushback, a deadline
+shorter than the learnt service time is refused when the policy says so, a Vegas limit moves
+under load, a stalled stream gives its place to a new one, and health checks are never
+refused."""
 
 from __future__ import annotations
 
@@ -23,10 +25,12 @@ from grpc_aio_resilience import (
     EventBus,
     LimitPolicy,
     ServerCallFinished,
+    ServerLayer,
     ServerPolicy,
     SheddingInterceptor,
     StreamExpired,
     VegasPolicy,
+    protect_server,
     server_interceptors,
 )
 from tests.integration.hardening.stalled_h2 import stall
@@ -78,12 +82,21 @@ class Kv:
         health_pb2_grpc.add_HealthServicer_to_server(health.aio.HealthServicer(), server)
 
 
+@pytest.fixture(params=["interceptors", "protect_server"])
+def mount(request: pytest.FixtureRequest) -> str:
+    """How the layers are mounted: as grpc.aio interceptors, or by protect_server."""
+    return str(request.param)
+
+
 @asynccontextmanager
 async def serving(
-    kv: Kv, interceptors: Sequence[grpc.aio.ServerInterceptor]
+    kv: Kv, layers: Sequence[SheddingInterceptor | ServerLayer], mount: str = "interceptors"
 ) -> AsyncIterator[grpc.aio.Channel]:
-    """A channel to a started plain grpc.aio server with `interceptors`."""
-    server = grpc.aio.server(interceptors=interceptors)
+    """A channel to a started plain grpc.aio server with `layers` mounted as `mount` says."""
+    if mount == "protect_server":
+        server: grpc.aio.Server = protect_server(grpc.aio.server(), list(layers))
+    else:
+        server = grpc.aio.server(interceptors=list(layers))
     kv.register(server)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
@@ -105,17 +118,17 @@ def listening() -> tuple[EventBus, list[Event]]:
     return bus, events
 
 
-@pytest.mark.parametrize("mount", ["server_interceptors", "shedding alone"])
-async def test_past_the_limit_a_call_is_refused_with_pushback(mount: str) -> None:
+@pytest.mark.parametrize("layers", ["server_interceptors", "shedding alone"])
+async def test_past_the_limit_a_call_is_refused_with_pushback(layers: str, mount: str) -> None:
     bus, events = listening()
     policy = ServerPolicy(max_in_flight=2, shed_pushback_ms=150)
     interceptors = (
         server_interceptors("kv", policy, bus)
-        if mount == "server_interceptors"
+        if layers == "server_interceptors"
         else [SheddingInterceptor("kv", policy, bus)]
     )
     kv = Kv(hold=True)
-    async with serving(kv, interceptors) as channel:
+    async with serving(kv, interceptors, mount) as channel:
         get = channel.unary_unary(GET)
         held = [get(b"k", timeout=10) for _ in range(2)]
         await await_until(lambda: kv.entered == 2, what="two calls in flight")
@@ -132,20 +145,25 @@ async def test_past_the_limit_a_call_is_refused_with_pushback(mount: str) -> Non
     counted = sorted(
         e.code for e in events if isinstance(e, ServerCallFinished) and e.method == GET
     )
-    if mount == "server_interceptors":  # counted outside admission: the refusal too
+    if layers == "server_interceptors":  # counted outside admission: the refusal too
         assert counted == ["OK", "OK", "RESOURCE_EXHAUSTED"]
     else:
         assert counted == []
 
 
-async def test_a_policy_swapped_at_runtime_holds_for_the_next_calls_without_a_bus() -> None:
+async def test_a_policy_swapped_at_runtime_holds_for_the_next_calls_without_a_bus(
+    mount: str,
+) -> None:
     interceptors = server_interceptors("kv", ServerPolicy(max_in_flight=4))
-    interceptors.update(ServerPolicy(max_in_flight=1, shed_pushback_ms=70))
     kv = Kv(hold=True)
-    async with serving(kv, interceptors) as channel:
+    async with serving(kv, interceptors, mount) as channel:
         get = channel.unary_unary(GET)
+        kv.release.set()
+        assert await get(b"before", timeout=10) == b"before"  # the method's handler wrapped
+        kv.release.clear()
+        interceptors.update(ServerPolicy(max_in_flight=1, shed_pushback_ms=70))
         held = get(b"k", timeout=10)
-        await await_until(lambda: kv.entered == 1, what="the one place taken")
+        await await_until(lambda: kv.entered == 2, what="the one place taken")
         refused = await outcome(get(b"k", timeout=10))
         kv.release.set()
         assert await held == b"k"
@@ -155,12 +173,12 @@ async def test_a_policy_swapped_at_runtime_holds_for_the_next_calls_without_a_bu
 
 @pytest.mark.parametrize("deadline_aware", [True, False])
 async def test_a_deadline_shorter_than_the_learnt_service_time_is_refused(
-    deadline_aware: bool,
+    deadline_aware: bool, mount: str
 ) -> None:
     bus, events = listening()
     policy = ServerPolicy(max_in_flight=0, limit=LimitPolicy(deadline_aware=deadline_aware))
     kv = Kv(service_s=0.5)
-    async with serving(kv, server_interceptors("kv", policy, bus)) as channel:
+    async with serving(kv, server_interceptors("kv", policy, bus), mount) as channel:
         get = channel.unary_unary(GET)
         assert await get(b"learn", timeout=10) == b"learn"  # 0.5 s, learnt
         code, trailers = await outcome(get(b"short", timeout=0.3))
@@ -199,10 +217,10 @@ async def test_a_vegas_limit_moves_under_load() -> None:
     assert grpc.StatusCode.RESOURCE_EXHAUSTED in codes  # 8 callers were over the first limit
 
 
-async def test_a_stream_over_the_limit_is_refused_while_the_others_read() -> None:
+async def test_a_stream_over_the_limit_is_refused_while_the_others_read(mount: str) -> None:
     bus, events = listening()
     policy = ServerPolicy(max_streams_in_flight=1, shed_pushback_ms=100)
-    async with serving(Kv(), server_interceptors("kv", policy, bus)) as channel:
+    async with serving(Kv(), server_interceptors("kv", policy, bus), mount) as channel:
         watch = channel.unary_stream(WATCH)
         holding = watch(b"hold", timeout=10)
         assert await holding.read() == b"first"
@@ -215,10 +233,14 @@ async def test_a_stream_over_the_limit_is_refused_while_the_others_read() -> Non
     assert [e.reason for e in events if isinstance(e, CallShed)] == ["limit"]
 
 
-async def test_a_stalled_reader_gives_its_place_to_a_new_stream() -> None:
+async def test_a_stalled_reader_gives_its_place_to_a_new_stream(mount: str) -> None:
     bus, events = listening()
     policy = ServerPolicy(max_streams_in_flight=1, stream_write_timeout_s=60)
-    server = grpc.aio.server(interceptors=server_interceptors("kv", policy, bus))
+    layers = list(server_interceptors("kv", policy, bus))
+    if mount == "protect_server":
+        server: grpc.aio.Server = protect_server(grpc.aio.server(), layers)
+    else:
+        server = grpc.aio.server(interceptors=layers)
     Kv().register(server)
     target = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
     await server.start()
@@ -250,13 +272,13 @@ async def test_a_stalled_reader_gives_its_place_to_a_new_stream() -> None:
 
 @pytest.mark.parametrize("exempt", [(), ("/kvtest.v1.Admin/",)])
 async def test_health_and_the_methods_named_exempt_are_never_refused(
-    exempt: tuple[str, ...],
+    exempt: tuple[str, ...], mount: str
 ) -> None:
     bus, events = listening()
     policy = ServerPolicy(max_in_flight=1)
     kv = Kv(hold=True)
     interceptors = server_interceptors("kv", policy, bus, exempt=(*EXEMPT_PREFIXES, *exempt))
-    async with serving(kv, interceptors) as channel:
+    async with serving(kv, interceptors, mount) as channel:
         held = channel.unary_unary(GET)(b"k", timeout=10)
         await await_until(lambda: kv.entered == 1, what="the one place taken")
         checked = await health_pb2_grpc.HealthStub(channel).Check(

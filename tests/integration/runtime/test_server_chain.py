@@ -1,15 +1,16 @@
-"""The server's layers mounted as one ServerChain answer every call as the same layers nested.
+"""The server's layers run as one chain answer every call as the same layers nested.
 
 The gateway's full stack (decoding, tracing, API key, call counting, rate limit, shedding,
-faults) serves one script of calls twice: as grpc.aio nests separate interceptors, and as the
-chain `serve()` mounts. Codes, details, which calls were counted and the rate limiter's
+faults) serves one script of calls three times: as grpc.aio nests separate interceptors, as
+one ServerChain interceptor, and as `serve()` mounts the chain (`protect_server`, no
+interceptor API). Codes, details, which calls were counted and the rate limiter's
 tokens must come out the same, and as the declared order says: a call without a key is
 refused before its payload is decoded, counted or rate-limited.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import grpc
@@ -21,6 +22,7 @@ from prometheus_client import CollectorRegistry
 from grpc_aio_resilience.admission_policy import ServerPolicy
 from grpc_aio_resilience.events import EventBus
 from grpc_aio_resilience.server_layer import ServerLayer
+from grpc_aio_resilience.server_mount import protect_server
 from grpc_resilience_mesh.services.faults.injection import FaultTable
 from grpc_resilience_mesh.services.gateway.auth import ApiKeys, AuthInterceptor
 from grpc_resilience_mesh.services.gateway.ratelimit import RateLimitInterceptor, RateLimitPolicy
@@ -104,14 +106,20 @@ def _counted(registry: CollectorRegistry) -> dict[str, float]:
     return found
 
 
-@pytest.mark.parametrize("mount", ["nested", "chained"])
+def _mounted(
+    mount: str, layers: list[ServerLayer]
+) -> tuple[Sequence[grpc.aio.ServerInterceptor], Callable[[grpc.aio.Server], None]]:
+    """The interceptors for grpc.aio.server and how to register the services, for `mount`."""
+    if mount == "protected":
+        return (), lambda server: _register(protect_server(server, layers))
+    return (layers if mount == "nested" else [ServerChain(layers)]), _register
+
+
+@pytest.mark.parametrize("mount", ["nested", "chained", "protected"])
 async def test_the_chain_answers_as_the_nested_layers(tmp_path: Path, mount: str) -> None:
     registry = CollectorRegistry()
-    layers = _layers(tmp_path, registry)
-    mounted: Sequence[grpc.aio.ServerInterceptor] = (
-        layers if mount == "nested" else [ServerChain(layers)]
-    )
-    async with serving(_register, mounted) as target:
+    interceptors, register = _mounted(mount, _layers(tmp_path, registry))
+    async with serving(register, interceptors) as target:
         outcomes = await _run_script(target)
 
     codes = [(label, code) for label, code, _ in outcomes]

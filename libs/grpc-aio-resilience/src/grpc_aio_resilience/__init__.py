@@ -154,6 +154,9 @@ if TYPE_CHECKING:
     from grpc_aio_resilience.server_layer import WrappedHandlers as WrappedHandlers
     from grpc_aio_resilience.server_layer import abort_with as abort_with
     from grpc_aio_resilience.server_layer import code_set as code_set
+    from grpc_aio_resilience.server_mount import ProtectedServer as ProtectedServer
+    from grpc_aio_resilience.server_mount import ServerChain as ServerChain
+    from grpc_aio_resilience.server_mount import protect_server as protect_server
     from grpc_aio_resilience.shedding import SheddingInterceptor as SheddingInterceptor
     from grpc_aio_resilience.stream_guard import StreamGuard as StreamGuard
     from grpc_aio_resilience.streaming import (
@@ -202,6 +205,10 @@ _WHERE: dict[str, str] = {
     # server interceptors: the three in their order, or each alone
     "server_interceptors": "server",
     "ServerInterceptors": "server",
+    # ... or run as one chain: without grpc.aio's interceptor API, or as one interceptor
+    "protect_server": "server_mount",
+    "ProtectedServer": "server_mount",
+    "ServerChain": "server_mount",
     "EXEMPT_PREFIXES": "server_layer",
     "AssignCriticality": "inbound",
     "SheddingInterceptor": "shedding",
@@ -419,6 +426,7 @@ __all__ = [
     "PipelineOrder",
     "PoolFullError",
     "PoolWorkDone",
+    "ProtectedServer",
     "QueuePolicy",
     "ReplicaEjected",
     "ReplicaReturned",
@@ -434,6 +442,7 @@ __all__ = [
     "RetrySkipped",
     "ServerCallFinished",
     "ServerCallStarted",
+    "ServerChain",
     "ServerInterceptors",
     "ServerLayer",
     "ServerPolicy",
@@ -485,6 +494,7 @@ __all__ = [
     "option",
     "option_rows",
     "pipeline_of",
+    "protect_server",
     "pushback_s",
     "replica_router",
     "reset_criticality",

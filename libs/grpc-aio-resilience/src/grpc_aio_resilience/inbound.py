@@ -46,6 +46,8 @@ class InboundInterceptor(ServerLayer):
     ignored and `assign(method)` is the call's (a public edge must not trust its clients).
     Without a `bus`, the events go to a bus of its own."""
 
+    wraps_per_method = True
+
     def __init__(
         self, service: str, bus: EventBus | None = None, assign: AssignCriticality | None = None
     ) -> None:

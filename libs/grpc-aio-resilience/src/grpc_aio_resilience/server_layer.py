@@ -10,7 +10,7 @@ their order).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import grpc
 import grpc.aio
@@ -31,6 +31,12 @@ class ServerLayer(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     may answer the call before any layer inside it sees it; otherwise `wrap` gets the handler
     the layers inside chose. Mounted alone it is a grpc.aio interceptor; a server chain may
     call `refuse` and `wrap` of several itself, as one interceptor."""
+
+    wraps_per_method: ClassVar[bool] = False
+    """True when `wrap`'s answer depends on nothing but the method and the handler inside, and
+    `wrap` does nothing else per call: a chain then wraps once per method and reuses it. False
+    (the default) for a layer that decides per call (reads the metadata, sets a context
+    variable, takes a token) or whose answer changes with its state."""
 
     def refuse(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         """A handler refusing the call, before the layers inside (None: the call goes on)."""

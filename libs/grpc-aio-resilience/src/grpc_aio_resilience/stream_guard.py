@@ -100,6 +100,8 @@ class StreamGuard(ServerLayer):
     Outermost: the layers inside close in the call's own task only when this one closes them.
     Unary calls and methods starting with an `exempt` prefix pass through unwrapped."""
 
+    wraps_per_method = True
+
     def __init__(
         self,
         service: str,
