@@ -53,10 +53,12 @@ $(STAMP): pyproject.toml libs/grpc-aio-resilience/pyproject.toml
 # service took 2.7 s from exec to SERVING, 1.0 s with it (grpc, protobuf, opentelemetry and
 # pydantic are most of that), and a restarted replica's start decided replica-loss's verdict.
 # Each stage says what it does and, done, how long it took (the install itself is quiet).
+# The [xds] extra too: the catalogue's xDS variants (fault-sources, pushback, provider-outage,
+# flapping-dependency) need grpcio-csds, and otel_protos puts OTLP's files back after it.
 $(DEMO_STAMP): pyproject.toml libs/grpc-aio-resilience/pyproject.toml
 	@echo "demo: [install] the package into $(VENV) (uv, quiet; seconds, or 1-2 min with pip) ..."
 	@start=$$SECONDS; test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); \
-		{ $(call INSTALL,-e ./libs/grpc-aio-resilience -e .); } && \
+		{ $(call INSTALL,-e ./libs/grpc-aio-resilience -e '.[xds]'); } && \
 		$(BIN)/python -m grpc_resilience_mesh.launch.otel_protos && \
 		$(BIN)/python -m compileall -q $(PACKAGES) && \
 		echo "demo: [install] done in $$((SECONDS - start)) s"
