@@ -86,6 +86,7 @@ demo-loadgen: ## Build the Go load generator alone (`make demo` runs this beside
 	else echo "demo: [go build] skipped: no Go toolchain, the Python load generator runs"; fi
 
 verify: $(STAMP) ## The catalogue 3 times on one mesh: fails unless every hypothesis held in all 3
+	@$(MAKE) --no-print-directory demo-loadgen  # the demo's load generator: the Go one where Go is
 	$(BIN)/mesh chaos run --all --repeat 3
 
 # `go` on the PATH, else where Go's own installer puts it (a shell without the login profile).
@@ -152,8 +153,11 @@ up: ## docker compose stack if a Docker engine answers, else the embedded mesh
 mesh-up: $(STAMP) ## The embedded mesh in the foreground (Ctrl-C stops it)
 	$(BIN)/mesh up
 
-protos: $(STAMP) ## Regenerate grpc_resilience_mesh/services/v1 from protos/
+protos: $(STAMP) ## Regenerate grpc_resilience_mesh/services/v1 from protos/, and the examples' stubs
 	$(BIN)/python -m tools.codegen --write
+	$(BIN)/python -m grpc_tools.protoc -I. --python_out=. --grpc_python_out=. --pyi_out=. \
+		examples/kv/kv.proto examples/chain/chain.proto
+	$(BIN)/python -m grpc_tools.protoc -I. --descriptor_set_out=examples/kv/kv.binpb examples/kv/kv.proto
 
 # The reference pages are regenerated from the code first (a test fails when one is stale).
 docs: $(STAMP) ## Regenerate docs/reference/ and build the docs site into site/ (mkdocs --strict)

@@ -1,6 +1,7 @@
 """The key-value service behind the library's server interceptors (admission, stream guard)."""
 
 import asyncio
+import os
 
 import grpc.aio
 
@@ -17,7 +18,7 @@ def kv_server(store: KeyValueStore, policy: ServerPolicy, bus: EventBus) -> grpc
     return server
 
 
-async def main(address: str = "127.0.0.1:50051") -> None:
+async def main(address: str = os.environ.get("LISTEN_ADDR", "127.0.0.1:50051")) -> None:
     bus = EventBus()
     bus.subscribe(print)  # every decision as an event: calls shed, limits changed
     server = kv_server(KeyValueStore(), POLICY, bus)

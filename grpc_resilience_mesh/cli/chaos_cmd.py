@@ -1,7 +1,9 @@
-"""`mesh chaos list|validate|run|plan|export`: the experiment catalogue and its checker here; its
-run (grpc_resilience_mesh/cli/chaos_run.py: the session of grpc_resilience_mesh/chaos/session/,
-printed with its verdict), its plan (grpc_resilience_mesh/cli/chaos_plan.py) and its Chaos
-Toolkit export (grpc_resilience_mesh/cli/chaos_export.py), each imported when it runs.
+"""`mesh chaos list|validate|run|plan|export|stop`: the experiment catalogue and its checker
+here; its run (grpc_resilience_mesh/cli/chaos_run.py: the session of
+grpc_resilience_mesh/chaos/session/, printed with its verdict), its plan
+(grpc_resilience_mesh/cli/chaos_plan.py), its Chaos Toolkit export
+(grpc_resilience_mesh/cli/chaos_export.py) and the machine's lever
+(grpc_resilience_mesh/cli/chaos_stop.py), each imported when it runs.
 
 Checking a file needs the experiment model and the checks' and scenarios' declarations
 (grpc_resilience_mesh/chaos/scenarios/declarations.py), not the runner, the launcher or the reports'
@@ -12,6 +14,7 @@ plotting: `mesh chaos validate` imports no launcher and no matplotlib
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated, ClassVar, NoReturn
 
 import typer
@@ -53,6 +56,11 @@ class ChaosGroup(LazyGroup):
         "run": Lazy(
             "grpc_resilience_mesh.cli.chaos_run:run",
             "Run experiments; exit 1 when a hypothesis does not hold, 2 on bad input.",
+        ),
+        "stop": Lazy(
+            "grpc_resilience_mesh.cli.chaos_stop:stop_command",
+            "Stop every chaos experiment running on this machine and refuse new ones until "
+            "released.",
         ),
     }
 
@@ -97,7 +105,8 @@ def validate(
     """Check experiment files without starting anything; exit 2 if any is bad.
 
     One line per file, OK or its errors: the schema, metric names, toxic attributes, edges,
-    services and methods, and each variant's policy with its overrides.
+    services and methods, and each variant's policy with its overrides. A topology file
+    (`kind: topology`) or a topology experiment (a `topology:` key) is checked as one.
     """
     names = catalogue_names() if all_ else list(experiments or [])
     if not names:
@@ -105,7 +114,7 @@ def validate(
     bad = 0
     for name in names:
         try:
-            path, _ = load_experiment(name)
+            path = _checked(name)
         except ExperimentError as err:
             bad += 1
             console.print(f"[red]invalid[/red] {escape(str(err))}", soft_wrap=True)
@@ -113,3 +122,12 @@ def validate(
             console.print(f"[green]OK[/green]      {escape(str(path))}", soft_wrap=True)
     if bad:
         raise typer.Exit(2)
+
+
+def _checked(name: str) -> Path:
+    """A catalogue experiment, a topology experiment or a topology file, each by its model."""
+    from grpc_resilience_mesh.cli.chaos_topology import check, is_topology_kind
+
+    if is_topology_kind(name):
+        return check(name)
+    return load_experiment(name)[0]

@@ -73,6 +73,29 @@ def execute(
     return ran.results
 
 
+DryRunOpt = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        help="Topology experiments only: start the services and proxies, resolve the method, "
+        "render every request and judge the steady-state load by the guard; inject nothing.",
+    ),
+]
+
+
+def _topology_run(names: list[str], dry_run: bool, reports: Path) -> None:
+    """A topology experiment runs here and exits; catalogue names go on as before."""
+    from grpc_resilience_mesh.cli.chaos_topology import is_topology_kind, run_topology
+
+    topology = [name for name in names if is_topology_kind(name)]
+    if topology and len(names) > 1:
+        refuse(ValueError(f"{topology[0]}: a topology experiment runs alone; name only it"))
+    if topology:
+        run_topology(topology[0], dry_run, reports)
+    if dry_run:
+        refuse(ValueError("--dry-run is for a topology experiment (a file with `topology:`)"))
+
+
 def _stop_signals(mesh: Mesh | None, remote: Target | None) -> StopSignals:
     """Ctrl-C, SIGTERM and SIGHUP: the faults removed, the policy put back, our mesh stopped."""
     if mesh is not None:
@@ -139,13 +162,19 @@ def run(
     toxiproxy: ServerChoice = "embedded",
     xds: XdsRunOpt = False,
     results_page: PageOpt = None,
+    dry_run: DryRunOpt = False,
 ) -> None:
     """Run experiments; exit 1 when a hypothesis does not hold, 2 on bad input.
 
     Ctrl-C, SIGTERM and SIGHUP remove the faults, put a --target mesh back on its policy and
     stop the run's own mesh, then exit 130, 143 or 129; a second one within 5 s stops at once.
+
+    A topology experiment (a file with a `topology:` key: your own services) runs alone, its
+    guard on: exit 0 held, 1 not held, 2 bad input (nothing injected), 3 aborted by guard,
+    4 stopped by the lever (`mesh chaos stop`); its report in REPORTS/<run id>/.
     """
     names = catalogue_names() if all_ else list(experiments or [])
+    _topology_run(names, dry_run, reports)
     choose_server(toxiproxy, "mesh chaos run", console)
     page = chaos_run_page(
         results_page, "--all" if all_ else " ".join(names), repeat, xds, toxiproxy

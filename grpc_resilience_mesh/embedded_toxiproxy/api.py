@@ -13,6 +13,7 @@ from aiohttp import web
 from grpc_resilience_mesh.embedded_toxiproxy.api_token import token_gate
 from grpc_resilience_mesh.embedded_toxiproxy.errors import ApiError, internal
 from grpc_resilience_mesh.embedded_toxiproxy.json_reader import parse_body
+from grpc_resilience_mesh.embedded_toxiproxy.leases import LeaseTable
 from grpc_resilience_mesh.embedded_toxiproxy.proxy_collection import ProxyCollection
 
 log = logging.getLogger(__name__)
@@ -71,11 +72,14 @@ async def _body(request: web.Request) -> Any:
 
 
 class ToxiproxyApi:
-    """Request handlers over one ProxyCollection."""
+    """Request handlers over one ProxyCollection (and its fault leases, our extension)."""
 
-    def __init__(self, proxies: ProxyCollection, token: str | None = None) -> None:
+    def __init__(
+        self, proxies: ProxyCollection, token: str | None = None, leases: LeaseTable | None = None
+    ) -> None:
         self.proxies = proxies
         self.token = token
+        self.leases = leases or LeaseTable(proxies)
 
     def app(self) -> web.Application:
         gate = [token_gate(self.token)] if self.token else []
@@ -96,6 +100,9 @@ class ToxiproxyApi:
         r.add_patch("/proxies/{proxy}/toxics/{toxic}", self.toxic_update)
         r.add_delete("/proxies/{proxy}/toxics/{toxic}", self.toxic_delete)
         r.add_get("/version", self.version, allow_head=False)
+        r.add_get("/leases", self.lease_index, allow_head=False)
+        r.add_put("/leases/{lease}", self.lease_renew)
+        r.add_delete("/leases/{lease}", self.lease_delete)
         return app
 
     async def reset(self, request: web.Request) -> web.Response:
@@ -157,6 +164,18 @@ class ToxiproxyApi:
     async def toxic_delete(self, request: web.Request) -> web.Response:
         proxy = self.proxies.get(request.match_info["proxy"])
         proxy.toxics.remove(request.match_info["toxic"])
+        return web.Response(status=204)
+
+    async def lease_index(self, request: web.Request) -> web.Response:
+        return _json(self.leases.all_json())
+
+    async def lease_renew(self, request: web.Request) -> web.Response:
+        body = await _body(request)
+        lease, created = self.leases.renew_json(request.match_info["lease"], body)
+        return _json(lease, 201 if created else 200)
+
+    async def lease_delete(self, request: web.Request) -> web.Response:
+        self.leases.remove(request.match_info["lease"])
         return web.Response(status=204)
 
     async def version(self, request: web.Request) -> web.Response:

@@ -137,6 +137,21 @@ class ToxiproxyClient:
     def reset(self) -> None:
         self._request("POST", "/reset")
 
+    def put_lease(self, lease_id: str, ttl_s: float, proxies: list[str]) -> dict[str, Any]:
+        """Create or renew a fault lease (the embedded server's extension; real Toxiproxy
+        answers 404): unless renewed within `ttl_s`, the server removes every toxic of
+        `proxies` and enables them (grpc_resilience_mesh.embedded_toxiproxy.leases)."""
+        body = {"ttl_s": ttl_s, "proxies": proxies}
+        return cast(dict[str, Any], self._request("PUT", f"/leases/{_quote(lease_id)}", body))
+
+    def delete_lease(self, lease_id: str) -> None:
+        """Drop a lease, leaving its proxies as they are; ToxiproxyError 404 if there is none."""
+        self._request("DELETE", f"/leases/{_quote(lease_id)}")
+
+    def leases(self) -> dict[str, dict[str, Any]]:
+        """Every lease by id: its ttl_s, proxies and expires_in_s."""
+        return cast(dict[str, dict[str, Any]], self._request("GET", "/leases"))
+
     def version(self) -> str:
         result = self._request("GET", "/version")
         return str(result["version"]) if isinstance(result, dict) else str(result)

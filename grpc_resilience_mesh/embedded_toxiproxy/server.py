@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib.util
 import logging
 import os
@@ -20,6 +21,7 @@ from grpc_resilience_mesh.embedded_toxiproxy.api import ToxiproxyApi
 from grpc_resilience_mesh.embedded_toxiproxy.api_token import TOKEN_ENV, token_from_env
 from grpc_resilience_mesh.embedded_toxiproxy.errors import ApiError
 from grpc_resilience_mesh.embedded_toxiproxy.json_reader import parse_body
+from grpc_resilience_mesh.embedded_toxiproxy.leases import LeaseTable
 from grpc_resilience_mesh.embedded_toxiproxy.proxy_collection import ProxyCollection
 
 log = logging.getLogger(__name__)
@@ -45,6 +47,8 @@ class ToxiproxyServer:
         self.port = port
         self.token = token
         self.proxies = ProxyCollection(allow_non_loopback)
+        self.leases = LeaseTable(self.proxies)
+        self._expiry: asyncio.Task[None] | None = None
         self._runner: web.AppRunner | None = None
         self._api_port: int | None = None
 
@@ -63,15 +67,20 @@ class ToxiproxyServer:
         sock = socket.create_server((self.host, self.port), family=family)
         self._api_port = int(sock.getsockname()[1])
         # A short shutdown timeout: API requests are tiny, and stop() must not stall tests.
-        runner = web.AppRunner(
-            ToxiproxyApi(self.proxies, self.token).app(), access_log=None, shutdown_timeout=0.1
-        )
+        api = ToxiproxyApi(self.proxies, self.token, self.leases)
+        runner = web.AppRunner(api.app(), access_log=None, shutdown_timeout=0.1)
         await runner.setup()
         await web.SockSite(runner, sock).start()
         self._runner = runner
+        self._expiry = asyncio.create_task(self.leases.run_expiry(), name="toxiproxy-leases")
         log.info("toxiproxy API listening on %s:%d", self.host, self._api_port)
 
     async def stop(self) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._expiry
+            self._expiry = None
         await self.proxies.clear()
         if self._runner is not None:
             await self._runner.cleanup()

@@ -213,6 +213,7 @@ class Runner:
     ) -> LoadResult:
         """The load, with the faults on their schedule from the same moment and the kill switch
         watching; every fault is removed on every way out."""
+        lever = kill.lever_watch()  # `mesh chaos stop`: LeverPulled now, or once rolled back
         self.injector.observer = while_on.observe
         ready = asyncio.Event()
         schedule = asyncio.create_task(self.injector.run_schedule(faults, kill.stop, ready))
@@ -230,6 +231,7 @@ class Runner:
             finally:
                 self.injector.observer = None
                 await self.injector.reset_all()
+                await lever
 
     async def _probe_until_closed(self, label: str, spec: LoadSpec, most: int = 20) -> int:
         """Requests sent one at a time until no service reports a breaker open or half-open

@@ -23,6 +23,7 @@ from grpc_resilience_mesh.chaos.session.report_writer import ReportWriter
 from grpc_resilience_mesh.chaos.session.rounds import Resolved, run_rounds
 from grpc_resilience_mesh.chaos.session.view import GuardFor, Quiet, SessionView, plain_guard
 from grpc_resilience_mesh.chaos.session.xds import with_xds
+from grpc_resilience_mesh.chaos.topology.lever import LeverPulled, refuse_if_pulled
 from grpc_resilience_mesh.client.trace_index import index_traces
 from grpc_resilience_mesh.launch.private import private_umask
 from grpc_resilience_mesh.loadgen.in_process import generator_command
@@ -73,7 +74,8 @@ def resolve(
         resolved = [(Path(n).stem, *load_experiment(n, short_sweeps)) for n in names]
         remote = Target.parse(target) if target else None
         generator_command()  # MESH_LOADGEN names a generator that is there (LoadGeneratorError)
-    except (ExperimentError, ValueError) as err:
+        refuse_if_pulled()  # `mesh chaos stop`: no run starts until it is released
+    except (ExperimentError, ValueError, LeverPulled) as err:
         raise SessionRefused(str(err)) from None
     return resolved, remote
 

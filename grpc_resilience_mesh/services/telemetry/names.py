@@ -18,6 +18,7 @@
 | mesh.degraded_parts    | Recv      | the dependencies a fallback stood in for           |
 | mesh.fate              | Recv      | the call's fate (grpc_aio_resilience.fates), e.g. ok   |
 | mesh.client_trace_id   | Recv      | trace id a public client sent (gateway, `link`)    |
+| mesh.chaos.run_id      | Recv      | the chaos run that caused the call (W3C baggage)   |
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ DEGRADED = "mesh.degraded"
 DEGRADED_PARTS = "mesh.degraded_parts"
 FATE = "mesh.fate"
 CLIENT_TRACE_ID = "mesh.client_trace_id"
+CHAOS_RUN_ID = "mesh.chaos.run_id"
+"""Also the W3C baggage key a chaos run sends (`baggage: mesh.chaos.run_id=<id>`); baggage
+carries it to every hop the call causes, and each SERVER span records it."""
 
 # Event attributes.
 METHOD = "mesh.method"

@@ -120,6 +120,11 @@ if TYPE_CHECKING:
     from grpc_aio_resilience.fates import note_shed as note_shed
     from grpc_aio_resilience.fates import seen_by_caller as seen_by_caller
     from grpc_aio_resilience.fates import trailers_with_fate as trailers_with_fate
+    from grpc_aio_resilience.fault_admin import fault_admin_handler as fault_admin_handler
+    from grpc_aio_resilience.faults import FAULT_ADMIN_PREFIX as FAULT_ADMIN_PREFIX
+    from grpc_aio_resilience.faults import FaultLayer as FaultLayer
+    from grpc_aio_resilience.faults import FaultRule as FaultRule
+    from grpc_aio_resilience.faults import FaultTable as FaultTable
     from grpc_aio_resilience.hedging import Hedging as Hedging
     from grpc_aio_resilience.hedging_options import HedgingOptionError as HedgingOptionError
     from grpc_aio_resilience.hedging_options import HedgingOptions as HedgingOptions
@@ -214,6 +219,12 @@ _WHERE: dict[str, str] = {
     "SheddingInterceptor": "shedding",
     "StreamGuard": "stream_guard",
     "InboundInterceptor": "inbound",
+    # app-level faults a chaos run sets at runtime: the rules, the layer, the admin serving them
+    "FaultRule": "faults",
+    "FaultTable": "faults",
+    "FaultLayer": "faults",
+    "FAULT_ADMIN_PREFIX": "faults",
+    "fault_admin_handler": "fault_admin",
     # what they are written with, for a server's own layers (a server chain runs many as one)
     "ServerLayer": "server_layer",
     "HandlerLookup": "server_layer",
@@ -360,6 +371,7 @@ __all__ = [
     "EXEMPT_PREFIXES",
     "FATE_EVENTS",
     "FATE_KEY",
+    "FAULT_ADMIN_PREFIX",
     "KINDS",
     "NO_BUILTIN_RETRIES",
     "PIPELINE_ORDER",
@@ -403,6 +415,9 @@ __all__ = [
     "FallbackServed",
     "FateFacts",
     "FaultInjected",
+    "FaultLayer",
+    "FaultRule",
+    "FaultTable",
     "Gradient2Policy",
     "HandlerLookup",
     "HedgeSettled",
@@ -482,6 +497,7 @@ __all__ = [
     "fate_in",
     "fate_listener",
     "fate_of",
+    "fault_admin_handler",
     "find_traps",
     "from_dict",
     "inbound_deadline",

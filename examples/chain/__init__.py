@@ -1,0 +1,1 @@
+"""Three grpc.aio services in a row, front -> middle -> back, each protected by the library."""

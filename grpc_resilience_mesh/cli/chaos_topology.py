@@ -1,0 +1,63 @@
+"""`mesh chaos validate|run` for a topology file or a topology experiment (a file with a
+`topology:` key, grpc_resilience_mesh/chaos/topology/): the check here, light (the model only,
+as `mesh chaos validate` must stay); the run imported when it starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from grpc_resilience_mesh.chaos.experiment.model import ExperimentError
+from grpc_resilience_mesh.chaos.topology.model import (
+    is_topology_experiment,
+    is_topology_file,
+    load_topology,
+    load_topology_experiment,
+)
+from grpc_resilience_mesh.cli.chaos_cmd import console, refuse
+
+
+def is_topology_kind(name: str) -> bool:
+    """A path to a topology file or a topology experiment (catalogue names are neither)."""
+    path = Path(name)
+    return path.is_file() and (is_topology_experiment(path) or is_topology_file(path))
+
+
+def check(name: str) -> Path:
+    """The file checked as what it is; ExperimentError with every problem found."""
+    path = Path(name)
+    if is_topology_file(path):
+        load_topology(path)
+    else:
+        load_topology_experiment(path)
+    return path
+
+
+def run_topology(name: str, dry_run: bool, reports: Path) -> None:
+    """Run one topology experiment; exit with its code (0 held, 1 not held, 2 bad input,
+    3 aborted by guard, 4 stopped by lever)."""
+    from grpc_resilience_mesh.chaos.topology.lever import LeverPulled
+    from grpc_resilience_mesh.chaos.topology.run import TopologyRefused, run_topology_experiment
+
+    path = Path(name)
+    if is_topology_file(path):
+        refuse(
+            ExperimentError(
+                f"{path}: a topology, not an experiment: run an experiment "
+                "file whose `topology:` names it"
+            )
+        )
+    try:
+        outcome = run_topology_experiment(
+            path, dry_run=dry_run, reports=reports, view=lambda line: console.print(escape(line))
+        )
+    except (ExperimentError, TopologyRefused, LeverPulled) as err:
+        refuse(err)
+    colour = "green" if outcome.exit_code == 0 else "red"
+    console.print(
+        f"[{colour}]{escape(outcome.verdict)}[/{colour}]; report {escape(str(outcome.report))}",
+        soft_wrap=True,
+    )
+    raise typer.Exit(outcome.exit_code)
