@@ -181,8 +181,22 @@ bench: $(STAMP) ## Pipeline and proxy overhead benchmarks
 	$(BIN)/mesh bench overhead
 	$(BIN)/mesh bench proxy
 
-clean: ## Remove state written by runs (var/, reports/)
-	rm -rf var reports
+# Each says what it removes and its size (du) before removing it. `clean` keeps what took minutes
+# to install or build; `clean-all` takes that too (.venv, .peers: `make demo`/`make peers` make
+# them again; .rehearsal: the compose rehearsal's images and tools).
+CLEAN := var reports site .pytest_cache .mypy_cache .ruff_cache .hypothesis .grimp_cache
+CLEAN_ALL := $(CLEAN) .venv .peers .rehearsal
+REMOVE = found=$$(for p in $(1); do if test -e $$p; then echo $$p; fi; done); \
+	if test -z "$$found"; then echo "nothing to remove ($(1): none exists)"; exit 0; fi; \
+	echo "removing:"; du -sh $$found | sed 's/^/  /'; \
+	echo "total $$(du -sch $$found | tail -n 1 | cut -f 1)"; rm -rf $$found && echo "removed."
+
+.PHONY: clean-all
+clean: ## Remove what runs and builds write: var/, reports/, site/, the tools' caches (sizes first)
+	@$(call REMOVE,$(CLEAN))
+
+clean-all: ## `make clean`, and .venv, .peers and .rehearsal (`make demo` makes them again)
+	@$(call REMOVE,$(CLEAN_ALL))
 
 .PHONY: fuzz soak
 FUZZ_EXAMPLES ?= 5000

@@ -67,6 +67,11 @@ class MeshGroup(LazyGroup):
             "grpc_resilience_mesh.cli.status:status",
             "Breakers (per method), bulkheads, retry budgets and faults of every edge, now.",
         ),
+        "env": Lazy(
+            "grpc_resilience_mesh.cli.env:env",
+            "Print the running mesh's Toxiproxy API address and token as `export` lines:"
+            '\neval "$(mesh env)", then curl or any Toxiproxy client can reach the API.',
+        ),
         "watch": Lazy(
             "grpc_resilience_mesh.cli.watch:watch",
             "A live terminal view of every edge (rates, p50/p99, breakers, bulkheads, budgets,"
@@ -89,6 +94,10 @@ class MeshGroup(LazyGroup):
         "fault": Lazy(
             "grpc_resilience_mesh.cli.fault:app",
             "Add, remove, list or reset faults on the running mesh.",
+        ),
+        "topology": Lazy(
+            "grpc_resilience_mesh.cli.topology_cmd:app",
+            "A topology of your own services, held up.",
         ),
     }
 

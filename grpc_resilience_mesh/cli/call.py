@@ -24,10 +24,12 @@ from grpc_resilience_mesh.cli.json_out import JsonOpt, to_stdout, write_json
 from grpc_resilience_mesh.client.state import STATE_DIR, STATE_FILE, MeshState
 from grpc_resilience_mesh.client.stream_client import StreamRead, read_stream
 from grpc_resilience_mesh.loadgen.in_process import metadata_for, traced
-from grpc_resilience_mesh.services import settings
+from grpc_resilience_mesh.services import settings, topology
 from grpc_resilience_mesh.services.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
 
 app = typer.Typer(help="Call the gateway's RPCs and print the answer.", no_args_is_help=True)
+DEFAULT_GATEWAY = f"127.0.0.1:{topology.embedded_port(topology.GATEWAY.port)}"
+"""Where `mesh up` puts the gateway without --auto-ports or --gateway-port."""
 console = Console()
 notes = Console(stderr=True)
 """Timing notes go to stderr, so `--json` output on stdout stays machine-readable."""
@@ -38,7 +40,7 @@ AddrOpt = Annotated[
     typer.Option(
         "--addr",
         help="Gateway HOST:PORT (default: from var/mesh.json, else "
-        "$MESH_GATEWAY, else 127.0.0.1:50051).",
+        f"$MESH_GATEWAY, else {DEFAULT_GATEWAY}).",
     ),
 ]
 TimeoutOpt = Annotated[float, typer.Option(help="Deadline of the call, seconds.")]
@@ -78,11 +80,12 @@ def _target(addr: str | None) -> Found:
         api_key, key_from = state.api_key, f"from {state_file}"
     else:
         api_key, key_from = None, "none (MESH_API_KEY is unset and no mesh.json holds one)"
-    gateway = addr or GATEWAY.read() or (state.gateway if state else "127.0.0.1:50051")
+    gateway = addr or GATEWAY.read() or (state.gateway if state else DEFAULT_GATEWAY)
     return Found(gateway, api_key, state_file, state is not None, key_from)
 
 
 def _invoke(
+    ctx: typer.Context,
     addr: str | None,
     timeout: float,
     fn: Callable[[gateway_pb2_grpc.GatewayStub, Any], Awaitable[M]],
@@ -104,11 +107,10 @@ def _invoke(
     elapsed_ms, fate = [0.0], [""]
     try:
         reply = asyncio.run(asyncio.wait_for(go(), timeout + 1))
-        notes.print(
+        _note_after_the_answer(
+            ctx,
             f"[dim]answered in {elapsed_ms[0]:.0f} ms by {found.gateway}; fate {fate[0] or '?'}; "
             f"trace {trace_id} (mesh traces {trace_id})[/dim]",
-            highlight=False,
-            soft_wrap=True,
         )
         return reply, trace_id
     except grpc.aio.AioRpcError as err:
@@ -130,6 +132,18 @@ def _invoke(
         raise typer.Exit(1) from None
 
 
+def _note_after_the_answer(ctx: typer.Context, text: str) -> None:
+    """Print `text` on stderr once the command has printed its answer on stdout, stdout flushed
+    first: under `2>&1 | cat` stdout is block-buffered and stderr is not, so the note came out
+    first or in the middle of the answer's last line ("degraded: noneanswered in 16 ms")."""
+
+    def show() -> None:
+        console.file.flush()
+        notes.print(text, highlight=False, soft_wrap=True)
+
+    ctx.call_on_close(show)
+
+
 def _print_json(message: Message, trace_id: str, json_path: Path) -> None:
     doc = MessageToDict(message, preserving_proto_field_name=True)
     write_json(json_path, {**doc, "trace_id": trace_id})
@@ -142,6 +156,7 @@ def _status_name(status: int) -> str:
 
 @app.command()
 def home(
+    ctx: typer.Context,
     user: UserOpt,
     limit: LimitOpt = 5,
     addr: AddrOpt = None,
@@ -150,6 +165,7 @@ def home(
 ) -> None:
     """GetHome: the user's profile and recommendations, and what was degraded."""
     reply, trace_id = _invoke(
+        ctx,
         addr,
         timeout,
         lambda stub, md: stub.GetHome(
@@ -201,6 +217,7 @@ def parse_amount(text: str) -> int:
 
 @app.command()
 def checkout(
+    ctx: typer.Context,
     user: Annotated[str, typer.Option(help="A user id such as u-0001.")],
     amount: Annotated[str, typer.Option(help="Amount in major units, e.g. 12.50.")],
     currency: Annotated[str, typer.Option(help="USD, EUR, GBP or UZS.")] = "USD",
@@ -220,6 +237,7 @@ def checkout(
         raise typer.Exit(2) from None
     idem = key or f"cli-{uuid.uuid4().hex}"
     reply, trace_id = _invoke(
+        ctx,
         addr,
         timeout,
         lambda stub, md: stub.Checkout(
@@ -244,6 +262,7 @@ def checkout(
 
 @app.command()
 def charge(
+    ctx: typer.Context,
     charge_id: Annotated[str | None, typer.Option("--id", help="Charge id (ch_...).")] = None,
     key: Annotated[str | None, typer.Option(help="The idempotency key of the checkout.")] = None,
     addr: AddrOpt = None,
@@ -254,6 +273,7 @@ def charge(
     if not charge_id and not key:
         raise typer.BadParameter("give --id or --key")
     reply, trace_id = _invoke(
+        ctx,
         addr,
         timeout,
         lambda stub, md: stub.GetCharge(

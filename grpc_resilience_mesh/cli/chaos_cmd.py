@@ -126,7 +126,8 @@ def validate(
 
 def _checked(name: str) -> Path:
     """A catalogue experiment, a topology experiment or a topology file, each by its model."""
-    from grpc_resilience_mesh.cli.chaos_topology import check, is_topology_kind
+    from grpc_resilience_mesh.chaos.topology.model import check_file as check
+    from grpc_resilience_mesh.chaos.topology.model import is_topology_kind
 
     if is_topology_kind(name):
         return check(name)

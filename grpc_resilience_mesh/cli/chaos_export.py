@@ -15,6 +15,11 @@ from rich.markup import escape
 from grpc_resilience_mesh.chaos.experiment.loading import load_experiment
 from grpc_resilience_mesh.chaos.experiment.model import ExperimentError
 from grpc_resilience_mesh.chaos.export.chaostoolkit import NotExportable, to_chaostoolkit
+from grpc_resilience_mesh.chaos.export.topology import to_chaostoolkit_topology
+from grpc_resilience_mesh.chaos.topology.model import (
+    is_topology_experiment,
+    load_topology_experiment,
+)
 from grpc_resilience_mesh.services.policy.loading import PolicyError
 
 console = Console(stderr=True)
@@ -35,7 +40,14 @@ def export(
     """Write the experiment as Chaos Toolkit experiments, one per variant; run one with
     `chaos run FILE` (MESH_STATE_FILE: the mesh.json of `mesh up`). A variant Chaos Toolkit
     cannot express is skipped with the reason; exit 1 when none could be written, 2 on bad
-    input."""
+    input.
+
+    A topology experiment (a file with `topology:`) is written as one file, NAME.json, run
+    against its topology held up by `mesh topology up` (MESH_TOPOLOGY_STATE: its state file).
+    """
+    if Path(name).is_file() and is_topology_experiment(Path(name)):
+        _export_topology(Path(name), out, variant)
+        return
     try:
         path, exp = load_experiment(name)
     except ExperimentError as err:
@@ -61,3 +73,19 @@ def export(
         written += 1
     if not written:
         raise typer.Exit(1)
+
+
+def _export_topology(path: Path, out: Path, variant: list[str] | None) -> None:
+    """One topology experiment as OUT/NAME.json; exit 2 on bad input (or a variant asked)."""
+    try:
+        if variant:
+            raise ExperimentError(f"{path}: a topology experiment has no variants")
+        doc = to_chaostoolkit_topology(load_topology_experiment(path))
+    except ExperimentError as err:
+        console.print(f"[red]error:[/red] {escape(str(err))}", soft_wrap=True)
+        raise typer.Exit(2) from None
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / f"{path.stem}.json"
+    target.write_text(json.dumps(doc, indent=2) + "\n")
+    console.print(f"wrote {escape(str(target))}", soft_wrap=True)
+    console.print(f"first, in another terminal: {escape(doc['extensions'][0]['needs'])}")

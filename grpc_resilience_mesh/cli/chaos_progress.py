@@ -39,6 +39,8 @@ class RunProgress:
         self.started = time.monotonic()
         self.run = progress.add_task("", total=self.count, left=self.left)
         self.step_task = progress.add_task("", total=None, left=lambda: "")
+        self.explained: set[str] = set()
+        """The tables' legend entries printed so far: each once per run."""
 
     def left(self) -> str:
         return about(self.eta.left_s(time.monotonic() - self.started))
@@ -62,7 +64,7 @@ class RunProgress:
         self.progress.update(self.step_task, description=label, completed=done, total=total)
 
     def ran(self, result: ExperimentResult) -> None:
-        print_result(self.progress.console, result)
+        print_result(self.progress.console, result, self.explained)
 
     def finish(self) -> None:
         self.eta.finished(time.monotonic() - self.started)

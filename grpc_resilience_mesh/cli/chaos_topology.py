@@ -1,6 +1,6 @@
-"""`mesh chaos validate|run` for a topology file or a topology experiment (a file with a
-`topology:` key, grpc_resilience_mesh/chaos/topology/): the check here, light (the model only,
-as `mesh chaos validate` must stay); the run imported when it starts."""
+"""`mesh chaos run` of a topology experiment (a file with a `topology:` key,
+grpc_resilience_mesh/chaos/topology/): the run imported when it starts. `mesh chaos validate`
+checks such files with the model alone (chaos/topology/model.py check_file)."""
 
 from __future__ import annotations
 
@@ -10,29 +10,8 @@ import typer
 from rich.markup import escape
 
 from grpc_resilience_mesh.chaos.experiment.model import ExperimentError
-from grpc_resilience_mesh.chaos.topology.model import (
-    is_topology_experiment,
-    is_topology_file,
-    load_topology,
-    load_topology_experiment,
-)
+from grpc_resilience_mesh.chaos.topology.model import is_topology_file
 from grpc_resilience_mesh.cli.chaos_cmd import console, refuse
-
-
-def is_topology_kind(name: str) -> bool:
-    """A path to a topology file or a topology experiment (catalogue names are neither)."""
-    path = Path(name)
-    return path.is_file() and (is_topology_experiment(path) or is_topology_file(path))
-
-
-def check(name: str) -> Path:
-    """The file checked as what it is; ExperimentError with every problem found."""
-    path = Path(name)
-    if is_topology_file(path):
-        load_topology(path)
-    else:
-        load_topology_experiment(path)
-    return path
 
 
 def run_topology(name: str, dry_run: bool, reports: Path) -> None:

@@ -12,6 +12,7 @@ from grpc_resilience_mesh.chaos.experiment.loading import catalogue
 from grpc_resilience_mesh.cli import chaos_cmd, chaos_run
 from grpc_resilience_mesh.cli.chaos_results import PageOpt, ResultsPage
 from grpc_resilience_mesh.cli.json_out import JsonOpt, human_output_to_stderr
+from grpc_resilience_mesh.services.topology import INSTANCES, PEERS, SERVICES
 
 console = Console()
 
@@ -37,7 +38,9 @@ def demo(
     with human_output_to_stderr(json_path, console, chaos_cmd.console):
         console.print(
             f"[bold]mesh demo[/bold]: {len(names)} experiments on the embedded mesh "
-            "(4 services behind the embedded Toxiproxy, every process on 127.0.0.1), "
+            f"({len(SERVICES)} services in {len(INSTANCES)} processes with the replicas, and "
+            f"{' and '.join(p.name for p in PEERS)}, behind the embedded Toxiproxy, every "
+            "process on 127.0.0.1), "
             "from deadlines to background jobs"
         )
         results = chaos_run.execute(

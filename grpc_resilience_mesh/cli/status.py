@@ -13,11 +13,18 @@ from rich import box
 from rich.console import Console, Group
 from rich.table import Table
 
-from grpc_resilience_mesh.cli.json_out import JsonOpt, human_output_to_stderr, write_json
+from grpc_resilience_mesh.cli.json_out import (
+    JsonOpt,
+    human_output_to_stderr,
+    to_stdout,
+    write_json,
+)
 from grpc_resilience_mesh.client.state import STATE_DIR, STATE_FILE, MeshState
 from grpc_resilience_mesh.console.view import MeshView
 
 console = Console()
+notes = Console(stderr=True)
+"""Where `--json FILE` says it wrote the file, stdout left empty."""
 
 StateDirOpt = Annotated[
     Path | None,
@@ -280,25 +287,40 @@ def status(
     ] = 1.0,
     json_path: JsonOpt = None,
 ) -> None:
-    """Breakers (per method), bulkheads, retry budgets and faults of every edge, now."""
+    """Breakers (per method), bulkheads, retry budgets and faults of every edge, now.
+
+    Written to a file, the snapshot is all there is: the terminal gets one line saying where
+    (the tables would only repeat it). Written to stdout, the tables go to stderr."""
     state = running_state(state_dir, "mesh status")
     view = MeshView(state, window_s=window + 1.0)
     try:
         with human_output_to_stderr(json_path, console):
             snap = snapshot_over(view, window)
-            title = f"mesh status (policy {snap['policy']}; per second over {window:g}s; ms)"
-            console.print(edge_view(snap, title), soft_wrap=False)
-            for line in csds_lines(snap.get("csds")):
-                console.print(line, soft_wrap=True, highlight=False)
-            for error in snap["errors"]:
-                console.print(f"[yellow]{error}[/yellow]", soft_wrap=True)
-            if snap["experiment"]:
-                e = snap["experiment"]
-                console.print(
-                    f"experiment {e.get('experiment')}: {e.get('variant')} {e.get('phase')} "
-                    f"{e.get('done')}/{e.get('total')}"
-                )
+            if json_path is None or to_stdout(json_path):
+                _print_snapshot(snap, window)
         if json_path is not None:
             write_json(json_path, snap)
+        if json_path is not None and not to_stdout(json_path):
+            notes.print(
+                f"mesh status: wrote {json_path} (policy {snap['policy']}; "
+                f"{len(snap['edges'])} edges; rates per second over {window:g}s)",
+                soft_wrap=True,
+                highlight=False,
+            )
     finally:
         view.close()
+
+
+def _print_snapshot(snap: dict[str, Any], window: float) -> None:
+    title = f"mesh status (policy {snap['policy']}; per second over {window:g}s; ms)"
+    console.print(edge_view(snap, title), soft_wrap=False)
+    for line in csds_lines(snap.get("csds")):
+        console.print(line, soft_wrap=True, highlight=False)
+    for error in snap["errors"]:
+        console.print(f"[yellow]{error}[/yellow]", soft_wrap=True)
+    if snap["experiment"]:
+        e = snap["experiment"]
+        console.print(
+            f"experiment {e.get('experiment')}: {e.get('variant')} {e.get('phase')} "
+            f"{e.get('done')}/{e.get('total')}"
+        )

@@ -19,6 +19,7 @@ from rich.table import Table
 from grpc_resilience_mesh.cli.suggest import mesh_command
 from grpc_resilience_mesh.cli.toxiproxy import ServerChoice, choose_server
 from grpc_resilience_mesh.client.state import MeshState
+from grpc_resilience_mesh.client.traces import JAEGER_UI
 from grpc_resilience_mesh.console.server import ConsoleServer
 from grpc_resilience_mesh.launch.control import ControlServer
 from grpc_resilience_mesh.launch.fd_limit import raise_open_files_limit
@@ -31,7 +32,7 @@ from grpc_resilience_mesh.launch.state_guard import StateDirInUse, StateDirRefus
 from grpc_resilience_mesh.launch.supervisor import Supervisor, SupervisorEvent
 from grpc_resilience_mesh.launch.trace_indexing import TraceIndexer
 from grpc_resilience_mesh.launch.xds_plane import XdsPlane, missing_extra
-from grpc_resilience_mesh.services import settings
+from grpc_resilience_mesh.services import settings, topology
 from grpc_resilience_mesh.services.runtime.logging import JsonFormatter
 
 console = Console()
@@ -86,6 +87,9 @@ def _xds_plane(state_dir: Path) -> XdsPlane:
     return XdsPlane(state_dir.resolve(), ads_port, admin_port)
 
 
+_DEFAULT_GATEWAY_PORT = topology.embedded_port(topology.GATEWAY.port)
+
+
 def up(
     policy: Annotated[
         str, typer.Option(help="Preset (unprotected, retry-only, full) or YAML file.")
@@ -93,7 +97,10 @@ def up(
     direct: Annotated[bool, typer.Option("--direct", help="Skip the Toxiproxy proxies.")] = False,
     gateway_port: Annotated[
         int | None,
-        typer.Option(help="Gateway port on 127.0.0.1 (default 50051; not with --auto-ports)."),
+        typer.Option(
+            help=f"Gateway port on 127.0.0.1 (default {_DEFAULT_GATEWAY_PORT}; not with "
+            "--auto-ports)."
+        ),
     ] = None,
     auto_ports: Annotated[
         bool, typer.Option("--auto-ports", help="Pick free ports for everything.")
@@ -115,7 +122,8 @@ def up(
 
     A process that dies is restarted (same ports, same policy) after 0.5 s, doubling to 10 s
     while it keeps failing; `mesh restart SERVICE` restarts one. Ctrl-C, SIGTERM or SIGHUP stops
-    every process cleanly. A --state-dir another mesh holds, or not yours alone: exit 2.
+    every process cleanly. A --state-dir another mesh holds, or not yours alone, or a port it
+    would bind that something else holds (each named): exit 2.
     """
     ports = _ports(gateway_port, auto_ports)
     raise_open_files_limit()  # before anything opens: the console's and children's headroom
@@ -123,11 +131,7 @@ def up(
     private_umask()  # every file under the state dir is the owner's alone (launch.private)
     plane = _plane_unless_refused(state_dir, xds)
     mesh = Mesh(state_dir=state_dir, ports=ports, direct=direct, policy=policy, xds=plane)
-    try:
-        mesh.lock()
-    except (StateDirInUse, StateDirRefused) as err:
-        console.print(f"[red]mesh up:[/red] {escape(str(err))}", soft_wrap=True)
-        raise typer.Exit(2) from None
+    _claim(mesh, ports, check_ports=not auto_ports, direct=direct)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # a closed terminal too
         signal.signal(sig, lambda *_: stop.set())
@@ -173,6 +177,44 @@ def _ports(gateway_port: int | None, auto_ports: bool) -> Ports:
     return Ports.auto() if auto_ports else Ports.default(gateway_port)
 
 
+_SHOWN_HELD = 5
+"""Held ports named one by one; past that, a count (a second mesh finds every one held)."""
+
+
+def _claim(mesh: Mesh, ports: Ports, check_ports: bool, direct: bool) -> None:
+    """The state dir, then the ports it will bind: exit 2 when another mesh holds the one or
+    anything else holds the other."""
+    try:
+        mesh.lock()
+    except (StateDirInUse, StateDirRefused) as err:
+        console.print(f"[red]mesh up:[/red] {escape(str(err))}", soft_wrap=True)
+        raise typer.Exit(2) from None
+    if check_ports:
+        _refuse_held(ports, direct)
+
+
+def _refuse_held(ports: Ports, direct: bool) -> None:
+    """Exit 2 before anything starts when a port the mesh would bind is taken, naming each and
+    what would have bound it: a child's log saying `address already in use` named neither.
+    Checked once the state dir is ours, so a second `mesh up` on it hears of that mesh instead."""
+    held = ports.held(toxiproxy=not direct)
+    if not held:
+        return
+    shown = [f"127.0.0.1:{port} ({name})" for port, name in sorted(held.items())]
+    named = ", ".join(shown[:_SHOWN_HELD])
+    if len(shown) > _SHOWN_HELD:
+        named += f" and {len(shown) - _SHOWN_HELD} more (another mesh on the default ports?)"
+    console.print(
+        f"[red]mesh up:[/red] in use: {named}. Stop what holds "
+        f"{'it' if len(held) == 1 else 'them'}, or run `mesh up --auto-ports` to pick free "
+        "ports for everything (`mesh call`, `mesh status` and the rest read them from the "
+        "state dir's mesh.json)",
+        soft_wrap=True,
+        highlight=False,
+    )
+    raise typer.Exit(2)
+
+
 def _start(mesh: Mesh) -> MeshState:
     with console.status("starting the mesh..."):
         try:
@@ -201,7 +243,6 @@ def _supervise(mesh: Mesh, stop: threading.Event, control: ControlServer) -> Non
     indexer.finish()  # what the services wrote as they stopped
 
 
-JAEGER_UI = settings.Var("MESH_JAEGER_UI", settings.text, "", "the Jaeger UI the console links to")
 REPORTS_DIR = settings.Var(
     "MESH_REPORTS_DIR", settings.text, "reports", "where the console finds experiment reports"
 )

@@ -12,8 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grpc_resilience_mesh.services import settings
 from grpc_resilience_mesh.services.telemetry.rotation import generations
 
+JAEGER_UI = settings.Var(
+    "MESH_JAEGER_UI",
+    settings.text,
+    "",
+    "the Jaeger UI the console and the chaos reports of a topology link traces to",
+)
 Span = dict[str, Any]
 """One line of a .jsonl file as written by
 grpc_resilience_mesh.services.telemetry.tracing.jsonl_exporter."""

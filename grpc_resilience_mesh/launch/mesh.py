@@ -26,7 +26,7 @@ from grpc_resilience_mesh.launch.restarts import MeshRestarts
 
 
 class Mesh(MeshRestarts, MeshHooks):
-    """The embedded mesh: toxiproxy (unless direct) and the four services, as processes.
+    """The embedded mesh: toxiproxy (unless direct), the peers and the five services, as processes.
 
     Thread-safe: starting, stopping, killing and restarting processes hold one lock, so a
     supervisor thread and the caller never act on the same process at once.

@@ -19,7 +19,13 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from grpc_resilience_mesh.services.topology import INSTANCES, PEERS, PROXIES, TOXIPROXY_API_PORT
+from grpc_resilience_mesh.services.topology import (
+    INSTANCES,
+    PEERS,
+    PROXIES,
+    TOXIPROXY_API_PORT,
+    embedded_port,
+)
 
 _LOWEST = 10_000  # below it: well-known and registered services people run on their machines
 _HELD = 256  # picks whose lock this process keeps (fds); older ones are released
@@ -58,9 +64,12 @@ def _start(n: int) -> int:
     return random.randrange(n)
 
 
-def _bindable(port: int, host: str) -> bool:
+def _bindable(port: int, host: str, reuse: bool = False) -> bool:
     # No SO_REUSEADDR: a port with a listener or a connection still in TIME_WAIT is refused.
+    # With it (as gRPC binds), TIME_WAIT passes; a listener or a live connection does not.
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        if reuse:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host, port))
         except OSError:
@@ -98,7 +107,8 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
     if low - _LOWEST < 1000:  # an odd machine with no room below its range: the kernel's pick
         return _bind_zero(count, host)
     directory = _lock_dir()
-    candidates = list(range(_LOWEST, low))
+    defaults = set(Ports.default().named())  # a picked port must not block a later `mesh up`
+    candidates = [p for p in range(_LOWEST, low) if p not in defaults]
     start = _start(len(candidates))
     picked: list[int] = []
     for port in candidates[start:] + candidates[:start]:
@@ -127,12 +137,12 @@ class Ports:
 
     @classmethod
     def default(cls, gateway_port: int | None = None) -> Ports:
-        listen = {s.name: s.port for s in (*INSTANCES, *PEERS)}
+        listen = {s.name: embedded_port(s.port) for s in (*INSTANCES, *PEERS)}
         if gateway_port:
             listen["gateway"] = gateway_port
         return cls(
             listen=listen,
-            admin={s.name: s.admin_port for s in INSTANCES},
+            admin={s.name: embedded_port(s.admin_port) for s in INSTANCES},
             metrics={s.name: s.metrics_port for s in INSTANCES},
             proxies={p.name: p.port for p in PROXIES},
             toxiproxy_api=TOXIPROXY_API_PORT,
@@ -155,3 +165,25 @@ class Ports:
             if kind != "api":
                 table[kind][name] = port
         return cls(**table, toxiproxy_api=ports[("api", "toxiproxy")])
+
+    def named(self) -> dict[int, str]:
+        """Every port and what binds it (`gateway`, `admin of profile`, `proxy gateway_to_x`)."""
+        return {
+            **{port: name for name, port in self.listen.items()},
+            **{port: f"admin of {name}" for name, port in self.admin.items()},
+            **{port: f"metrics of {name}" for name, port in self.metrics.items()},
+            **{port: f"proxy {name}" for name, port in self.proxies.items()},
+            self.toxiproxy_api: "Toxiproxy API",
+        }
+
+    def held(self, host: str = "127.0.0.1", toxiproxy: bool = True) -> dict[int, str]:
+        """The ports a child could not bind right now (a listener, or an outgoing connection
+        using it as its source port), with what would have bound each; checked before start so
+        the error names the port instead of a child's log saying `address already in use`.
+        `toxiproxy=False` (`mesh up --direct`) leaves out Toxiproxy's, never opened then."""
+        skipped = set() if toxiproxy else {*self.proxies.values(), self.toxiproxy_api}
+        return {
+            p: name
+            for p, name in self.named().items()
+            if p not in skipped and not _bindable(p, host, reuse=True)
+        }

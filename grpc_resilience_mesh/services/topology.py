@@ -96,6 +96,19 @@ EDGES: tuple[Edge, ...] = (
 
 TOXIPROXY_API_PORT = 8474
 
+EMBEDDED_PORT_SHIFT = 30_000
+"""`mesh up` binds each gRPC and admin port this much lower than the ports above (gateway
+20051, profile-2 20062), which containers keep. Linux lends 32768-60999 to outgoing connections
+as source ports, so a default in that range fails now and then with `address already in use`
+while a neighbour's connection holds it; every other default (metrics 94xx, proxies 26xxx, the
+Toxiproxy API, the peers) already sits below the range."""
+
+
+def embedded_port(port: int) -> int:
+    """Where the embedded mesh binds a service's port: 50051 -> 20051; lower ports as given."""
+    return port - EMBEDDED_PORT_SHIFT if port > EMBEDDED_PORT_SHIFT else port
+
+
 REPLICAS: dict[str, int] = {"profile": 2, "recommendation": 2}
 """How many copies of a service run (absent: one). Payment stays one: its ledger is one
 SQLite file, a single writer; its failover is a restart (docs/patterns/replicas.md)."""

@@ -11,6 +11,7 @@ experiment that comes out is only for finding the file's other errors: it is nev
 from __future__ import annotations
 
 import copy
+import typing
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -25,7 +26,7 @@ from grpc_resilience_mesh.chaos.experiment.model import (
     ToxicFault,
     XdsFault,
 )
-from grpc_resilience_mesh.chaos.experiment.naming import shown
+from grpc_resilience_mesh.chaos.experiment.naming import did_you_mean, shown
 
 FAULT_MODELS: dict[str, type[BaseModel]] = {
     "toxic": ToxicFault,
@@ -39,9 +40,41 @@ Loc = tuple[int | str, ...]
 
 
 def reason(error: ErrorDetails) -> str:
-    """`faults.0.toxic: Value error, ...`: where in the file, and why."""
+    """`faults.0.toxic: Value error, ...`: where in the file, and why; a misspelled key, at
+    the top level as in a section, with the close name (`varients`: did you mean 'variants'?)."""
     where = ".".join(shown(str(p))[1:-1] for p in error["loc"])
+    if error["type"] == "extra_forbidden" and error["loc"]:
+        known = _fields_at(error["loc"][:-1])
+        hint = did_you_mean(str(error["loc"][-1]), known) if known else ""
+        if hint:
+            return f"{where}: unknown key{hint}"
     return f"{where or '<top>'}: {error['msg']}"
+
+
+def _fields_at(loc: Loc) -> list[str] | None:
+    """The keys allowed where a location's next key sits: the experiment's at the top, a
+    section's inside it (a fault's by its type tag); None where the walk cannot tell."""
+    model: type[BaseModel] = Experiment
+    at = _fault_at(loc)
+    if at is not None:
+        model, loc = FAULT_MODELS[str(loc[at])], loc[at + 1 :]
+    for key in loc:
+        if isinstance(key, int):
+            continue
+        field = model.model_fields.get(key)
+        inner = _model_in(field.annotation) if field is not None else None
+        if inner is None:
+            return None
+        model = inner
+    return list(model.model_fields)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model a field holds, alone, optional or in a list; None for anything else."""
+    for candidate in (annotation, *typing.get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
 
 
 def validated(

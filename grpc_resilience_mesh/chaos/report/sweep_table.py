@@ -18,7 +18,9 @@ def _cell(result: ExperimentResult, variant: str, metrics: dict[str, float], key
     return "-" if value is None else f"{value:.4g}"
 
 
-def sweep_table(result: ExperimentResult, width: int = 120) -> RenderableType:
+def sweep_table(
+    result: ExperimentResult, width: int = 120, explained: set[str] | None = None
+) -> RenderableType:
     exp = result.experiment
     keys = [k for k in exp.columns if k != "offered_x_capacity"]
     table = FitTable(
@@ -31,6 +33,7 @@ def sweep_table(result: ExperimentResult, width: int = 120) -> RenderableType:
             for v in result.variants
             if v.skipped or v.error
         ],
+        explained=explained,
     )
     for v in result.variants:
         metrics = v.phases["fault"].metrics if "fault" in v.phases else {}

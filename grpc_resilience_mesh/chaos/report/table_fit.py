@@ -54,6 +54,9 @@ class FitTable:
     title: str = ""
     caption: str = ""
     notes: list[str] = field(default_factory=list)
+    explained: set[str] | None = None
+    """Legend entries a run already printed (and this render adds to): shown once per run,
+    not under every table; None: every table explains its own headers."""
 
     def add_row(self, *cells: str, style: str = "", free: bool = False) -> None:
         self.rows.append(Row([*cells, *[""] * (len(self.columns) - len(cells))], style, free))
@@ -87,6 +90,9 @@ class FitTable:
             for i in shown
             if headers[i] != self.columns[i].header or self.columns[i].meaning
         ]
+        if self.explained is not None:
+            legend = [entry for entry in legend if entry not in self.explained]
+            self.explained.update(legend)
         if legend:
             notes.append("legend: " + "; ".join(legend))
         left_out = [self.columns[i].header for i in range(len(self.columns)) if i not in shown]

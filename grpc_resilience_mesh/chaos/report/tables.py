@@ -62,10 +62,10 @@ GENERATOR_BUDGET = 0.10
 """The load generator's CPU may be at most this share of the mesh's (issue 16)."""
 OPTIONAL = ("offered_per_s", "fault_exposure")
 """Columns shown only where measured: an open-loop rate, a variant with faults."""
+LEAD = ("requests", "ok", "errors", "p50_ms")
+"""Columns a narrow terminal keeps before even those the expectations read (their values are in
+the verdict lines anyway): what happened to the requests, and the typical request's time."""
 LOAD_PRIORITY = (
-    "requests",
-    "ok",
-    "errors",
     "dependency_calls",
     "p99_ms",
     "retries",
@@ -75,7 +75,6 @@ LOAD_PRIORITY = (
     "bulkhead_rejections",
     "degraded",
     "p95_ms",
-    "p50_ms",
     "total_ms",
 )
 """Which columns stay when the terminal is narrow (after those the expectations name)."""
@@ -97,9 +96,11 @@ def _seed(value: object) -> str:
     return "" if value is None else str(value)
 
 
-def _priority(keys: list[str], exp_metrics: list[str], rest: tuple[str, ...] = ()) -> list[int]:
-    """Column indexes: the metrics the expectations read first, then `rest`, then the others."""
-    ranked = [k for k in [*exp_metrics, *rest] if k in keys]
+def _priority(
+    keys: list[str], exp_metrics: list[str], rest: tuple[str, ...] = (), lead: tuple[str, ...] = ()
+) -> list[int]:
+    """Column indexes: `lead`, the metrics the expectations read, `rest`, then the others."""
+    ranked = [k for k in [*lead, *exp_metrics, *rest] if k in keys]
     return [keys.index(k) for k in dict.fromkeys(ranked)]
 
 
@@ -109,7 +110,9 @@ def _failed_variants(result: ExperimentResult) -> list[str]:
     ]
 
 
-def scenario_table(result: ExperimentResult, width: int = 120) -> RenderableType:
+def scenario_table(
+    result: ExperimentResult, width: int = 120, explained: set[str] | None = None
+) -> RenderableType:
     """Scenario experiments: the metrics their `columns` name, a row per variant."""
     exp = result.experiment
     keys = ["variant", *exp.columns]
@@ -119,6 +122,7 @@ def scenario_table(result: ExperimentResult, width: int = 120) -> RenderableType
         title=f"{result.name}: {exp.title}",
         caption=f"hypothesis: {exp.hypothesis}",
         notes=_failed_variants(result),
+        explained=explained,
     )
     refs = {r.variant: r for r in exp.reference}
     for v in result.variants:
@@ -160,12 +164,15 @@ Row = tuple[dict[str, str], str, bool]
 (the seed's rows)."""
 
 
-def experiment_table(result: ExperimentResult, width: int = 120) -> RenderableType:
+def experiment_table(
+    result: ExperimentResult, width: int = 120, explained: set[str] | None = None
+) -> RenderableType:
     """The experiment's table, fitted to `width`: a row per variant and phase, the seed's
-    figures beneath in dim; columns that are 0 in every row are named instead of shown."""
+    figures beneath in dim; columns that are 0 in every row are named instead of shown;
+    `explained`: the legend entries this run already printed (FitTable.explained)."""
     exp = result.experiment
     if exp.scenario is not None:
-        return scenario_table(result, width)
+        return scenario_table(result, width, explained)
     rows = _load_rows(result, _load_keys())
     keys, zero = _shown_keys(result, _load_keys(), rows)
     headers = {k: (h, meaning.format(dependency=exp.dependency)) for k, h, meaning in COLUMNS}
@@ -180,7 +187,7 @@ def experiment_table(result: ExperimentResult, width: int = 120) -> RenderableTy
             )
             for k in keys
         ],
-        priority=_priority(keys, [e.metric for e in exp.expectations], LOAD_PRIORITY),
+        priority=_priority(keys, [e.metric for e in exp.expectations], LOAD_PRIORITY, LEAD),
         title=f"{result.name}: {exp.title}" + ("" if "phase" in keys else " (under fault)"),
         caption=f"hypothesis: {exp.hypothesis}",
         notes=[
@@ -188,6 +195,7 @@ def experiment_table(result: ExperimentResult, width: int = 120) -> RenderableTy
             *_demo_load_notes(result),
             *_zero_note([headers[k][0] for k in zero if not k.startswith("fate.")]),
         ],
+        explained=explained,
     )
     for cells, style, free in rows:
         table.add_row(*[cells.get(k, "") for k in keys], style=style, free=free)
@@ -298,11 +306,15 @@ def showed(result: ExperimentResult) -> str:
     return line.lstrip("; ") or "no expected metric was measured"
 
 
-def print_result(console: Console, result: ExperimentResult) -> None:
+def print_result(
+    console: Console, result: ExperimentResult, explained: set[str] | None = None
+) -> None:
+    """The experiment's table, then its verdicts; `explained`: the legend entries this run
+    already printed, so that a run of many experiments explains each header once."""
     if result.capacity:  # a gateway-load experiment: the run's capacity and generator share
         console.print(run_line(result), soft_wrap=True)
     sweep = result.experiment.sweep is not None
-    console.print((sweep_table if sweep else experiment_table)(result, console.width))
+    console.print((sweep_table if sweep else experiment_table)(result, console.width, explained))
     for v in result.variants:
         for phase in v.phases.values():
             for row in phase.rows:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import Field, field_validator, model_validator
 
@@ -16,8 +16,13 @@ from grpc_resilience_mesh.chaos.experiment.naming import did_you_mean, shown
 from grpc_resilience_mesh.chaos.experiment.toxic_rules import attribute_problems, check_toxic_type
 from grpc_resilience_mesh.chaos.topology.schema import StrictModel
 
-if TYPE_CHECKING:
-    from grpc_resilience_mesh.chaos.topology.model import ServiceSpec
+
+class Declared(Protocol):
+    """What a fault needs of the service it names (model.py's ServiceSpec)."""
+
+    @property
+    def fault_admin(self) -> bool: ...
+
 
 _METHOD = re.compile(r"/?[A-Za-z_][\w.]*/[A-Za-z_]\w*")
 METRICS = (
@@ -56,11 +61,25 @@ class LoadSpec(StrictModel):
     concurrency: int = Field(default=8, ge=1, le=512)
     rate_per_s: float | None = Field(default=None, gt=0, le=5000)
     descriptor_set: str | None = None
+    protos: list[str] = Field(
+        default=[], description=".proto files (relative to this file), compiled by grpcio-tools"
+    )
+    proto_path: list[str] = Field(
+        default=[], description="their include folders; default: each proto's own folder"
+    )
 
     @field_validator("method")
     @classmethod
     def _method(cls, value: str) -> str:
         return check_full_method(value)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> LoadSpec:
+        if self.descriptor_set is not None and self.protos:
+            raise ValueError("give descriptor_set or protos, not both")
+        if self.proto_path and not self.protos:
+            raise ValueError("proto_path without protos: name the .proto files too")
+        return self
 
 
 class SteadyStateSpec(StrictModel):
@@ -187,7 +206,7 @@ class TopologyExperiment(StrictModel):
 
 
 def fault_problems(
-    exp: TopologyExperiment, services: Mapping[str, ServiceSpec], edges: list[str]
+    exp: TopologyExperiment, services: Mapping[str, Declared], edges: list[str]
 ) -> list[str]:
     """Faults naming an edge or service the topology lacks, or a service with no fault admin."""
     found = []

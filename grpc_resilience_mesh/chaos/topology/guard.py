@@ -39,7 +39,8 @@ class GuardSpec:
     """The bounds a run must stay within; None switches a bound off."""
 
     window_s: float = 1.0
-    """The sliding window, in seconds of call completions, each check judges."""
+    """The sliding window, in seconds of call completions, each check judges; when fewer than
+    `min_requests` calls ended in it, the last `min_requests` calls, however old."""
     check_every_s: float = MAX_CHECK_EVERY_S
     """How often the window is judged (at most MAX_CHECK_EVERY_S)."""
     min_requests: int = 10
@@ -92,12 +93,16 @@ class Guard:
     def check(self) -> Breach | None:
         """The first bound the window breaks now (error rate, p99, goodput), or None."""
         now = self._clock()
-        while self._window and self._window[0][0] < now - self.spec.window_s:
+        spec = self.spec
+        # A slow failure (a blackholed link: each call ends at its deadline) may end fewer
+        # than min_requests calls per window, and a window that never fills would never be
+        # judged: the last min_requests calls stay, however old, until newer ones replace them.
+        since = now - spec.window_s
+        while len(self._window) > spec.min_requests and self._window[0][0] < since:
             self._window.popleft()
         calls = len(self._window)
-        if calls < self.spec.min_requests:
+        if calls < spec.min_requests:
             return None
-        spec = self.spec
         ok = sum(1 for _, good, _ in self._window if good)
         error_rate = (calls - ok) / calls
         if spec.max_error_rate is not None and error_rate > spec.max_error_rate:
@@ -108,7 +113,7 @@ class Guard:
                 return Breach("p99_s", p99, spec.max_p99_s, now)
         span = min(spec.window_s, now - self._began_s)
         if spec.min_goodput_per_s is not None and span > 0:
-            goodput = ok / span
+            goodput = sum(1 for end, good, _ in self._window if good and end >= since) / span
             if goodput < spec.min_goodput_per_s:
                 return Breach("goodput_per_s", goodput, spec.min_goodput_per_s, now)
         return None

@@ -15,6 +15,7 @@ from grpc_resilience_mesh.chaos.topology.model import LoadedExperiment
 from grpc_resilience_mesh.chaos.topology.phases import Prepared, Watched, shape, watched_load
 from grpc_resilience_mesh.chaos.topology.proxies import ProxySet
 from grpc_resilience_mesh.chaos.topology.report import figures, judge
+from grpc_resilience_mesh.chaos.topology.traces import jaeger_ui, notable_traces
 from grpc_resilience_mesh.chaos.topology.wiring import Wiring
 
 HELD, NOT_HELD, ABORTED_BY_GUARD, STOPPED_BY_LEVER = 0, 1, 3, 4
@@ -40,7 +41,7 @@ async def dry(
     exp = loaded.experiment
     steady_shape = shape(exp.load, exp.steady_state.requests)
     watched = await watched_load(
-        prepared, prepared.steady_calls, steady_shape, exp.guard, lever=False
+        prepared, prepared.steady_calls, steady_shape, exp.guard, lever=False, final_check=True
     )
     figs = figures(watched.records)
     problems = [p for p in (steady_problem(exp.steady_state, figs),) if p]
@@ -53,7 +54,7 @@ async def dry(
         "verdict": verdict,
         "exit_code": HELD if not problems else NOT_HELD,
         "steady_state": figs,
-        "toxics": proxies.toxics_listed(),
+        "toxics": await asyncio.to_thread(proxies.toxics_listed),
     }
 
 
@@ -67,7 +68,11 @@ async def live(
     """Steady state; if it holds, the faults, the load, the rollback and the verdict."""
     exp = loaded.experiment
     steady = await watched_load(
-        prepared, prepared.steady_calls, shape(exp.load, exp.steady_state.requests), exp.guard
+        prepared,
+        prepared.steady_calls,
+        shape(exp.load, exp.steady_state.requests),
+        exp.guard,
+        final_check=True,
     )
     steady_figs = figures(steady.records)
     result: dict[str, Any] = {
@@ -76,8 +81,10 @@ async def live(
         "faults": [f.label for f in exp.faults],
     }
     why = steady_problem(exp.steady_state, steady_figs)
-    if steady.lever is not None:
-        return {**result, **_stopped(steady, None, None)}
+    if steady.breach is not None or steady.lever is not None:
+        stopped = _stopped(steady, None, None, phase="steady state")
+        view(f"{stopped['verdict']}; no fault injected")
+        return {**result, **stopped}
     if why is not None:
         view(f"steady state not met: {why}; no fault injected")
         return {**result, "verdict": f"not held: steady state: {why}", "exit_code": NOT_HELD}
@@ -87,7 +94,8 @@ async def live(
     figs = figures(watched.records)
     result.update(
         load=figs,
-        toxics_after_rollback=proxies.toxics_listed(),
+        traces=notable_traces(watched.records, prepared.run_id, jaeger_ui(loaded.topology)),
+        toxics_after_rollback=await asyncio.to_thread(proxies.toxics_listed),
         rollback_failures=injection.failures,
     )
     if watched.breach is not None or watched.lever is not None:
@@ -120,28 +128,31 @@ async def _under_faults(
         pending.append(loop.create_task(injection.rollback()))
 
     names = [e.name for e in loaded.topology.edges]
-    with FaultLease(proxies.url, names, token=proxies.token, embedded=proxies.embedded):
-        try:
-            await injection.apply()
-            view(f"faults in: {', '.join(f.label for f in exp.faults) or 'none'}")
-            load_shape = shape(exp.load, exp.load.requests)
-            watched = await watched_load(prepared, prepared.calls, load_shape, exp.guard, on_stop)
-        finally:
-            await injection.rollback()
-            await asyncio.gather(*pending, return_exceptions=True)
+    lease = FaultLease(proxies.url, names, token=proxies.token, embedded=proxies.embedded)
+    await asyncio.to_thread(lease.__enter__)  # HTTP, or a watchdog's start: not on the loop
+    try:
+        await injection.apply()
+        view(f"faults in: {', '.join(f.label for f in exp.faults) or 'none'}")
+        load_shape = shape(exp.load, exp.load.requests)
+        watched = await watched_load(prepared, prepared.calls, load_shape, exp.guard, on_stop)
+    finally:
+        await injection.rollback()
+        await asyncio.gather(*pending, return_exceptions=True)
+        await asyncio.to_thread(lease.release)
     view("faults removed")
     return watched, injection
 
 
 def _stopped(
-    watched: Watched, removed_at: float | None, stopped_at: float | None
+    watched: Watched, removed_at: float | None, stopped_at: float | None, phase: str = ""
 ) -> dict[str, Any]:
-    """The verdict of a load the guard or the lever stopped, and how fast the faults went."""
+    """The verdict of a load the guard or the lever stopped, and how fast the faults went;
+    `phase` names a load other than the one under faults ("steady state")."""
     rollback_s = None if removed_at is None or stopped_at is None else removed_at - stopped_at
     if watched.breach is not None:
         b = watched.breach
         return {
-            "verdict": f"aborted by guard: {b}",
+            "verdict": f"aborted by guard{f' ({phase})' if phase else ''}: {b}",
             "exit_code": ABORTED_BY_GUARD,
             "breach": {"metric": b.metric, "value": b.value, "bound": b.bound},
             "rollback_s": rollback_s,

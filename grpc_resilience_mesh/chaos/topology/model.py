@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
@@ -25,6 +25,10 @@ CLIENT = "client"
 """The reserved caller: the experiment's load generator."""
 _NAME = re.compile(r"[a-z][a-z0-9_-]{0,39}")
 _ADDRESS = re.compile(r"[A-Za-z0-9.\-\[\]:]+:\d{1,5}")
+_VARIABLE = r"^[A-Z_][A-Z0-9_]*$"
+RUNNER_SET = ("LISTEN_ADDR", "FAULT_ADMIN_ADDR")
+"""Variables the runner sets itself for every started service (FAULT_ADMIN_ADDR with
+fault_admin: true)."""
 
 
 def check_address(value: str) -> str:
@@ -43,6 +47,9 @@ class ServiceSpec(StrictModel):
     env: dict[str, str] = {}
     ready_timeout_s: float = Field(default=15.0, gt=0, le=300)
     fault_admin: bool = False
+    ports: list[Annotated[str, Field(pattern=_VARIABLE)]] = Field(
+        default=[], description="variables the runner sets to a free loopback address each"
+    )
 
     @field_validator("address")
     @classmethod
@@ -53,8 +60,8 @@ class ServiceSpec(StrictModel):
     def _one_way(self) -> ServiceSpec:
         if (self.command is None) == (self.address is None):
             raise ValueError("give exactly one of command (the runner starts it) or address")
-        if self.address is not None and (self.cwd or self.env or self.fault_admin):
-            raise ValueError("cwd, env and fault_admin are for a service the runner starts")
+        if self.address is not None and (self.cwd or self.env or self.fault_admin or self.ports):
+            raise ValueError("cwd, env, fault_admin and ports are for a service the runner starts")
         return self
 
 
@@ -64,7 +71,7 @@ class EdgeSpec(StrictModel):
     from_: str = Field(alias="from")
     to: str
     listen: str | None = Field(default=None, description="fixed proxy listen address")
-    env: str | None = Field(default=None, pattern=r"^[A-Z_][A-Z0-9_]*$")
+    env: str | None = Field(default=None, pattern=_VARIABLE)
 
     @field_validator("listen")
     @classmethod
@@ -81,6 +88,16 @@ class EdgeSpec(StrictModel):
         return self.env or f"{self.to.upper().replace('-', '_')}_ADDR"
 
 
+class TracesSpec(StrictModel):
+    """Where the services' traces can be opened, for the report's links."""
+
+    jaeger_ui: str | None = Field(
+        default=None,
+        pattern=r"^https?://\S+$",
+        description="e.g. http://127.0.0.1:16686; default MESH_JAEGER_UI",
+    )
+
+
 class Topology(StrictModel):
     """The services, and the edges a run puts proxies on."""
 
@@ -89,6 +106,7 @@ class Topology(StrictModel):
     toxiproxy: str = Field(default="embedded", pattern=r"^(embedded|https?://\S+)$")
     services: dict[str, ServiceSpec] = Field(min_length=1)
     edges: list[EdgeSpec] = Field(min_length=1)
+    traces: TracesSpec = TracesSpec()
 
     def edge(self, name: str) -> EdgeSpec:
         return next(e for e in self.edges if e.name == name)
@@ -120,6 +138,24 @@ def topology_problems(topo: Topology) -> list[str]:
                 f"edges.{i}.listen: {edge.from_} runs already (address), so the runner cannot "
                 f"rewire its calls: give a fixed listen address and point them at it"
             )
+    return found + _port_problems(topo)
+
+
+def _port_problems(topo: Topology) -> list[str]:
+    """A `ports` variable set twice: listed twice, or also set by the runner or by an edge."""
+    found = []
+    for name, spec in topo.services.items():
+        edges = {e.env_name: e.name for e in topo.edges if e.from_ == name}
+        for i, var in enumerate(spec.ports):
+            where = f"services.{name}.ports.{i}"
+            if var in RUNNER_SET:
+                found.append(f"{where}: {var} is set by the runner; leave it out")
+            elif var in edges:
+                found.append(f"{where}: {var} is set by the edge {edges[var]}; leave it out")
+            elif var in spec.ports[:i]:
+                found.append(f"{where}: {var} listed twice")
+            elif var in spec.env:
+                found.append(f"{where}: {var} is also in env; keep one")
     return found
 
 
@@ -211,3 +247,19 @@ def is_topology_file(path: Path) -> bool:
     """A YAML file that says `kind: topology`."""
     raw = peek(path)
     return raw is not None and raw.get("kind") == "topology"
+
+
+def is_topology_kind(name: str) -> bool:
+    """A path to a topology file or a topology experiment (catalogue names are neither)."""
+    path = Path(name)
+    return path.is_file() and (is_topology_experiment(path) or is_topology_file(path))
+
+
+def check_file(name: str) -> Path:
+    """The file checked as what it is; ExperimentError with every problem found."""
+    path = Path(name)
+    if is_topology_file(path):
+        load_topology(path)
+    else:
+        load_topology_experiment(path)
+    return path

@@ -35,6 +35,8 @@ class Prepared:
     info: MethodInfo
     steady_calls: list[tuple[Message, Metadata]]
     calls: list[tuple[Message, Metadata]]
+    run_id: str = ""
+    """What every call carries as baggage (BAGGAGE_KEY): the run's spans are found by it."""
 
 
 def with_baggage(metadata: Metadata, run_id: str) -> Metadata:
@@ -51,12 +53,18 @@ async def prepare(
     """Resolve the method at `target` (through the client's proxy) and render every request;
     LoadInputError before anything is injected when either does not fit."""
     descriptors = (base / load.descriptor_set).resolve() if load.descriptor_set else None
-    info = await resolve_method(target, load.method, descriptor_set=descriptors)
+    info = await resolve_method(
+        target,
+        load.method,
+        descriptor_set=descriptors,
+        protos=[(base / p).resolve() for p in load.protos],
+        proto_path=[(base / p).resolve() for p in load.proto_path],
+    )
     rendered = render_requests(
         info, load.request, load.metadata, max(load.requests, steady_requests)
     )
     calls = [(message, with_baggage(md, run_id)) for message, md in rendered]
-    return Prepared(target, info, calls[:steady_requests], calls[: load.requests])
+    return Prepared(target, info, calls[:steady_requests], calls[: load.requests], run_id)
 
 
 def shape(load: LoadSpec, requests: int) -> LoadShape:
@@ -87,9 +95,12 @@ async def watched_load(
     guard: GuardModel,
     on_stop: Callable[[], None] | None = None,
     lever: bool = True,
+    final_check: bool = False,
 ) -> Watched:
     """Run the load with the guard (and the lever, if `lever`) watching; `on_stop` is called
-    the moment either trips, before the load has unwound (the rollback starts there)."""
+    the moment either trips, before the load has unwound (the rollback starts there). With
+    `final_check` the guard judges once more when the load has ended: a steady state shorter
+    than one check interval is judged too."""
     out = Watched()
     stop, done = asyncio.Event(), asyncio.Event()
     judge = Guard(guard_spec(guard))
@@ -112,4 +123,6 @@ async def watched_load(
     finally:
         done.set()
         await asyncio.gather(*watchers, return_exceptions=True)
+    if final_check and out.breach is None and out.lever is None:
+        out.breach = judge.check()
     return out

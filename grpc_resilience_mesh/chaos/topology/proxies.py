@@ -1,9 +1,10 @@
 """The run's Toxiproxy: the embedded one started as a child process (its own per-run API
 token), or a real one at a URL; a proxy per edge; the faults' toxics applied and removed.
 
-The embedded server runs as a child, not in the runner's process, so that a runner killed
-with SIGKILL leaves a server that can still drop the faults when their lease lapses
-(chaos/topology/lease.py)."""
+The embedded server runs as a child, not in the runner's process, so that a runner that hangs
+leaves a server that can still drop the faults when their lease lapses (chaos/topology/lease.py);
+a runner that dies, even by SIGKILL, takes it along (launch/parent_death.py), as it does the
+services it started."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from grpc_resilience_mesh.chaos.topology.model import Topology
 from grpc_resilience_mesh.chaos.topology.wiring import LOOPBACK, Wiring
 from grpc_resilience_mesh.embedded_toxiproxy.api_token import TOKEN_ENV
 from grpc_resilience_mesh.embedded_toxiproxy.client import ToxiproxyClient, ToxiproxyError
+from grpc_resilience_mesh.launch.parent_death import dies_with_parent
 from grpc_resilience_mesh.launch.processes import (
     ChildProcess,
     LaunchError,
@@ -48,6 +50,16 @@ class ProxySet:
         self.created: list[str] = []
         self.applied: list[tuple[str, str]] = []
 
+    @classmethod
+    def attached(cls, topo: Topology, wiring: Wiring, url: str, token: str | None) -> ProxySet:
+        """The proxies of a topology another process holds up (`mesh topology up`), for faults
+        on and off: this process neither started them nor stops them."""
+        proxies = cls(topo, wiring, Path("."), 0)
+        proxies.url, proxies.token = url, token
+        proxies.client = ToxiproxyClient(url, timeout_s=5.0, token=token)
+        proxies.created = [e.name for e in topo.edges]
+        return proxies
+
     def start(self) -> None:
         """The server (embedded: started; real: asked for its version), then every proxy."""
         if self.embedded:
@@ -73,6 +85,7 @@ class ProxySet:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
+                preexec_fn=dies_with_parent(),  # a runner killed with SIGKILL ends it too
             )
         self.child = ChildProcess("toxiproxy", popen, log_path, supervised=False)
         try:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from grpc_resilience_mesh.chaos.topology.experiment_model import Expectation
+from grpc_resilience_mesh.chaos.topology.traces import render_traces
 from grpc_resilience_mesh.loadgen.percentile import percentile
 
 
@@ -122,4 +123,6 @@ def render_markdown(result: dict[str, Any]) -> str:
             lines.append(
                 f"| {e['metric']} | {bound} | {e['value']:.4g} | {e['held']} | {e['why']} |"
             )
+    if result.get("traces"):
+        lines += render_traces(result["traces"])
     return "\n".join(lines) + "\n"

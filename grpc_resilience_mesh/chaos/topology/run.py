@@ -68,7 +68,7 @@ def run_topology_experiment(
     run_id = new_run_id()
     run_dir = reports / run_id
     ports = free_ports(ports_needed(loaded.topology) + 1)
-    wiring = wire(loaded.topology, ports[1:])
+    wiring = wire(loaded.topology, ports[1:], run_dir)
     return asyncio.run(_run(loaded, wiring, ports[0], run_id, run_dir, dry_run, view))
 
 

@@ -1,6 +1,7 @@
 """The topology's command services: started with their wiring in the environment, waited for
 until ready (gRPC health SERVING, or a server that answers without a health service), and
-stopped by PID (SIGTERM, then SIGKILL) on every exit path."""
+stopped by PID (SIGTERM, then SIGKILL) on every exit path; on Linux they also get SIGTERM from
+the kernel when the runner dies without one (launch/parent_death.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from grpc_resilience_mesh.chaos.topology.model import ServiceSpec, Topology
 from grpc_resilience_mesh.chaos.topology.wiring import Wiring
+from grpc_resilience_mesh.launch.parent_death import dies_with_parent
 from grpc_resilience_mesh.launch.polling import poll_until
 from grpc_resilience_mesh.launch.processes import ChildProcess, LaunchError, terminate, wait_ready
 
@@ -77,6 +79,7 @@ class ServiceSet:
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
                     start_new_session=True,
+                    preexec_fn=dies_with_parent(),  # a runner killed with SIGKILL ends it too
                 )
             except OSError as err:
                 raise ServiceNotReady(f"{name}: cannot start {spec.command}: {err}") from None

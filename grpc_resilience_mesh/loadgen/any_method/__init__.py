@@ -1,5 +1,6 @@
-"""Load on any gRPC method by its full name: resolve it (server reflection or a descriptor set),
-render every request from a JSON template, then run a bounded closed- or open-loop load.
+"""Load on any gRPC method by its full name: resolve it (server reflection, a descriptor set or
+.proto files), render every request from a JSON template, then run a bounded closed- or
+open-loop load.
 
     info = await resolve_method("127.0.0.1:50051", "/kvexample.v1.KeyValue/Get")
     calls = render_requests(info, {"key": "k-{n}"}, {"x-tenant": "t{n}"}, 200)

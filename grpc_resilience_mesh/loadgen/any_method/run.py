@@ -17,6 +17,7 @@ from google.protobuf.message import Message
 
 from grpc_resilience_mesh.loadgen.any_method.method import MethodInfo
 from grpc_resilience_mesh.loadgen.any_method.templating import Metadata
+from grpc_resilience_mesh.loadgen.any_method.traceparent import with_traceparent
 
 # One retry owner: whatever the target's service config says, a load call is one attempt.
 CHANNEL_OPTIONS = (("grpc.enable_retries", 0),)
@@ -36,6 +37,9 @@ class CallRecord:
     messages: int
     """Responses received: 1 for a unary OK, every message of a stream (even a failed one)."""
     detail: str
+    trace_id: str = ""
+    """The W3C trace id the call was sent with; "" for a call never sent, or one whose own
+    traceparent a receiver would not continue."""
 
 
 @dataclass(frozen=True)
@@ -146,8 +150,9 @@ class _Load:
             due_s = start_s + i / rate_per_s
             if due_s >= self.end_s:
                 break
-            if (delay_s := due_s - time.monotonic()) > 0:
-                await asyncio.sleep(delay_s)  # cancelled by run_load when `stop` is set
+            # Every arrival yields, even one behind schedule: a loop that never awaits would
+            # starve the guard's checks and see `stop` only once it had caught up.
+            await asyncio.sleep(max(0.0, due_s - time.monotonic()))
             if len(in_flight) >= self.shape.concurrency:
                 detail = f"{self.shape.concurrency} calls in flight"
                 self.record(CallRecord(i, time.monotonic(), 0.0, "CLIENT_DROPPED", 0, detail))
@@ -160,6 +165,7 @@ class _Load:
 
     async def call(self, index: int) -> None:
         request, metadata = self.calls[index % len(self.calls)]
+        trace_id, metadata = with_traceparent(metadata)
         started_s = time.monotonic()
         call = self.invoke(request, timeout=self.shape.deadline_s, metadata=metadata)
         messages, code, detail = 0, "OK", ""
@@ -175,10 +181,10 @@ class _Load:
         except asyncio.CancelledError:
             call.cancel()
             latency_s = time.monotonic() - started_s
-            self.record(CallRecord(index, started_s, latency_s, "CANCELLED", messages, "stopped"))
+            code, detail = "CANCELLED", "stopped"
+            self.record(CallRecord(index, started_s, latency_s, code, messages, detail, trace_id))
             raise
         except Exception as exc:  # a response this message class cannot decode, and the like
             code, detail = "UNKNOWN", f"{type(exc).__name__}: {exc}"
-        self.record(
-            CallRecord(index, started_s, time.monotonic() - started_s, code, messages, detail)
-        )
+        latency_s = time.monotonic() - started_s
+        self.record(CallRecord(index, started_s, latency_s, code, messages, detail, trace_id))

@@ -20,6 +20,7 @@ from grpc_resilience_mesh.services.topology import (
     TOXIPROXY_API_PORT,
     edge_proxies,
     edges_from,
+    embedded_port,
     replica_of,
     service,
 )
@@ -108,21 +109,23 @@ def test_toxiproxy_json_is_what_the_topology_implies() -> None:
 
 
 def test_toxiproxy_json_has_the_embedded_defaults_names_and_ports() -> None:
+    """The same proxies; upstreams on the container ports there, on those `mesh up` binds
+    (embedded_port: below the ephemeral range) here."""
     embedded = Mesh(ports=Ports.default()).proxy_config()
     deployed = load_toxiproxy_json()
 
-    def shape(proxies: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    def shape(proxies: list[dict[str, Any]], upstream_port: Any = int) -> list[tuple[Any, ...]]:
         return [
             (
                 p["name"],
-                p["listen"].rsplit(":", 1)[1],
-                p["upstream"].rsplit(":", 1)[1],
+                int(p["listen"].rsplit(":", 1)[1]),
+                upstream_port(int(p["upstream"].rsplit(":", 1)[1])),
                 p["enabled"],
             )
             for p in proxies
         ]
 
-    assert shape(deployed) == shape(embedded)
+    assert shape(deployed, embedded_port) == shape(embedded)
 
 
 def test_k8s_chaos_config_map_is_deploy_toxiproxy_json_without_replica_proxies() -> None:

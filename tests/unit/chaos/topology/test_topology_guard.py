@@ -149,3 +149,27 @@ async def test_run_ends_without_a_breach_when_stopped() -> None:
     seen: list[Breach] = []
     await asyncio.wait_for(guard.run(seen.append, stop), 1.0)
     assert seen == []
+
+
+def test_slow_failures_are_judged_though_fewer_than_the_minimum_end_per_window() -> None:
+    """A blackholed link under 8 closed-loop workers and a 1 s deadline: 8 calls end per
+    second, all DEADLINE_EXCEEDED. The window never holds 10, yet the guard must trip once 10
+    have ended, on the last 10."""
+    clock = FakeClock()
+    guard = Guard(GuardSpec(window_s=1.0, min_requests=10, max_error_rate=0.5), clock)
+    _feed(guard, clock, 8, "DEADLINE_EXCEEDED", latency_s=1.0)
+    clock.now += 1.05  # each worker's next call ends a deadline (and a little) later
+    assert guard.check() is None  # 8 calls so far: fewer than the minimum
+    _feed(guard, clock, 8, "DEADLINE_EXCEEDED", latency_s=1.0)
+    breach = guard.check()
+    assert breach is not None and breach.metric == "error_rate" and breach.value == 1.0
+
+
+def test_goodput_counts_only_the_window_when_older_calls_fill_the_minimum() -> None:
+    clock = FakeClock()
+    spec = GuardSpec(window_s=1.0, min_requests=10, max_error_rate=None, min_goodput_per_s=5)
+    guard = Guard(spec, clock)
+    _feed(guard, clock, 10, "OK")
+    clock.now += 2.0  # nothing ended since: the 10 OK calls are older than the window
+    breach = guard.check()
+    assert breach is not None and breach.metric == "goodput_per_s" and breach.value == 0
