@@ -16,10 +16,8 @@ from grpc_resilience_mesh.chaos.experiment.loading import load_experiment
 from grpc_resilience_mesh.chaos.experiment.model import ExperimentError
 from grpc_resilience_mesh.chaos.export.chaostoolkit import NotExportable, to_chaostoolkit
 from grpc_resilience_mesh.chaos.export.topology import to_chaostoolkit_topology
-from grpc_resilience_mesh.chaos.topology.model import (
-    is_topology_experiment,
-    load_topology_experiment,
-)
+from grpc_resilience_mesh.chaos.topology.kind import is_topology_experiment
+from grpc_resilience_mesh.chaos.topology.model import load_topology_experiment
 from grpc_resilience_mesh.services.policy.loading import PolicyError
 
 console = Console(stderr=True)

@@ -17,9 +17,9 @@ from types import TracebackType
 from typing import Any
 
 from grpc_resilience_mesh.chaos.experiment.model import ExperimentError
+from grpc_resilience_mesh.chaos.topology.kind import is_topology_experiment
 from grpc_resilience_mesh.chaos.topology.model import (
     Topology,
-    is_topology_experiment,
     load_topology,
     load_topology_experiment,
 )

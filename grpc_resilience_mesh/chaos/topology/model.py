@@ -19,7 +19,8 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from grpc_resilience_mesh.chaos.experiment.model import ExperimentError
 from grpc_resilience_mesh.chaos.experiment.naming import did_you_mean, shown
 from grpc_resilience_mesh.chaos.topology.experiment_model import TopologyExperiment, fault_problems
-from grpc_resilience_mesh.chaos.topology.schema import StrictModel, peek, read_mapping, reason
+from grpc_resilience_mesh.chaos.topology.kind import is_topology_file
+from grpc_resilience_mesh.chaos.topology.schema import StrictModel, read_mapping, reason
 
 CLIENT = "client"
 """The reserved caller: the experiment's load generator."""
@@ -235,24 +236,6 @@ def _entry_problems(exp: TopologyExperiment, topo: Topology) -> list[str]:
             f"{did_you_mean(wanted, callees)} (edges from {CLIENT}: {', '.join(callees)})"
         ]
     return []
-
-
-def is_topology_experiment(path: Path) -> bool:
-    """A YAML file with a top-level `topology:` key (a topology experiment)."""
-    raw = peek(path)
-    return raw is not None and "topology" in raw
-
-
-def is_topology_file(path: Path) -> bool:
-    """A YAML file that says `kind: topology`."""
-    raw = peek(path)
-    return raw is not None and raw.get("kind") == "topology"
-
-
-def is_topology_kind(name: str) -> bool:
-    """A path to a topology file or a topology experiment (catalogue names are neither)."""
-    path = Path(name)
-    return path.is_file() and (is_topology_experiment(path) or is_topology_file(path))
 
 
 def check_file(name: str) -> Path:

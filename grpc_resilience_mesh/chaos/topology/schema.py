@@ -33,15 +33,6 @@ def read_mapping(path: Path, what: str) -> dict[str, Any]:
     return raw
 
 
-def peek(path: Path) -> dict[str, Any] | None:
-    """The file's top-level mapping, or None when it cannot be read as one."""
-    try:
-        raw = safe_yaml.load_file(str(path))
-    except (safe_yaml.YamlError, OSError):
-        return None
-    return raw if isinstance(raw, dict) else None
-
-
 def reason(error: ErrorDetails, model: type[BaseModel]) -> str:
     """`where: why`; an unknown key gets the close known one and the list of known keys."""
     where = ".".join(shown(str(p))[1:-1] for p in error["loc"]) or "<top>"
