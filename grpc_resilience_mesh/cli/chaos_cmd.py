@@ -126,7 +126,7 @@ def validate(
 
 def _checked(name: str) -> Path:
     """A catalogue experiment, a topology experiment or a topology file, each by its model."""
-    from grpc_resilience_mesh.chaos.topology.kind import is_topology_kind
+    from grpc_resilience_mesh.chaos.experiment.kind import is_topology_kind
 
     if is_topology_kind(name):
         from grpc_resilience_mesh.chaos.topology.model import check_file

@@ -12,11 +12,11 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from grpc_resilience_mesh.chaos.experiment.kind import is_topology_experiment
 from grpc_resilience_mesh.chaos.experiment.loading import load_experiment
 from grpc_resilience_mesh.chaos.experiment.model import ExperimentError
 from grpc_resilience_mesh.chaos.export.chaostoolkit import NotExportable, to_chaostoolkit
 from grpc_resilience_mesh.chaos.export.topology import to_chaostoolkit_topology
-from grpc_resilience_mesh.chaos.topology.kind import is_topology_experiment
 from grpc_resilience_mesh.chaos.topology.model import load_topology_experiment
 from grpc_resilience_mesh.services.policy.loading import PolicyError
 

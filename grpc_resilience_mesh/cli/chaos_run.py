@@ -85,7 +85,7 @@ DryRunOpt = Annotated[
 
 def _topology_run(names: list[str], dry_run: bool, reports: Path) -> None:
     """A topology experiment runs here and exits; catalogue names go on as before."""
-    from grpc_resilience_mesh.chaos.topology.kind import is_topology_kind
+    from grpc_resilience_mesh.chaos.experiment.kind import is_topology_kind
     from grpc_resilience_mesh.cli.chaos_topology import run_topology
 
     topology = [name for name in names if is_topology_kind(name)]

@@ -9,8 +9,8 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
+from grpc_resilience_mesh.chaos.experiment.kind import is_topology_file
 from grpc_resilience_mesh.chaos.experiment.model import ExperimentError
-from grpc_resilience_mesh.chaos.topology.kind import is_topology_file
 from grpc_resilience_mesh.cli.chaos_cmd import console, refuse
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from grpc_resilience_mesh.chaos.experiment.kind import is_topology_experiment
 from grpc_resilience_mesh.chaos.experiment.model import ExperimentError
-from grpc_resilience_mesh.chaos.topology.kind import is_topology_experiment
 from grpc_resilience_mesh.chaos.topology.model import (
     Topology,
     load_topology,

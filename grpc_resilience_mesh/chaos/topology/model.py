@@ -16,10 +16,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from grpc_resilience_mesh.chaos.experiment.kind import is_topology_file
 from grpc_resilience_mesh.chaos.experiment.model import ExperimentError
 from grpc_resilience_mesh.chaos.experiment.naming import did_you_mean, shown
 from grpc_resilience_mesh.chaos.topology.experiment_model import TopologyExperiment, fault_problems
-from grpc_resilience_mesh.chaos.topology.kind import is_topology_file
 from grpc_resilience_mesh.chaos.topology.schema import StrictModel, read_mapping, reason
 
 CLIENT = "client"

@@ -1,6 +1,7 @@
 """`mesh chaos validate` loads what validating needs: the experiment model and the checks' and
 scenarios' declarations, no launcher, no plotting, no runner (issue 42: "at most 60 of the
-project's modules"; 182 before the declarations and the lazy commands)."""
+project's modules", counted over the application's namespace and the library together; 182
+before the declarations and the lazy commands)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from grpc_resilience_mesh.chaos.registry import CHECKS, SCENARIOS, implementatio
 from grpc_resilience_mesh.cli.chaos_cmd import ChaosGroup, app
 from grpc_resilience_mesh.cli.lazy import load
 
-PROJECT = ("grpc_resilience_mesh",)
+PROJECT = ("grpc_resilience_mesh", "grpc_aio_resilience")
 MOST_PROJECT_MODULES = 60
 NEVER = (
     "grpc_resilience_mesh.launch",

@@ -65,7 +65,6 @@ if TYPE_CHECKING:
     from grpc_aio_resilience.edge_policy import RetryPolicy as RetryPolicy
     from grpc_aio_resilience.errors import CALLER_DEADLINE_KEY as CALLER_DEADLINE_KEY
     from grpc_aio_resilience.errors import PUSHBACK_KEY as PUSHBACK_KEY
-    from grpc_aio_resilience.errors import SHED_REASONS as SHED_REASONS
     from grpc_aio_resilience.errors import BreakerOpenError as BreakerOpenError
     from grpc_aio_resilience.errors import BulkheadFullError as BulkheadFullError
     from grpc_aio_resilience.errors import ClientThrottledError as ClientThrottledError
@@ -106,8 +105,9 @@ if TYPE_CHECKING:
     from grpc_aio_resilience.events import StreamCommitted as StreamCommitted
     from grpc_aio_resilience.events import StreamEnded as StreamEnded
     from grpc_aio_resilience.events import StreamExpired as StreamExpired
+    from grpc_aio_resilience.fate_kinds import KINDS as KINDS
+    from grpc_aio_resilience.fate_kinds import SHED_REASONS as SHED_REASONS
     from grpc_aio_resilience.fates import FATE_KEY as FATE_KEY
-    from grpc_aio_resilience.fates import KINDS as KINDS
     from grpc_aio_resilience.fates import LISTENS_TO as FATE_EVENTS
     from grpc_aio_resilience.fates import FateFacts as FateFacts
     from grpc_aio_resilience.fates import current as current_fate
@@ -318,9 +318,9 @@ _WHERE: dict[str, str] = {
     "CALLER_DEADLINE_KEY": "errors",
     "PUSHBACK_KEY": "errors",
     "PoolFullError": "errors",
-    "SHED_REASONS": "errors",
+    "SHED_REASONS": "fate_kinds",
     "PoolWorkDone": "events",
-    "KINDS": "fates",
+    "KINDS": "fate_kinds",
     "fate_in": "fates",
     "kind_of": "fates",
     "seen_by_caller": "fates",

@@ -23,17 +23,12 @@ them to statuses (pushback trailers included) without special cases::
 
 from __future__ import annotations
 
-from typing import Literal, get_args
-
 import grpc
 import grpc.aio
 
-ShedReason = Literal["limit", "queue_full", "queue_timeout", "deadline", "criticality", "intake"]
-SHED_REASONS: tuple[ShedReason, ...] = get_args(ShedReason)
-"""Every `reason` of a refusal (ShedError's, grpc_aio_resilience.admission's): its
-`mesh_server_shed_total` label, the `call shed` event's `mesh.reason`, the LIMIT of a
-`shed(SERVICE:LIMIT)` fate. Here, not in admission, so what names the metrics (a chaos
-scenario's declaration) does not load the limiters."""
+from grpc_aio_resilience.fate_kinds import SHED_REASONS as SHED_REASONS
+from grpc_aio_resilience.fate_kinds import ShedReason as ShedReason
+
 PUSHBACK_KEY = "grpc-retry-pushback-ms"
 CALLER_DEADLINE_KEY = "resilience-caller-deadline"
 """Trailer of a refusal the server made for the call's own deadline (its value: the reason,

@@ -40,21 +40,11 @@ from grpc_aio_resilience.errors import (
     ClientThrottledError,
     DeadlineBudgetExhaustedError,
 )
+from grpc_aio_resilience.fate_kinds import KINDS as KINDS
 
 FATE_KEY = "resilience-fate"
 """The trailing metadata key a service's answer carries its fate in; a plain `ok` is sent as
 none (an OK status without one reads `ok`: `seen_by_caller`)."""
-KINDS = (
-    "ok",
-    "ok-after-retry",
-    "ok-degraded",
-    "failed-not-retryable",
-    "failed-deadline",
-    "failed-retry-skipped",
-    "shed",
-    "client-throttled",
-)
-"""Every fate is one of these kinds, with its detail in parentheses where it has one."""
 
 
 class FateFacts:

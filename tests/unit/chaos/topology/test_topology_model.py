@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from grpc_resilience_mesh.chaos.experiment.kind import is_topology_experiment, is_topology_file
 from grpc_resilience_mesh.chaos.experiment.model import ExperimentError
-from grpc_resilience_mesh.chaos.topology.kind import is_topology_experiment, is_topology_file
 from grpc_resilience_mesh.chaos.topology.model import load_topology, load_topology_experiment
 from grpc_resilience_mesh.chaos.topology.wiring import ports_needed, wire
 from grpc_resilience_mesh.cli.app import app
