@@ -7,6 +7,7 @@ and at this limit the supervisor could not open the killed replica's log until t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -14,6 +15,7 @@ import resource
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -35,9 +37,17 @@ def _low_limit() -> None:
 
 
 def threads_and_fds(pid: int) -> tuple[int, int]:
+    """Its threads, and its open files but the port picker's locks: mesh up holds a lock file
+    per port it picked (grpc_resilience_mesh.launch.ports), and it may pick more while the
+    flood runs; the bound below is on what the flood opens."""
     status = Path(f"/proc/{pid}/status").read_text()
     threads = int(re.search(r"^Threads:\s+(\d+)", status, re.M).group(1))  # type: ignore[union-attr]
-    return threads, len(os.listdir(f"/proc/{pid}/fd"))
+    locks = str(Path(tempfile.gettempdir()) / f"grpc-resilience-ports-{os.getuid()}") + "/"
+    fds = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            fds += not os.readlink(f"/proc/{pid}/fd/{fd}").startswith(locks)
+    return threads, fds
 
 
 def soft_open_files(pid: int) -> int:
