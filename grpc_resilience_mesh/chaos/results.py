@@ -50,6 +50,8 @@ class PhaseResult:
     starts some time after the schedule does (its first calls open their channels)."""
     notes: dict[str, str] = field(default_factory=dict)
     """Per metric a check could not measure: why (shown in the verdict instead of n/a)."""
+    broken_traces: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    """Per trace rule judged (the `traces` check): each trace that broke it, and how."""
 
 
 @dataclass
@@ -117,14 +119,49 @@ class ExperimentResult:
 
     @property
     def held_once(self) -> bool:
-        """This run: not aborted, every expectation passed (a void one did not), no error."""
+        """This run: not aborted, every expectation passed (a void one did not), every
+        variant ran (none skipped, none in error)."""
         return (
             not self.aborted
             and all(v.passed for v in self.verdicts)
-            and not any(v.error for v in self.variants)
+            and not any(v.error or v.skipped for v in self.variants)
         )
 
     @property
     def held(self) -> bool:
         """Held in this run, and in every repeat of it."""
         return self.held_once and all(r.held_once for r in self.repeats)
+
+    @property
+    def partial(self) -> str:
+        """`N of M variants ran` when a variant was skipped or in error (in any run) and
+        what did run missed nothing; "" otherwise. A skipped variant's expectations were never
+        judged, so its point of the hypothesis was not tested: neither held nor refuted."""
+        runs = self.repeats or [self]
+        if any(r.aborted or _missed(r) for r in runs):
+            return ""
+        ran = min(sum(not (v.skipped or v.error) for v in r.variants) for r in runs)
+        unrun = any(v.skipped or v.error for r in runs for v in r.variants)
+        return f"{ran} of {len(self.experiment.variants)} variants ran" if unrun else ""
+
+    @property
+    def verdict(self) -> str:
+        """held, partial (N of M variants ran), or did not hold."""
+        if self.held:
+            return "held"
+        return f"partial ({self.partial})" if self.partial else "did not hold"
+
+    def not_run(self) -> list[str]:
+        """Each variant that did not run, in the last run: `name skipped: why` or `name
+        error: what`."""
+        return [
+            f"{v.variant.name} {'skipped' if v.skipped else 'error'}: {v.skipped or v.error}"
+            for v in self.variants
+            if v.skipped or v.error
+        ]
+
+
+def _missed(result: ExperimentResult) -> bool:
+    """An expectation of a variant that ran was missed (a miss outweighs what was skipped)."""
+    ran = {v.variant.name for v in result.variants if not (v.skipped or v.error)}
+    return any(not v.passed for v in result.verdicts if v.variant in ran)

@@ -8,7 +8,6 @@ from typing import Annotated, ClassVar
 import typer
 from typer.core import TyperOption
 
-from grpc_resilience_mesh.cli.json_out import bare_json_to_stdout
 from grpc_resilience_mesh.cli.lazy import Lazy, LazyGroup
 from grpc_resilience_mesh.cli.version import version_line
 
@@ -80,6 +79,10 @@ class MeshGroup(LazyGroup):
         "call": Lazy(
             "grpc_resilience_mesh.cli.call:app", "Call the gateway's RPCs and print the answer."
         ),
+        "load": Lazy(
+            "grpc_resilience_mesh.cli.load:app",
+            "Background load on the running mesh (the console's): start, stop, status.",
+        ),
         "bench": Lazy(
             "grpc_resilience_mesh.cli.bench:app", "Benchmarks: ratios measured in one run."
         ),
@@ -141,8 +144,13 @@ def main() -> None:
     naming it, and exit 2."""
     from grpc_resilience_mesh.services.config_error import ConfigError
 
+    args = sys.argv[1:]
+    if "--json" in args:  # a command without it (`chaos validate`) loads no json_out
+        from grpc_resilience_mesh.cli.json_out import bare_json_to_stdout
+
+        args = bare_json_to_stdout(args)
     try:
-        app(args=bare_json_to_stdout(sys.argv[1:]), prog_name="mesh")
+        app(args=args, prog_name="mesh")
     except ConfigError as err:
         sys.stderr.write(f"mesh: {err}\n")
         raise SystemExit(2) from None

@@ -21,8 +21,10 @@ from rich.table import Table
 
 from grpc_aio_resilience import PUSHBACK_KEY, seen_by_caller
 from grpc_resilience_mesh.cli.json_out import JsonOpt, to_stdout, write_json
+from grpc_resilience_mesh.cli.suggest import mesh_program
 from grpc_resilience_mesh.client.state import STATE_DIR, STATE_FILE, MeshState
 from grpc_resilience_mesh.client.stream_client import StreamRead, read_stream
+from grpc_resilience_mesh.client.trace_source import TraceSource
 from grpc_resilience_mesh.loadgen.in_process import metadata_for, traced
 from grpc_resilience_mesh.services import settings, topology
 from grpc_resilience_mesh.services.v1 import gateway_pb2, gateway_pb2_grpc, payment_pb2
@@ -57,6 +59,14 @@ class Found:
     state_file: Path
     state_found: bool
     key_from: str
+    traces: TraceSource | None = None
+    """Where the running mesh sends its spans (None: no mesh.json found)."""
+
+    def trace_hint(self, trace_id: str) -> str:
+        """How to draw `trace_id` from where its spans went (local files, this state dir's,
+        when no mesh.json says otherwise)."""
+        source = self.traces or TraceSource("files", str(self.state_file.parent / "traces"))
+        return source.hint(trace_id, mesh_program())
 
     def where(self) -> str:
         state = (
@@ -81,7 +91,8 @@ def _target(addr: str | None) -> Found:
     else:
         api_key, key_from = None, "none (MESH_API_KEY is unset and no mesh.json holds one)"
     gateway = addr or GATEWAY.read() or (state.gateway if state else DEFAULT_GATEWAY)
-    return Found(gateway, api_key, state_file, state is not None, key_from)
+    traces = TraceSource.of(state) if state is not None else None
+    return Found(gateway, api_key, state_file, state is not None, key_from, traces)
 
 
 def _invoke(
@@ -110,7 +121,7 @@ def _invoke(
         _note_after_the_answer(
             ctx,
             f"[dim]answered in {elapsed_ms[0]:.0f} ms by {found.gateway}; fate {fate[0] or '?'}; "
-            f"trace {trace_id} (mesh traces {trace_id})[/dim]",
+            f"trace {trace_id} ({escape(found.trace_hint(trace_id))})[/dim]",
         )
         return reply, trace_id
     except grpc.aio.AioRpcError as err:

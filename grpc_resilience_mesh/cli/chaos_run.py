@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
+from grpc_resilience_mesh.chaos.report.junit import write_junit
+from grpc_resilience_mesh.chaos.report.junit_run import run_suites
 from grpc_resilience_mesh.chaos.report.result_json import to_json
 from grpc_resilience_mesh.chaos.results import ExperimentResult
 from grpc_resilience_mesh.chaos.session.errors import SessionFailed, SessionRefused
@@ -19,7 +21,7 @@ from grpc_resilience_mesh.chaos.session.session import SessionOptions, SessionRe
 from grpc_resilience_mesh.cli.chaos_cmd import catalogue_names, console, refuse
 from grpc_resilience_mesh.cli.chaos_progress import ConsoleView
 from grpc_resilience_mesh.cli.chaos_results import PageOpt, ResultsPage, RunFigures, chaos_run_page
-from grpc_resilience_mesh.cli.chaos_verdict import verdict_screen
+from grpc_resilience_mesh.cli.chaos_verdict import exit_code, totals_line, verdict_screen
 from grpc_resilience_mesh.cli.json_out import JsonOpt, human_output_to_stderr, write_json
 from grpc_resilience_mesh.cli.stop_signals import StopSignals, mesh_left_behind, target_left_behind
 from grpc_resilience_mesh.cli.toxiproxy import ServerChoice, choose_server
@@ -51,10 +53,15 @@ def execute(
     short_sweeps: bool = False,
     xds: bool = False,
     page: ResultsPage | None = None,
+    junit: Path | None = None,
+    leave_out_xds: bool = False,
 ) -> list[ExperimentResult]:
     """Run the session (embedded mesh unless `target`) and print it: bad input is one line and
-    exit 2, a run that could not finish exit 1. `page`: the run's figures rewritten on it."""
-    options = SessionOptions(names, target, reports, state_dir, repeat, short_sweeps, xds)
+    exit 2, a run that could not finish exit 1. `page`: the run's figures rewritten on it;
+    `junit`: a JUnit XML file of every expectation (chaos/report/junit_run.py)."""
+    options = SessionOptions(
+        names, target, reports, state_dir, repeat, short_sweeps, xds, leave_out_xds
+    )
     try:
         ran = run_session(options, ConsoleView(console), _stop_signals)
     except SessionRefused as err:
@@ -65,6 +72,9 @@ def execute(
     if json_path is not None:
         with shared_files():
             write_json(json_path, [to_json(r) for r in ran.results])
+    if junit is not None:
+        with shared_files():
+            write_junit(junit, run_suites(ran.results))
     _summary(ran, repeat, reports)
     if page is not None and ran.generator is not None:
         figures = RunFigures(ran.took_s, ran.start_s, ran.capacity, ran.generator, repeat, xds)
@@ -83,7 +93,18 @@ DryRunOpt = Annotated[
 ]
 
 
-def _topology_run(names: list[str], dry_run: bool, reports: Path) -> None:
+JunitOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--junit",
+        metavar="FILE",
+        help="Also write JUnit XML: a testsuite per experiment, a testcase per expectation "
+        "(a skipped variant's as skipped, with the reason; an errored one's as error).",
+    ),
+]
+
+
+def _topology_run(names: list[str], dry_run: bool, reports: Path, junit: Path | None) -> None:
     """A topology experiment runs here and exits; catalogue names go on as before."""
     from grpc_resilience_mesh.chaos.experiment.kind import is_topology_kind
     from grpc_resilience_mesh.cli.chaos_topology import run_topology
@@ -92,7 +113,7 @@ def _topology_run(names: list[str], dry_run: bool, reports: Path) -> None:
     if topology and len(names) > 1:
         refuse(ValueError(f"{topology[0]}: a topology experiment runs alone; name only it"))
     if topology:
-        run_topology(topology[0], dry_run, reports)
+        run_topology(topology[0], dry_run, reports, junit)
     if dry_run:
         refuse(ValueError("--dry-run is for a topology experiment (a file with `topology:`)"))
 
@@ -110,12 +131,17 @@ def _stop_signals(mesh: Mesh | None, remote: Target | None) -> StopSignals:
 def _summary(ran: SessionResult, repeat: int, reports: Path) -> None:
     results = ran.results
     console.print(verdict_screen(results, console.width))
-    held = sum(r.held for r in results)
     runs = f" in all {repeat} runs" if repeat > 1 else ""
     console.print(
-        f"{held} of {len(results)} hypotheses held{runs}; reports in {reports}/ "
-        f"({ran.took_s:.0f} s in all)"
+        f"{escape(totals_line(results, runs))}; reports in {reports}/ ({ran.took_s:.0f} s in all)",
+        soft_wrap=True,
     )
+    if ran.left_out:
+        console.print(
+            f"left out, mesh-xds not built: {', '.join(ran.left_out)}; `make xds-plane` builds "
+            "it (needs go) and the next run includes them",
+            soft_wrap=True,
+        )
     if ran.generator is not None:
         for key, cap in ran.capacity.items():
             when = (
@@ -164,8 +190,10 @@ def run(
     xds: XdsRunOpt = False,
     results_page: PageOpt = None,
     dry_run: DryRunOpt = False,
+    junit: JunitOpt = None,
 ) -> None:
-    """Run experiments; exit 1 when a hypothesis does not hold, 2 on bad input.
+    """Run experiments; exit 1 when a hypothesis does not hold, 2 on bad input, 5 when one is
+    partial (a variant skipped or in error, and nothing that ran missed).
 
     Ctrl-C, SIGTERM and SIGHUP remove the faults, put a --target mesh back on its policy and
     stop the run's own mesh, then exit 130, 143 or 129; a second one within 5 s stops at once.
@@ -175,12 +203,13 @@ def run(
     4 stopped by the lever (`mesh chaos stop`); its report in REPORTS/<run id>/.
     """
     names = catalogue_names() if all_ else list(experiments or [])
-    _topology_run(names, dry_run, reports)
+    _topology_run(names, dry_run, reports, junit)
     choose_server(toxiproxy, "mesh chaos run", console)
     page = chaos_run_page(
         results_page, "--all" if all_ else " ".join(names), repeat, xds, toxiproxy
     )
     with human_output_to_stderr(json_path, console):
-        results = execute(names, target, json_path, reports, state_dir, repeat, xds=xds, page=page)
-    if not all(r.held for r in results):
-        raise typer.Exit(1)
+        results = execute(
+            names, target, json_path, reports, state_dir, repeat, xds=xds, page=page, junit=junit
+        )
+    raise typer.Exit(exit_code(results))

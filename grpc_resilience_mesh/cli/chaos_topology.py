@@ -14,9 +14,9 @@ from grpc_resilience_mesh.chaos.experiment.model import ExperimentError
 from grpc_resilience_mesh.cli.chaos_cmd import console, refuse
 
 
-def run_topology(name: str, dry_run: bool, reports: Path) -> None:
+def run_topology(name: str, dry_run: bool, reports: Path, junit: Path | None = None) -> None:
     """Run one topology experiment; exit with its code (0 held, 1 not held, 2 bad input,
-    3 aborted by guard, 4 stopped by lever)."""
+    3 aborted by guard, 4 stopped by lever); `junit`: its expectations as JUnit XML too."""
     from grpc_resilience_mesh.chaos.topology.lever import LeverPulled
     from grpc_resilience_mesh.chaos.topology.run import TopologyRefused, run_topology_experiment
 
@@ -34,6 +34,11 @@ def run_topology(name: str, dry_run: bool, reports: Path) -> None:
         )
     except (ExperimentError, TopologyRefused, LeverPulled) as err:
         refuse(err)
+    if junit is not None:
+        from grpc_resilience_mesh.chaos.report.junit import write_junit
+        from grpc_resilience_mesh.chaos.report.junit_run import topology_suite
+
+        write_junit(junit, [topology_suite(path.stem, outcome.result)])
     colour = "green" if outcome.exit_code == 0 else "red"
     console.print(
         f"[{colour}]{escape(outcome.verdict)}[/{colour}]; report {escape(str(outcome.report))}",

@@ -28,8 +28,9 @@ def demo(
     The experiments run in the order the lesson builds: deadlines and timeouts, retries,
     retry storms, breakers, bulkheads, shedding, then the background jobs. Exits 0 when every
     experiment ran (whether or not its hypothesis held: the verdict says which did);
-    `mesh chaos run --all` exits 1 when one did not hold. Ctrl-C, SIGTERM and SIGHUP stop the
-    mesh, then exit 130, 143 or 129; a second one within 5 s stops at once.
+    `mesh chaos run --all` exits 1 when one did not hold. Without mesh-xds built (`make
+    xds-plane`) the demo leaves out the variants that need it and names them. Ctrl-C, SIGTERM
+    and SIGHUP stop the mesh, then exit 130, 143 or 129; a second one within 5 s stops at once.
     """
     names = [p.stem for p, _ in catalogue()]
     page = None
@@ -44,7 +45,14 @@ def demo(
             "from deadlines to background jobs"
         )
         results = chaos_run.execute(
-            names, None, json_path, reports, state_dir, short_sweeps=True, page=page
+            names,
+            None,
+            json_path,
+            reports,
+            state_dir,
+            short_sweeps=True,
+            page=page,
+            leave_out_xds=True,
         )
         broken = [r.name for r in results if r.aborted]
         if broken:

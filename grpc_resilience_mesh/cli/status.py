@@ -20,7 +20,7 @@ from grpc_resilience_mesh.cli.json_out import (
     write_json,
 )
 from grpc_resilience_mesh.client.state import STATE_DIR, STATE_FILE, MeshState
-from grpc_resilience_mesh.console.view import MeshView
+from grpc_resilience_mesh.console.view import CONSOLE_WINDOW_S, MeshView
 
 console = Console()
 notes = Console(stderr=True)
@@ -283,7 +283,13 @@ def snapshot_over(view: MeshView, window_s: float) -> dict[str, Any]:
 def status(
     state_dir: StateDirOpt = None,
     window: Annotated[
-        float, typer.Option(min=0.2, max=30.0, help="Seconds over which rates are measured.")
+        float,
+        typer.Option(
+            min=0.2,
+            max=30.0,
+            help="Seconds over which rates are measured (the console's: the last "
+            f"{CONSOLE_WINDOW_S:g} s; --window {CONSOLE_WINDOW_S:g} to compare the two).",
+        ),
     ] = 1.0,
     json_path: JsonOpt = None,
 ) -> None:
@@ -312,7 +318,10 @@ def status(
 
 
 def _print_snapshot(snap: dict[str, Any], window: float) -> None:
-    title = f"mesh status (policy {snap['policy']}; per second over {window:g}s; ms)"
+    title = (
+        f"mesh status (policy {snap['policy']}; per second over {window:g}s, "
+        f"the console's {CONSOLE_WINDOW_S:g}s; ms)"
+    )
     console.print(edge_view(snap, title), soft_wrap=False)
     for line in csds_lines(snap.get("csds")):
         console.print(line, soft_wrap=True, highlight=False)

@@ -5,6 +5,7 @@ until stopped; counts kept as the outcomes stream, outcomes not (it may run for 
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -21,10 +22,14 @@ class LoadSettings:
     rate_per_s: float
     home: int = 1
     checkout: int = 0
+    for_s: float | None = None
+    """Seconds of load, then it stops by itself (None: until stopped)."""
 
     def __post_init__(self) -> None:
         if not 0 < self.rate_per_s <= MAX_RATE_PER_S:
             raise ValueError(f"rate must be within 0..{MAX_RATE_PER_S:g} per second")
+        if self.for_s is not None and not 0 < self.for_s <= 86_400:
+            raise ValueError("for_s must be within 0..86400 seconds")
         if self.home < 0 or self.checkout < 0 or self.home + self.checkout == 0:
             raise ValueError("the mix needs at least one home or checkout share, none negative")
         if self.home + self.checkout > 100:
@@ -41,6 +46,8 @@ class _Run:
     stop: threading.Event = field(default_factory=threading.Event)
     codes: Counter[str] = field(default_factory=Counter)
     thread: threading.Thread | None = None
+    finished: bool = False
+    """It ran its `for_s` out (or failed): not running any more, its counts kept."""
 
 
 class BackgroundLoad:
@@ -74,19 +81,25 @@ class BackgroundLoad:
                 run.thread.join(timeout=10)
 
     def status(self) -> dict[str, Any]:
+        """Whether load runs, at what rate and mix, and its outcomes by code so far (of the
+        last run too, once a `for_s` ran out)."""
         run = self._run
         if run is None:
             return {"running": False}
         return {
-            "running": True,
+            "running": not run.finished,
             "rate_per_s": run.settings.rate_per_s,
             "home": run.settings.home,
             "checkout": run.settings.checkout,
+            "for_s": run.settings.for_s,
             "codes": dict(run.codes),
         }
 
     def _loop(self, run: _Run) -> None:
-        asyncio.run(self._offer(run))
+        try:
+            asyncio.run(self._offer(run))
+        finally:
+            run.finished = True
 
     async def _offer(self, run: _Run) -> None:
         stop = asyncio.Event()
@@ -109,6 +122,7 @@ class BackgroundLoad:
             concurrency=max(4, int(rate)),
             api_key=self._api_key,
             chunk_s=self.chunk_s,
+            duration_s=math.inf if run.settings.for_s is None else run.settings.for_s,
         )
         try:
             await run_steady(load, count, stop)

@@ -21,13 +21,28 @@ def _load(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def _written(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
 def list_reports(root: Path) -> list[dict[str, Any]]:
+    """Newest first (by when result.json was written), so the tab opens on the experiment
+    just run, not the alphabetically first."""
     found = []
-    for path in sorted(root.glob("*/result.json")):
+    paths = sorted(root.glob("*/result.json"), key=lambda p: (-_written(p), p.parent.name))
+    for path in paths:
         data = _load(path)
         if data is not None:
             found.append(
-                {"name": path.parent.name, "title": data.get("title", ""), "held": data.get("held")}
+                {
+                    "name": path.parent.name,
+                    "title": data.get("title", ""),
+                    "held": data.get("held"),
+                    "written_at": _written(path),
+                }
             )
     return found
 

@@ -19,14 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from grpc_resilience_mesh.client.state import MeshState
-from grpc_resilience_mesh.console import reports, trace_view
+from grpc_resilience_mesh.client.trace_source import TraceSource
+from grpc_resilience_mesh.console import address, reports, trace_view
 from grpc_resilience_mesh.console.auth import ConsoleToken
 from grpc_resilience_mesh.console.background_load import BackgroundLoad, LoadSettings
 from grpc_resilience_mesh.console.bounded_http import BoundedHttpServer, HttpLimits
 from grpc_resilience_mesh.console.faults import FaultError
 from grpc_resilience_mesh.console.metrics_view import MetricsSampler
 from grpc_resilience_mesh.console.routes import BadRequest, ConsoleRoutes
-from grpc_resilience_mesh.console.view import MeshView
+from grpc_resilience_mesh.console.view import CONSOLE_WINDOW_S, MeshView
 
 log = logging.getLogger("grpc_resilience_mesh.console")
 
@@ -54,6 +55,10 @@ class Console:
             Path(state.state_dir) / "traces",
             Path(state.state_dir) / "chaos" / "traces",
         )
+        self.trace_source = TraceSource.of(state)
+        """Where this mesh's spans went: the traces tab lists that copy, this run's only."""
+        if self.trace_source.kind == "jaeger" and self.jaeger_ui is None:
+            self.jaeger_ui = self.trace_source.where
         self._min_interval_s = min_interval_s
         self._cached: dict[str, Any] | None = None
         self._cached_at = 0.0
@@ -71,6 +76,7 @@ class Console:
                 self._cached_at = time.monotonic()
             snap = dict(self._cached)
         snap["load"] = self.load.status()
+        snap["rate_window_s"] = CONSOLE_WINDOW_S
         snap["jaeger_ui"] = self.jaeger_ui
         return snap
 
@@ -119,6 +125,7 @@ class Console:
                         float(body.get("rate_per_s", 10)),
                         int(body.get("home", 1)),
                         int(body.get("checkout", 0)),
+                        None if body.get("for_s") is None else float(body["for_s"]),
                     )
                 )
                 return self.load.status()
@@ -140,19 +147,16 @@ class Console:
             kind = query.get("filter", "all")
             if kind not in trace_view.FILTERS:
                 raise BadRequest(f"filter must be one of {', '.join(trace_view.FILTERS)}")
-            found = trace_view.load_recent(self.traces_dirs[0])
+            limit = _int(query, "limit", 50, 1, 500)
             return {
-                "traces": trace_view.trace_list(found, kind, _int(query, "limit", 50, 1, 500)),
+                **trace_view.listing(self.trace_source, kind, limit),
                 "jaeger_ui": self.jaeger_ui,
             }
         if path.startswith("/api/traces/"):
             prefix = path.removeprefix("/api/traces/").lower()
             if not prefix or not all(c in "0123456789abcdef" for c in prefix):
                 raise BadRequest("a trace id is hexadecimal")
-            match = next(
-                (m for d in self.traces_dirs if (m := trace_view.find(d, prefix)) is not None),
-                None,
-            )
+            match = trace_view.lookup(self.trace_source, self.traces_dirs, prefix)
             if match is None:
                 raise LookupError(prefix)
             trace_id, spans = match
@@ -228,9 +232,11 @@ class ConsoleServer:
 
     def start(self) -> ConsoleServer:
         self._http.start()
+        address.publish(self.token.path.parent, self.url)
         return self
 
     def close(self) -> None:
+        address.withdraw(self.token.path.parent, self.url)
         self._http.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.console.close()

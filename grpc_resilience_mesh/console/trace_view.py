@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from grpc_resilience_mesh.client import jaeger_query as jq
 from grpc_resilience_mesh.client import traces as tr
+from grpc_resilience_mesh.client.trace_source import TraceSource
 
 TAIL_BYTES = 4 * 1024 * 1024
 """Read at most this much of each span file, from its end: recent traces only, bounded cost."""
@@ -78,6 +81,59 @@ def trace_list(
 def find(traces_dir: Path, prefix: str) -> tuple[str, list[tr.Span]] | None:
     """A recent trace by id or unambiguous prefix."""
     return tr.find_trace(load_recent(traces_dir), prefix)
+
+
+JAEGER_FETCH = 100
+"""Traces asked of Jaeger per listing: the filters pick among them."""
+
+
+def this_run(traces: dict[str, list[tr.Span]], since_ns: int) -> dict[str, list[tr.Span]]:
+    """The traces that began at or after `since_ns`: an earlier run's are not this mesh's."""
+    return {
+        tid: spans for tid, spans in traces.items() if min(s["start_ns"] for s in spans) >= since_ns
+    }
+
+
+def _from_jaeger(source: TraceSource) -> dict[str, list[tr.Span]]:
+    lookback_s = time.time() - source.since_ns / 1e9 + 60 if source.since_ns else 3600.0
+    found = jq.jaeger_recent(source.where, "gateway", JAEGER_FETCH, lookback_s, timeout_s=3.0)
+    return this_run(found, source.since_ns)
+
+
+def listing(source: TraceSource, kind: str = "all", limit: int = 50) -> dict[str, Any]:
+    """The traces tab: this run's traces from wherever they went, and that place named."""
+    error = None
+    found: dict[str, list[tr.Span]] = {}
+    if source.kind == "jaeger":
+        try:
+            found = _from_jaeger(source)
+        except jq.JaegerError as err:
+            error = str(err)
+    elif source.kind == "files":
+        found = this_run(load_recent(Path(source.where)), source.since_ns)
+    return {
+        "traces": trace_list(found, kind, limit),
+        "source": source.kind,
+        "source_label": source.label(),
+        "error": error,
+    }
+
+
+def lookup(
+    source: TraceSource, dirs: tuple[Path, ...], prefix: str
+) -> tuple[str, list[tr.Span]] | None:
+    """One trace by id or prefix: from Jaeger when the mesh exports there, else (and for the
+    reports' traces, written by experiments on a mesh of their own) from the span files."""
+    if source.kind == "jaeger":
+        try:
+            if len(prefix) == 32:
+                return prefix, jq.jaeger_trace(source.where, prefix, timeout_s=3.0)
+            match = tr.find_trace(_from_jaeger(source), prefix)
+            if match is not None:
+                return match
+        except jq.JaegerError:
+            pass
+    return next((m for d in dirs if (m := find(d, prefix)) is not None), None)
 
 
 def waterfall_rows(spans: list[tr.Span]) -> list[dict[str, Any]]:

@@ -46,10 +46,17 @@ def read_progress(state_dir: Path, now_s: float | None = None) -> dict[str, Any]
     return data
 
 
+CONSOLE_WINDOW_S = 5.0
+"""The console's rates are over the last this many seconds (`mesh status` says so beside its
+own --window, which is shorter by default: the two differ while a fault comes or goes)."""
+
+
 class MeshView:
     """Reads the mesh `state` describes: its metrics (a short window), faults and progress."""
 
-    def __init__(self, state: MeshState, window_s: float = 5.0, fresh_s: float = 0.0) -> None:
+    def __init__(
+        self, state: MeshState, window_s: float = CONSOLE_WINDOW_S, fresh_s: float = 0.0
+    ) -> None:
         """`fresh_s`: a snapshot scrapes again only when the latest scrape is older (a sampler
         that scrapes in the background keeps it younger; 0: always scrape)."""
         self.state = state

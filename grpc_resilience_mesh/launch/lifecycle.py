@@ -76,6 +76,9 @@ class MeshProcesses:
         """Where a supervisor listens for `mesh restart` (recorded in mesh.json), if any."""
         self.procs: list[ChildProcess] = []
         self.state: MeshState | None = None
+        self.started_ns = 0
+        """When start() began (time.time_ns()): mesh.json's mark between this run's spans and
+        an earlier run's in the same traces dir."""
         self._generated_key: str | None = None
         self._lock = threading.RLock()
         self._state_lock = StateLock(self.state_dir)
@@ -87,7 +90,15 @@ class MeshProcesses:
     @property
     def wiring(self) -> Wiring:
         """The addresses and settings as they are now (a variant may switch `direct`)."""
-        return Wiring(self.ports, self.state_dir, self.direct, self.env, self.service_env, self.xds)
+        return Wiring(
+            self.ports,
+            self.state_dir,
+            self.direct,
+            self.env,
+            self.service_env,
+            self.xds,
+            self.started_ns,
+        )
 
     @property
     def _security(self) -> Security:
@@ -162,6 +173,7 @@ class MeshProcesses:
         On any failure everything started is stopped again."""
         self.lock()
         self._stopping.clear()
+        self.started_ns = time.time_ns()
         try:
             self._rotate_logs()
             with self._lock:

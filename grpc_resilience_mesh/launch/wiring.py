@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from grpc_resilience_mesh.client import trace_source
 from grpc_resilience_mesh.client.state import MeshState
 from grpc_resilience_mesh.embedded_toxiproxy.api_token import TOKEN_ENV as TOXIPROXY_TOKEN_ENV
 from grpc_resilience_mesh.launch.ports import Ports
@@ -137,6 +138,9 @@ class Wiring:
     """Set in one service's environment, last."""
     xds: XdsPlane | None = None
     """With `mesh up --xds`: the control plane the gateway's and recommendation's channels use."""
+    started_ns: int = 0
+    """When this mesh began (time.time_ns(); 0: unknown): spans older than this in its traces
+    dir are an earlier run's."""
 
     @property
     def toxiproxy_url(self) -> str | None:
@@ -273,6 +277,7 @@ class Wiring:
                 "smtp": f"127.0.0.1:{self.ports.listen['smtp']}",
                 "mailbox": str(self.state_dir / "mailbox"),
                 **({"xds_ads": self.xds.ads, "xds_admin": self.xds.admin_url} if self.xds else {}),
+                **trace_source.record({**os.environ, **self.env}, self.started_ns),
             },
             owner_pid=os.getpid(),
             control=control,

@@ -20,6 +20,7 @@ LESSON_ORDER = (
     "load-shedding",  # refuse early rather than fail late
     "overload-sweep",  # a declared capacity: adaptive limits, the client throttle, the curve
     "metastable-retry-storm",  # a short slowdown, and retries keep the mesh down after it
+    "metastable-four-panel",  # the OSDI'22 retry runs: trigger size, length and load decide
     "criticality",  # under overload the sheddable calls go first, the critical ones hold
     "replica-loss",  # a dead replica: retries go to the other, ejection takes it out and back
     "slow-replica",  # a slow replica: ejection on deadline failures moves its traffic

@@ -39,6 +39,8 @@ FATE_METRICS = tuple(f"fate.{kind}" for kind in KINDS)
 LOAD = (
     "requests",
     "ok",
+    "full",
+    "full_rate",
     "errors",
     "ok_rate",
     "error_rate",
@@ -66,6 +68,7 @@ COUNTERS = (
     "breaker_rejections",
     "breaker_opened",
     "bulkhead_rejections",
+    "dependency_bulkhead_rejections",
     "fallbacks",
     "shed",
     "pushbacks_honoured",

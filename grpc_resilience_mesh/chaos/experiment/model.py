@@ -22,8 +22,8 @@ from grpc_resilience_mesh.chaos.experiment.fault_kinds import UNCHECKED_FAULTS a
 from grpc_resilience_mesh.chaos.experiment.fault_kinds import FrozenModel as _Model
 from grpc_resilience_mesh.chaos.experiment.fault_kinds import SlowdownFault as SlowdownFault
 from grpc_resilience_mesh.chaos.experiment.fault_kinds import TimedFault as _Timed
+from grpc_resilience_mesh.chaos.experiment.fault_kinds import TracedExpectation, unchecked
 from grpc_resilience_mesh.chaos.experiment.fault_kinds import XdsFault as XdsFault
-from grpc_resilience_mesh.chaos.experiment.fault_kinds import unchecked
 from grpc_resilience_mesh.chaos.experiment.grpc_names import STATUS_CODES, check_method
 from grpc_resilience_mesh.chaos.experiment.grpc_names import methods as methods
 from grpc_resilience_mesh.chaos.experiment.naming import did_you_mean, shown
@@ -247,8 +247,8 @@ class Variant(_Model):
     description: str = ""
 
 
-class Expectation(_Model):
-    """A number of one variant's report that decides the verdict."""
+class Expectation(TracedExpectation):
+    """A number of one variant's report that decides the verdict (`traces:`: fault_kinds.py)."""
 
     variant: str
     metric: str

@@ -64,6 +64,34 @@ def planned_loads_s(exp: Experiment) -> float:
     return expected_s(exp) + pool_s(exp)
 
 
+def paced_s(spec: LoadSpec) -> float:
+    """The part of load_s(spec) its file fixes: an open loop's pace at a declared rate, a
+    closed loop's think time. The rest is a guess (REQUEST_S, a capacity not yet measured)."""
+    if spec.rate_per_s:
+        return load_s(spec)
+    if spec.rate_x_capacity is not None:
+        return 0.0
+    waves = math.ceil(spec.requests / spec.concurrency)
+    return min(waves * spec.think_s, spec.max_duration_s) * spec.repeat
+
+
+def fixed_s(exp: Experiment) -> float:
+    """The part of planned_loads_s(exp) its file fixes: paced loads, the recovery's waits, a
+    sweep's declared service time. A run's ETA scales this part and the guessed rest each by
+    what the finished experiments took (eta.py): on an idle machine the guesses err from 0.3x to
+    1.2x of the truth where the paced part holds within 10% (docs/results/catalogue.md)."""
+    if exp.scenario is not None:
+        return 0.0
+    steady = paced_s(exp.steady_state.load)
+    total = pool_s(exp)
+    for variant in exp.variants:
+        fault = exp.load_for(variant)
+        total += 2 * steady + paced_s(fault)
+        if exp.recovery is not None:
+            total += exp.recovery.wait_s + paced_s(exp.recovery.load or fault)
+    return total
+
+
 def too_long(exp: Experiment) -> str | None:
     """Why `exp` plans more than an experiment may (None: it fits)."""
     planned = planned_loads_s(exp)

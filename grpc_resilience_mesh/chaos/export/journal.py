@@ -13,7 +13,9 @@ Every name, title and tag is written inert (grpc_resilience_mesh/chaos/export/in
 report` turns them into Markdown and HTML.
 
 `deviated` is a missed expectation (steady_states.after not met); `status` is `failed` when
-the run was aborted (a steady state that failed, an error), else `completed`. The runner keeps
+the run was aborted (a steady state that failed, an error) or partial (a variant skipped or in
+error: its expectations never judged), else `completed`; the extension carries the verdict
+(`held`, `partial (N of M variants ran)`, `did not hold`). The runner keeps
 no time per activity: each activity carries the run's start and end, and a load its own
 duration.
 """
@@ -148,12 +150,14 @@ def to_journal(result: ExperimentResult, started: float, ended: float) -> dict[s
             },
             "method": [a["activity"] for a in run],
             "rollbacks": [a["activity"] for a in rollbacks],
-            "extensions": [{"name": "grpc-resilience-mesh", "result": "result.json"}],
+            "extensions": [
+                {"name": "grpc-resilience-mesh", "result": "result.json", "verdict": result.verdict}
+            ],
         },
         "start": clock.start,
         "end": clock.end,
         "duration": round(clock.duration, 3),
-        "status": "failed" if result.aborted else "completed",
+        "status": "failed" if result.aborted or result.partial else "completed",
         "deviated": deviated,
         "steady_states": {
             "before": {

@@ -18,14 +18,14 @@ from typing import Any
 from urllib.parse import quote
 
 from grpc_resilience_mesh.chaos.experiment.lesson_order import lesson_rank
-from grpc_resilience_mesh.chaos.report.index_summary import missed_of, summary
+from grpc_resilience_mesh.chaos.report.index_summary import missed_of, summary, verdict_mark
 
 INDEX = "index.html"
 _STYLE = """
 body { font-family: sans-serif; max-width: 72rem; margin: 2rem auto; padding: 0 1rem; }
 table.summary td, table.summary th { padding: .1rem .6rem; text-align: left; vertical-align: top; }
 section { border-top: 1px solid #ccc; padding-top: .5rem; }
-.held { color: #1a7f37; } .failed { color: #cf222e; }
+.held { color: #1a7f37; } .failed { color: #cf222e; } .partial { color: #9a6700; }
 pre { font-size: .75rem; background: #f6f8fa; padding: .5rem; overflow-x: auto; }
 img { max-width: 100%; border: 1px solid #ddd; margin: .3rem 0; } code { font-size: .8rem; }
 """
@@ -114,6 +114,7 @@ def _entry(folder: Path) -> dict[str, Any] | None:
         "title": str(data.get("title", "")),
         "hypothesis": str(data.get("hypothesis", "")),
         "held": bool(data.get("held")),
+        "partial": str(data.get("partial") or ""),
         "missed": missed_of(data),
         "table": _code_block(text),
         "images": sorted(p.name for p in folder.glob("*.png")),
@@ -142,7 +143,7 @@ def _traces(data: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
 
 def _section(e: dict[str, Any], where: str) -> str:
     name = escape(e["dir"])
-    verdict = '<b class="held">held</b>' if e["held"] else '<b class="failed">did not hold</b>'
+    verdict = verdict_mark(e, "did not hold")
     links = [f'<a href="{_href(e["dir"], "result.json")}">result.json</a>']
     if e["has_report"]:
         links.insert(0, f'<a href="{_href(e["dir"], "report.md")}">report.md</a>')

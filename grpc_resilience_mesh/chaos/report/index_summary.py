@@ -13,6 +13,11 @@ def missed_of(data: dict[str, Any]) -> list[str]:
     found += [
         f"{v.get('name')} failed: {v['error']}" for v in data.get("variants", []) if v.get("error")
     ]
+    found += [
+        f"{v.get('name')} skipped: {v['skipped']}"
+        for v in data.get("variants", [])
+        if v.get("skipped")
+    ]
     repeat = data.get("repeat") or []
     if any(s.get("runs", 0) > 1 for s in repeat):
         found += [
@@ -39,12 +44,21 @@ def missed_of(data: dict[str, Any]) -> list[str]:
     return found
 
 
+def verdict_mark(entry: dict[str, Any], miss: str) -> str:
+    """held, partial (N of M variants ran), or `miss`, marked up."""
+    if entry["held"]:
+        return '<b class="held">held</b>'
+    if entry.get("partial"):
+        return f'<b class="partial">partial ({escape(entry["partial"])})</b>'
+    return f'<b class="failed">{miss}</b>'
+
+
 def summary(entries: list[dict[str, Any]]) -> str:
     """The summary table: each experiment, linked to its section, held or missed and why."""
     rows = []
     for e in entries:
         name = escape(e["dir"])
-        verdict = '<b class="held">held</b>' if e["held"] else '<b class="failed">missed</b>'
+        verdict = verdict_mark(e, "missed")
         why = "<br>".join(escape(m) for m in e["missed"]) if not e["held"] else ""
         rows.append(
             f'<tr><td><a href="#{name}">{name}</a></td><td>{verdict}</td><td>{why}</td></tr>'

@@ -4,7 +4,8 @@ Load experiments: `latency.png`, every request's wait on one y axis shared by ev
 scale when the waits spread over more than SPREAD_FOR_LOG), a panel per variant (and per RPC
 when the load mixes them), the fault window shaded, breaker moves marked; `calls.png`, the
 calls that reached the dependency, with the seed's figure on each bar it has one for;
-`goodput.png` with the `recovery` check (goodput_plot.py).
+`goodput.png` with the `recovery` check (goodput_plot.py), and for the metastability lab's
+four-panel `four-panel.png` (chaos/metastable/panel_plot.py).
 Scenario experiments draw what they measure (job_plots.py).
 """
 
@@ -16,6 +17,7 @@ from pathlib import Path
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from grpc_resilience_mesh.chaos.metastable.panel_plot import four_panel_figure
 from grpc_resilience_mesh.chaos.report.breaker_marks import BreakerMove, breaker_moves
 from grpc_resilience_mesh.chaos.report.goodput_plot import goodput_figure
 from grpc_resilience_mesh.chaos.report.job_plots import scenario_figures
@@ -59,6 +61,9 @@ def plot(result: ExperimentResult, out_dir: Path, traces_dir: Path | None = None
         goodput = goodput_figure(result)
         if goodput is not None:
             figures["goodput.png"] = goodput
+        panels = four_panel_figure(result)
+        if panels is not None:
+            figures["four-panel.png"] = panels
     paths = []
     for name, fig in figures.items():
         fig.savefig(out_dir / name, dpi=90)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from grpc_resilience_mesh.chaos.report.broken_traces import render_broken
 from grpc_resilience_mesh.chaos.report.plots import plot
 from grpc_resilience_mesh.chaos.report.result_json import notable_traces, to_json
 from grpc_resilience_mesh.chaos.report.tables import print_result, run_line
@@ -29,7 +30,7 @@ def write_report(result: ExperimentResult, out_dir: Path, traces_dir: Path | Non
         "",
         f"**Seed lesson.** {result.experiment.lesson}" if result.experiment.lesson else "",
         "",
-        f"**Verdict.** {'held' if result.held else 'did not hold'}"
+        f"**Verdict.** {result.verdict}"
         + (f" in all {len(result.repeats)} runs" if len(result.repeats) > 1 and result.held else "")
         + (
             f" (held in {sum(r.held_once for r in result.repeats)} of {len(result.repeats)} runs)"
@@ -61,6 +62,7 @@ def write_report(result: ExperimentResult, out_dir: Path, traces_dir: Path | Non
                         + ", ".join(f"`{i}`" for i in ids)
                     )
     lines.append("")
+    lines += render_broken(result)
     path = out_dir / "report.md"
     path.write_text("\n".join(lines))
     return path

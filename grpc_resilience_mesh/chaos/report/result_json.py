@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from grpc_resilience_mesh.chaos.report.broken_traces import broken_json
 from grpc_resilience_mesh.chaos.report.repeat import spreads
 from grpc_resilience_mesh.chaos.results import ExperimentResult, PhaseResult
 
@@ -16,6 +17,8 @@ def _phase_json(phase: PhaseResult, samples: bool) -> dict[str, Any]:
         "traces": notable_traces(phase),
         "rows": phase.rows,
     }
+    if phase.broken_traces:
+        out["trace_rules"] = broken_json(phase)
     if samples:
         out["samples"] = [
             {
@@ -56,6 +59,8 @@ def to_json(result: ExperimentResult, samples: bool = True) -> dict[str, Any]:
         "title": result.experiment.title,
         "hypothesis": result.experiment.hypothesis,
         "held": result.held,
+        "verdict": result.verdict,
+        "partial": result.partial,
         "aborted": result.aborted,
         "variants": [
             {

@@ -9,6 +9,7 @@ from rich.markup import escape
 from grpc_resilience_mesh.chaos.experiment.model import ReferenceRow
 from grpc_resilience_mesh.chaos.report.missed import missed_line
 from grpc_resilience_mesh.chaos.report.repeat import metric_values, spread_text, spreads
+from grpc_resilience_mesh.chaos.report.seed_facts import has_a_column, seed_facts
 from grpc_resilience_mesh.chaos.report.sweep_table import sweep_table
 from grpc_resilience_mesh.chaos.report.table_fit import Column, FitTable
 from grpc_resilience_mesh.chaos.results import ExperimentResult, VariantResult
@@ -34,19 +35,29 @@ FATE_COLUMNS = (
 """The fate column set (grpc_aio_resilience's fates): one fate per request, so a row's add
 up to req."""
 COLUMNS = (
-    ("requests", "req", ""),
-    ("ok", "ok", ""),
-    ("degraded", "degr", "answered, degraded"),
+    ("requests", "req", "requests sent: full + degr + errors"),
+    ("full", "full", "answered whole, every part by its own service (the seed's ok)"),
+    ("degraded", "degr", "answered OK with a part from a fallback: not in full"),
     ("total_ms", "total ms", "wall time of the load"),
     ("p50_ms", "p50", ""),
     ("p95_ms", "p95", ""),
     ("p99_ms", "p99", ""),
-    ("dependency_calls", "dep calls", "calls that reached {dependency}"),
-    ("retries", "retries", ""),
-    ("breaker_rejections", "brk rej", "breaker rejections"),
-    ("bulkhead_rejections", "bhd rej", "bulkhead rejections"),
-    ("fallbacks", "fallb", "fallbacks served"),
-    ("shed", "shed", "requests shed"),
+    ("dependency_calls", "dep calls", "attempts that reached {dependency} (a retry counts again)"),
+    ("retries", "retries", "attempts after a request's first, on every edge"),
+    ("breaker_rejections", "brk rej", "attempts refused by an open breaker, every edge"),
+    (
+        "bulkhead_rejections",
+        "bhd rej",
+        "calls refused by a full bulkhead, every edge and method: a request can count twice "
+        "(its {dependency} call, then its fallback's call on the same full bulkhead)",
+    ),
+    (
+        "dependency_bulkhead_rejections",
+        "dep bhd rej",
+        "requests whose {dependency} call a bulkhead refused (at most one each)",
+    ),
+    ("fallbacks", "fallb", "fallbacks served, in requests that may still have failed"),
+    ("shed", "shed", "calls a server shed, each counted at the service that shed it"),
     *FATE_COLUMNS,
     ("offered_per_s", "offered/s", "open-loop rate offered (rate_x_capacity x capacity)"),
     (
@@ -62,7 +73,7 @@ GENERATOR_BUDGET = 0.10
 """The load generator's CPU may be at most this share of the mesh's (issue 16)."""
 OPTIONAL = ("offered_per_s", "fault_exposure")
 """Columns shown only where measured: an open-loop rate, a variant with faults."""
-LEAD = ("requests", "ok", "errors", "p50_ms")
+LEAD = ("requests", "full", "errors", "p50_ms")
 """Columns a narrow terminal keeps before even those the expectations read (their values are in
 the verdict lines anyway): what happened to the requests, and the typical request's time."""
 LOAD_PRIORITY = (
@@ -73,6 +84,7 @@ LOAD_PRIORITY = (
     "fallbacks",
     "shed",
     "bulkhead_rejections",
+    "dependency_bulkhead_rejections",
     "degraded",
     "p95_ms",
     "total_ms",
@@ -193,6 +205,7 @@ def experiment_table(
         notes=[
             *_failed_variants(result),
             *_demo_load_notes(result),
+            *seed_facts(exp.reference, _load_keys()),
             *_zero_note([headers[k][0] for k in zero if not k.startswith("fate.")]),
         ],
         explained=explained,
@@ -203,7 +216,8 @@ def experiment_table(
 
 
 def _load_keys() -> list[str]:
-    """Every column of the load table in display order: the errors after req, ok and degr."""
+    """Every column of the load table in display order: the errors after req, full and degr
+    (the three add up to req)."""
     return [
         "variant",
         "phase",
@@ -235,7 +249,7 @@ def _load_rows(result: ExperimentResult, keys: list[str]) -> list[Row]:
                 )
             )
             ref = refs.get((v.variant.name, phase_name))
-            if ref is not None:
+            if ref is not None and has_a_column(ref, keys[2:]):
                 seed = {k: _seed(ref.values.get(k)) for k in keys[2:]}
                 rows.append(({**seed, "variant": "  seed", "phase": phase_name}, "dim", True))
     return rows
@@ -264,7 +278,7 @@ def _shown_keys(
     zero = [
         k
         for k in keys[2:]
-        if k not in ("requests", "ok", "errors")
+        if k not in ("requests", "full", "errors")
         and rows
         and k not in OPTIONAL
         and all(r.get(k, "") in ("0", "", "-") for r, _, _ in rows)
@@ -343,8 +357,8 @@ def print_result(
             )
     if result.aborted:
         console.print(f"  [red]aborted[/red]: {escape(result.aborted)}")
-    held = "[green]held[/green]" if result.held else "[red]did not hold[/red]"
-    console.print(f"  hypothesis {held}\n")
+    colour = "green" if result.held else "yellow" if result.partial else "red"
+    console.print(f"  hypothesis [{colour}]{result.verdict}[/{colour}]\n")
 
 
 def run_line(result: ExperimentResult) -> str:

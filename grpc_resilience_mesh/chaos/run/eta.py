@@ -1,58 +1,74 @@
-"""How long the rest of a run will take: each experiment's expected duration from its loads,
-scaled by how the finished experiments compared with their own expectation."""
+"""How long the rest of a run will take: each experiment's planned seconds (plan.py), the part its
+file fixes and the part it guesses each scaled by how the finished experiments compared."""
 
 from __future__ import annotations
 
-from grpc_resilience_mesh.chaos.experiment.model import Experiment
+from collections.abc import Sequence
+
 from grpc_resilience_mesh.chaos.experiment.planned import expected_s as expected_s
+from grpc_resilience_mesh.chaos.run.plan import Planned
 
-
-def kind(exp: Experiment) -> str:
-    """Experiments whose estimates err alike: gateway loads, or a scenario (jobs)."""
-    return "load" if exp.scenario is None else "scenario"
+PRIOR_WEIGHT_S2 = 1000.0
+"""How strongly the fit leans on the plan (both scales 1) against the finished experiments, in
+squared seconds: about one experiment of 30 s taking its plan. Replayed over two recorded demos
+(tests/unit/chaos/recorded_demo_runs.json), 300 and 3000 erred alike; 0 lets the first short
+experiments swing the scales."""
 
 
 class Eta:
-    """Remaining time of a run of experiments, refined as each one finishes: each kind of
-    experiment by how the finished ones of its kind compared with their expectation (a job
-    scenario's error says nothing about a gateway load's), by all finished ones before any
-    of its kind has."""
+    """Remaining time of a run of experiments, refined as each one finishes.
 
-    def __init__(self, expected: list[float], kinds: list[str] | None = None) -> None:
-        self.expected = expected
-        self.kinds = kinds or [""] * len(expected)
+    Each experiment's plan is two parts (plan.Planned): seconds its file fixes (paced loads,
+    waits) and seconds it guesses (closed-loop latency, per-variant overhead, restarts, the
+    capacity probe, a scenario's declared figure). What the finished experiments took fits one
+    scale for each part (least squares, pulled toward 1 by PRIOR_WEIGHT_S2): on an idle machine
+    the guesses run 0.3x-1.2x and the paced part holds; on a loaded one both stretch. One ratio
+    for everything let three small overestimated experiments early in a run halve the estimate
+    for the long paced ones after them ("about 3 min left" with 5 left, issue 46)."""
+
+    def __init__(self, planned: Sequence[float], fixed: Sequence[float] | None = None) -> None:
+        self.planned = list(planned)
+        self.fixed = list(fixed) if fixed is not None else [0.0] * len(self.planned)
         self.actual: list[float] = []
+        self._scales = (1.0, 1.0)
+
+    @classmethod
+    def of(cls, planned: Sequence[Planned]) -> Eta:
+        return cls([p.total_s for p in planned], [p.fixed_s for p in planned])
 
     def finished(self, took_s: float) -> None:
         self.actual.append(took_s)
-
-    def _scale(self, of: str | None) -> float | None:
-        done = [
-            (self.expected[i], took)
-            for i, took in enumerate(self.actual)
-            if of is None or self.kinds[i] == of
-        ]
-        planned = sum(e for e, _ in done)
-        return sum(t for _, t in done) / planned if done and planned > 0 else None
+        self._scales = self._fit()
 
     @property
-    def scale(self) -> float:
-        """Measured over expected for the experiments done so far (1 before the first)."""
-        return self._scale(None) or 1.0
+    def scales(self) -> tuple[float, float]:
+        """(fixed, guessed): each part's measured over planned so far (1, 1 before the first)."""
+        return self._scales
 
-    def scale_for(self, i: int) -> float:
-        """The scale for experiment `i`: its kind's, else everything's, else 1."""
-        return self._scale(self.kinds[i]) or self.scale
+    def _fit(self) -> tuple[float, float]:
+        n, w = len(self.actual), PRIOR_WEIGHT_S2
+        f = self.fixed[:n]
+        g = [self.planned[i] - self.fixed[i] for i in range(n)]
+        ff = sum(x * x for x in f) + w
+        gg = sum(x * x for x in g) + w
+        fg = sum(x * y for x, y in zip(f, g, strict=True))
+        fy = sum(x * y for x, y in zip(f, self.actual, strict=True)) + w
+        gy = sum(x * y for x, y in zip(g, self.actual, strict=True)) + w
+        det = ff * gg - fg * fg
+        return (fy * gg - gy * fg) / det, (ff * gy - fg * fy) / det
+
+    def expected_s(self, i: int) -> float:
+        """Experiment `i`'s seconds as the run so far predicts them (never below zero)."""
+        fixed, guessed = self._scales
+        return max(self.fixed[i] * fixed + (self.planned[i] - self.fixed[i]) * guessed, 0.0)
 
     def left_s(self, current_elapsed_s: float) -> float:
         """Seconds left: the rest of the current experiment and all those after it."""
         i = len(self.actual)
-        if i >= len(self.expected):
+        if i >= len(self.planned):
             return 0.0
-        current = max(self.expected[i] * self.scale_for(i) - current_elapsed_s, 0.0)
-        return current + sum(
-            self.expected[j] * self.scale_for(j) for j in range(i + 1, len(self.expected))
-        )
+        current = max(self.expected_s(i) - current_elapsed_s, 0.0)
+        return current + sum(self.expected_s(j) for j in range(i + 1, len(self.planned)))
 
 
 def about(seconds: float) -> str:

@@ -203,14 +203,20 @@ class CpuTally:
 
 
 def load_metrics(result: LoadResult) -> dict[str, float]:
+    """The load's figures. A request is one of three: `full` (OK, every part answered by its
+    own service), `degraded` (OK, a part from a fallback) or an error; `ok` is the first two,
+    and goodput counts full answers only, as the seed's `ok` did (it had no fallbacks)."""
     outcomes = result.outcomes
     n = len(outcomes)
     ok = [o for o in outcomes if o.code == "OK"]
+    full = sum(1 for o in ok if not o.degraded)
     lat = [o.latency_s * 1000 for o in outcomes]
     ok_lat = [o.latency_s * 1000 for o in ok]
     metrics = {
         "requests": float(n),
         "ok": float(len(ok)),
+        "full": float(full),
+        "full_rate": full / n if n else 0.0,
         "errors": float(n - len(ok)),
         "ok_rate": len(ok) / n if n else 0.0,
         "error_rate": (n - len(ok)) / n if n else 0.0,
@@ -224,7 +230,7 @@ def load_metrics(result: LoadResult) -> dict[str, float]:
         "max_ms": max(lat, default=0.0),
         "ok_p99_ms": percentile(ok_lat, 99),
         "min_ms": min(lat, default=0.0),
-        "goodput_per_s": len(ok) / result.elapsed_s if result.elapsed_s else 0.0,
+        "goodput_per_s": full / result.elapsed_s if result.elapsed_s else 0.0,
         "rejections_without_pushback": float(
             sum(1 for o in outcomes if o.code == "RESOURCE_EXHAUSTED" and o.pushback_ms is None)
         ),
@@ -301,11 +307,28 @@ def counter_metrics(snap: Snapshot, exp: Experiment) -> dict[str, float]:
         "breaker_rejections": snap.total("mesh_breaker_rejections_total"),
         "breaker_opened": snap.total("mesh_breaker_transitions_total", to_state="open"),
         "bulkhead_rejections": snap.total("mesh_bulkhead_rejections_total"),
+        "dependency_bulkhead_rejections": _refused_by_bulkhead(snap, exp),
         "fallbacks": snap.total("mesh_fallbacks_total"),
         "shed": snap.total("mesh_server_shed_total"),
         "pushbacks_honoured": snap.total("mesh_pushbacks_honoured_total"),
         "faults_injected": snap.total("mesh_faults_injected_total"),
     }
+
+
+def _refused_by_bulkhead(snap: Snapshot, exp: Experiment) -> float:
+    """Calls to the experiment's dependency method a bulkhead refused: at most one per request
+    (the bulkhead is outside the retries), where `bulkhead_rejections` also counts the other
+    edges and methods, such as the fallback's Popular refused by the same full bulkhead."""
+    method = exp.dependency_method
+    refused = 0.0
+    for (_, name, labels), value in snap.values.items():
+        found = dict(labels)
+        if name != "mesh_bulkhead_rejections_total" or found.get("dependency") != exp.dependency:
+            continue
+        m = found.get("method", "")
+        if method == "*" or m == method or m.endswith("/" + method):
+            refused += value
+    return refused
 
 
 def check_probes(metrics: dict[str, float], probes: list[Probe]) -> list[str]:

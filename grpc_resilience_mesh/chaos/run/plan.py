@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from grpc_resilience_mesh.chaos.experiment.model import Experiment
-from grpc_resilience_mesh.chaos.experiment.planned import planned_loads_s
+from grpc_resilience_mesh.chaos.experiment.planned import fixed_s, planned_loads_s
 
 CALIBRATION_S = 3.0
 """The capacity probe (grpc_resilience_mesh/chaos/run/runner.py) stops after `capacity_requests`
@@ -40,6 +40,8 @@ class Planned:
     loads_s: float
     restarts: int
     capacity_s: float
+    fixed_s: float = 0.0
+    """The part of loads_s the files fix (planned.fixed_s); the rest is guessed."""
 
     @property
     def restarts_s(self) -> float:
@@ -50,12 +52,17 @@ class Planned:
         return self.loads_s + self.restarts_s + self.capacity_s
 
 
-def plan(experiments: Iterable[tuple[str, Experiment]], xds: bool = False) -> list[Planned]:
+def plan(
+    experiments: Iterable[tuple[str, Experiment]], xds: bool = False, xds_runs: bool = True
+) -> list[Planned]:
     """The experiments in the order they run, on one mesh that starts with `xds` (as
-    `mesh chaos run --xds` does) or without."""
+    `mesh chaos run --xds` does) or without. `xds_runs` False: the xDS variants are skipped
+    (no mesh-xds built, as on a fresh clone's `make demo`): neither their loads nor restarts."""
     measured: set[tuple[str, ...]] = set()
     out = []
     for name, exp in experiments:
+        if not xds_runs:
+            exp = exp.model_copy(update={"variants": [v for v in exp.variants if not v.xds]})
         restarts = 0
         for variant in exp.variants:
             if variant.xds != xds:
@@ -66,7 +73,8 @@ def plan(experiments: Iterable[tuple[str, Experiment]], xds: bool = False) -> li
             mixes -= measured
         measured |= mixes
         loads_s = planned_loads_s(exp)
-        out.append(Planned(name, len(exp.variants), loads_s, restarts, len(mixes) * CALIBRATION_S))
+        capacity_s = len(mixes) * CALIBRATION_S
+        out.append(Planned(name, len(exp.variants), loads_s, restarts, capacity_s, fixed_s(exp)))
     return out
 
 

@@ -14,6 +14,14 @@ from grpc_resilience_mesh.launch.xds_plane import XDS_BINARY, missing_extra
 log = logging.getLogger("chaos.runner")
 
 
+def xds_missing() -> str:
+    """What this machine lacks to run an `xds: true` variant (mesh-xds built, the xds extra),
+    or "": a run skips those variants then, and its plan and progress leave them out."""
+    if not XDS_BINARY.is_file():
+        return f"needs {XDS_BINARY}: run `make peers` (needs go)"
+    return missing_extra() or ""
+
+
 async def wire_xds(mesh: Mesh | None, variant: Variant, policy: str) -> str:
     """Restart the services into or out of xDS when the variant asks otherwise than the mesh
     runs; why the variant cannot run, or ""."""
@@ -22,10 +30,8 @@ async def wire_xds(mesh: Mesh | None, variant: Variant, policy: str) -> str:
         return ""
     if mesh is None:
         return "an xds variant needs the embedded mesh (its services restart into xDS)"
-    if variant.xds and not XDS_BINARY.is_file():
-        return f"an xds variant needs {XDS_BINARY}: run `make peers` (needs go)"
-    missing = missing_extra() if variant.xds else None
-    if missing is not None:
+    missing = xds_missing() if variant.xds else ""
+    if missing:
         return f"an xds variant {missing}"
     way = "into" if variant.xds else "out of"
     log.info("%s: restarting the services %s xDS", variant.name, way)

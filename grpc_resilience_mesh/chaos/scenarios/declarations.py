@@ -24,6 +24,11 @@ from grpc_resilience_mesh.chaos.scenarios.params import (
     StreamCutParams,
     WorkerCrashParams,
 )
+from grpc_resilience_mesh.chaos.scenarios.trace_rule_names import METRIC_PREFIX, RULES
+
+CHECKED_METRIC = "traces_checked"
+"""The traces the `traces` check read (every rule is judged on the same ones)."""
+TRACE_METRICS = (CHECKED_METRIC, *(METRIC_PREFIX + r for r in RULES))
 
 STREAM_OUTCOMES = ("committed", "retried-before-first-message", "partial")
 """What a cut stream's trace shows its retry did
@@ -104,6 +109,11 @@ def _checks() -> None:
             *("trace_lead_ms_p50", "trace_lag_ms_p50"),
         ),
         "grpc_resilience_mesh.chaos.scenarios.fault_trace:fault_trace",
+    )
+    declare_check(
+        "traces",
+        TRACE_METRICS,
+        "grpc_resilience_mesh.chaos.scenarios.trace_check:trace_rules_check",
     )
 
 

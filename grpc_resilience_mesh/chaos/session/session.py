@@ -22,10 +22,11 @@ from grpc_resilience_mesh.chaos.session.mesh_scope import Scope, mesh_scope
 from grpc_resilience_mesh.chaos.session.report_writer import ReportWriter
 from grpc_resilience_mesh.chaos.session.rounds import Resolved, run_rounds
 from grpc_resilience_mesh.chaos.session.view import GuardFor, Quiet, SessionView, plain_guard
-from grpc_resilience_mesh.chaos.session.xds import with_xds
+from grpc_resilience_mesh.chaos.session.xds import with_xds, without_xds
 from grpc_resilience_mesh.chaos.topology.lever import LeverPulled, refuse_if_pulled
 from grpc_resilience_mesh.client.trace_index import index_traces
 from grpc_resilience_mesh.launch.private import private_umask
+from grpc_resilience_mesh.launch.xds_plane import XDS_BINARY
 from grpc_resilience_mesh.loadgen.in_process import generator_command
 from grpc_resilience_mesh.services.policy.loading import PolicyError
 
@@ -45,6 +46,9 @@ class SessionOptions:
     """A sweep's shorter variant (the demo's)."""
     xds: bool = False
     """Every variant under xDS, on an embedded mesh started so (xds.py)."""
+    leave_out_xds: bool = False
+    """Where mesh-xds is not built, leave the `xds: true` variants out (the demo's choice;
+    SessionResult.left_out names them) instead of running them to be skipped."""
 
 
 @dataclass
@@ -62,6 +66,8 @@ class SessionResult:
     """The mixes an experiment measured again for itself."""
     generator: str | None = None
     """The load generator's line (its CPU per request); None when no runner was made."""
+    left_out: list[str] = field(default_factory=list)
+    """`experiment/variant` left out for want of mesh-xds (SessionOptions.leave_out_xds)."""
 
 
 def resolve(
@@ -90,11 +96,14 @@ def run_session(
     shown = view or Quiet()
     resolved, remote = resolve(options.names, options.target, options.short_sweeps)
     plane = None
+    left_out: list[str] = []
     if options.xds:
         resolved, plane = with_xds(resolved, options.state_dir, options.target)
+    elif options.leave_out_xds and not XDS_BINARY.is_file():
+        resolved, left_out = without_xds(resolved)
     private_umask()  # the state dir is the owner's alone; reports are shared_files()
     started = time.monotonic()
-    out = SessionResult([], 0.0)
+    out = SessionResult([], 0.0, left_out=left_out)
     try:
         with mesh_scope(remote, options.state_dir, shown, guard_for, plane) as scope:
             out.start_s = scope.start_s

@@ -29,6 +29,28 @@ def under_xds(resolved: Resolved) -> Resolved:
     return out
 
 
+def without_xds(resolved: Resolved) -> tuple[Resolved, list[str]]:
+    """The experiments without their `xds: true` variants and those variants' expectations (an
+    experiment left with no variant or no expectation goes whole), and what went, as
+    `experiment/variant` (the demo's choice where mesh-xds is not built: a run of them would
+    only skip them, and say partial)."""
+    kept: Resolved = []
+    left: list[str] = []
+    for name, path, exp in resolved:
+        gone = {v.name for v in exp.variants if v.xds}
+        variants = [v for v in exp.variants if v.name not in gone]
+        expectations = [e for e in exp.expectations if e.variant not in gone]
+        if not gone:
+            kept.append((name, path, exp))
+        elif variants and expectations:
+            update = {"variants": variants, "expectations": expectations}
+            kept.append((name, path, exp.model_copy(update=update)))
+            left += [f"{name}/{v}" for v in sorted(gone)]
+        else:
+            left.append(f"{name} (every variant it judges is xds)")
+    return kept, left
+
+
 def embedded_plane(state_dir: Path, target: str | None) -> XdsPlane:
     """The control plane the embedded mesh starts with; XdsRunRefused with --target or without
     mesh-xds."""

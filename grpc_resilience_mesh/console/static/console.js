@@ -169,6 +169,24 @@ function drawGraph() {
   }
   items.push(...(state.replicas || []).map(replicaNode));
   svg.replaceChildren(...items);
+  fitBoxes(svg);
+}
+
+// Each label box as wide as its longest line and inside the drawing: a fixed width cut the
+// longer lines short, and a box placed near the right edge ran past it (notification_to_redis).
+function fitBoxes(svg) {
+  const right = svg.viewBox.baseVal.width - 2;
+  for (const box of svg.querySelectorAll(".edge .label, .replica")) {
+    const rect = box.querySelector("rect");
+    const texts = [...box.querySelectorAll("text")];
+    const longest = Math.max(0, ...texts.map((t) => t.getComputedTextLength()));
+    if (!longest) continue;  // not laid out (another tab is showing): measured on the next draw
+    const w = Math.ceil(longest) + 10;
+    const x = Math.max(2, Math.min(Number(rect.getAttribute("x")), right - w));
+    rect.setAttribute("x", x);
+    rect.setAttribute("width", w);
+    for (const t of texts) t.setAttribute("x", x + 4);
+  }
 }
 
 function edgeProxyCount(edgeName) {
@@ -370,6 +388,8 @@ function draw() {
   if (!state) return;
   document.getElementById("policy").textContent = `policy ${state.policy} · gateway ${state.gateway}`;
   document.getElementById("updated").textContent = `updated ${new Date(state.at * 1000).toLocaleTimeString()}`;
+  // mesh status averages over its own --window (1 s by default): say which window these are.
+  document.getElementById("window").textContent = `rates over the last ${fmt(state.rate_window_s, 0)} s (as mesh status --window ${fmt(state.rate_window_s, 0)})`;
   if (state.errors.length) showError(state.errors.join("; "));
   drawGraph();
   drawTable();
@@ -399,6 +419,9 @@ async function poll(now) {
 async function loadTraces() {
   try {
     const data = await api(`/api/traces?filter=${traceFilter}&limit=60`);
+    const source = document.getElementById("trace-source");
+    source.dataset.source = data.source || "";
+    source.textContent = `traces from ${data.source_label || "?"}${data.error ? `: ${data.error}` : ""}`;
     const rows = data.traces.map((t) => el("tr", {class: "clickable", "data-trace": t.trace_id, onclick: () => openTrace(t.trace_id)},
       el("td", {}, new Date(t.start_ns / 1e6).toLocaleTimeString()), el("td", {}, t.operation),
       el("td", {}, fmt(t.duration_ms)), el("td", {}, `${t.status}${t.degraded ? " degraded" : ""}`), el("td", {}, t.spans)));

@@ -58,3 +58,7 @@ class MeshServerPolicy(ServerPolicy):
         if self.expected_service_s is None and self.pool.workers:
             return self.pool.service_time_s
         return self.expected_service_s
+
+    def declared_concurrency(self) -> int | None:
+        """`backend_concurrency` if set, else a declared pool's workers (None without)."""
+        return self.backend_concurrency or self.pool.workers or None

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -18,6 +21,7 @@ from typer.testing import CliRunner
 from grpc_resilience_mesh.cli.app import app
 from grpc_resilience_mesh.client import jaeger_query as jq
 from grpc_resilience_mesh.client import traces as tr
+from grpc_resilience_mesh.console import address
 from tests.integration.jaeger.jaeger_process import Jaeger
 from tests.support.polling import wait_until
 
@@ -32,6 +36,7 @@ def mesh_env(jaeger: Jaeger, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "MESH_"))},
         "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://{jaeger.otlp_grpc}",
+        "MESH_JAEGER_UI": jaeger.query_url,
     }
     proc = subprocess.Popen(
         [*MESH, "up", "--auto-ports", "--state-dir", str(state_dir)],
@@ -97,3 +102,28 @@ def test_a_call_through_mesh_up_lands_in_jaeger_from_every_hop(
     assert all(f"[{hop}] OK" in drawn.output for hop in hops), drawn.output
     # With an OTLP endpoint the services export there only: nothing in the local files.
     assert not list((Path(mesh_env["MESH_STATE_DIR"]) / "traces").glob("*.jsonl"))
+
+
+def test_the_console_and_the_calls_hint_read_jaegers_copy(
+    jaeger: Jaeger, mesh_env: dict[str, str]
+) -> None:
+    """While the spans go to Jaeger, `mesh call` points at Jaeger's copy and the console's
+    traces tab lists it from Jaeger's API, saying so; not the state dir's empty files."""
+    call = CliRunner().invoke(app, ["call", "home", "--user", "u-0002"], env=mesh_env)
+    assert call.exit_code == 0, call.output
+    hint = re.search(r"trace ([0-9a-f]{32}) \((.*)\)", " ".join(call.output.split()))
+    assert hint is not None, call.output
+    trace_id = hint.group(1)
+    assert hint.group(2) == f"mesh traces --jaeger {jaeger.query_url} {trace_id}; Jaeger's copy"
+    console = address.find(Path(mesh_env["MESH_STATE_DIR"]))
+    assert console is not None
+
+    def listed() -> dict[str, Any]:
+        request = urllib.request.Request(f"{console.url}api/traces?limit=500")
+        request.add_header("Authorization", f"Bearer {console.token}")
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            answer: dict[str, Any] = json.loads(reply.read())
+        return answer if trace_id in {t["trace_id"] for t in answer["traces"]} else {}
+
+    answer = wait_until(listed, 30, f"trace {trace_id} in the console's traces tab", 0.3)
+    assert answer["source"] == "jaeger" and jaeger.query_url in answer["source_label"]

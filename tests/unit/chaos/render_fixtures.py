@@ -14,6 +14,8 @@ from grpc_resilience_mesh.client.counters import Snapshot
 from grpc_resilience_mesh.loadgen.in_process import LoadResult, Outcome
 
 CODES = ("OK", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED", "UNAVAILABLE")
+OWN_CAPACITY = str(Path(__file__).with_name("own_capacity_overload.yaml"))
+"""An open-loop experiment that measures its capacity right before it runs (a fixture)."""
 
 
 def _load(n: int, seed: int) -> LoadResult:
@@ -40,7 +42,8 @@ def _gateway_phase(seed: int) -> PhaseResult:
         "retries": 1200.0,
         "breaker_rejections": 90.0 * seed,
         "breaker_opened": float(seed),
-        "bulkhead_rejections": 96.0,
+        "bulkhead_rejections": 104.0,
+        "dependency_bulkhead_rejections": 96.0,
         "fallbacks": 590.0,
         "shed": 1234.0,
     }

@@ -26,6 +26,7 @@ from grpc_resilience_mesh.chaos.run.target import Target
 from grpc_resilience_mesh.client.counters import Snapshot
 from grpc_resilience_mesh.loadgen.in_process import LoadResult, Outcome
 from grpc_resilience_mesh.loadgen.protocol import Plan
+from tests.unit.chaos.render_fixtures import OWN_CAPACITY
 
 GOODPUT = 200.0
 
@@ -71,7 +72,7 @@ def test_capacity_is_measured_once_per_run(runner: Runner) -> None:
 
 
 def test_an_experiment_whose_load_asks_measures_the_capacity_again(runner: Runner) -> None:
-    _, shedding = load_experiment("load-shedding")
+    _, shedding = load_experiment(OWN_CAPACITY)
     _, flapping = load_experiment("flapping-dependency")  # checkout, measured once per run
     assert shedding.load.capacity_per_experiment and not flapping.load.capacity_per_experiment
 
@@ -124,10 +125,10 @@ def test_an_experiment_that_asks_measures_again_on_the_runs_starting_policy(
     monkeypatch.setattr(runner, "_set_policy", set_policy)
     monkeypatch.setattr(runner, "run_variant", a_variant)
     monkeypatch.setattr(runner, "forget_capacity", forget)
-    for name in ("load-shedding", "bulkhead-isolation", "load-shedding"):
+    for name in (OWN_CAPACITY, "bulkhead-isolation", OWN_CAPACITY):
         path, exp = load_experiment(name)
         asyncio.run(runner.run(name, path, exp))
-    # bulkhead-isolation measures nothing again; each load-shedding first puts the starting
+    # bulkhead-isolation measures nothing again; each OWN_CAPACITY first puts the starting
     # policy back where a variant swapped it (the first: nothing swapped yet), then forgets
     assert done == ["forget", "policy full", "recorded full", "forget"]
 

@@ -60,24 +60,33 @@ def test_time_left_comes_from_the_loads_and_is_refined_as_experiments_finish() -
     assert 24 * variants <= flapping <= 40 * variants
     eta = Eta([10.0, 20.0, 30.0])
     assert eta.left_s(0.0) == 60.0
-    eta.finished(20.0)  # took twice as long as expected: the rest will too
-    assert eta.left_s(5.0) == pytest.approx(2 * 20 - 5 + 2 * 30)
+    eta.finished(20.0)  # took twice as long as planned: the rest will take longer too
+    guessed = eta.scales[1]
+    assert 1.0 < guessed < 2.0  # one 10 s experiment moves the scale, without settling it
+    assert eta.left_s(5.0) == pytest.approx(guessed * 20 - 5 + guessed * 30)
     assert about(100) == "about 2 min left" and about(42) == "about 40 s left"
     assert about(3) == "under 10 s left"
 
 
-def test_job_scenarios_are_estimated_from_their_own_pace_and_their_own_kind() -> None:
+def test_job_scenarios_are_estimated_from_their_own_declared_pace() -> None:
     by_name = {p.stem: exp for p, exp in catalogue()}
     poison = by_name["poison-job"]
     assert poison.expected_s and expected_s(poison) == poison.expected_s  # not 3 s per variant
     jobs = [e for e in by_name.values() if e.scenario is not None]
     assert sum(expected_s(e) for e in jobs) >= 60  # six job experiments: workers, locks, timeouts
-    eta = Eta([10.0, 10.0, 20.0, 20.0], ["load", "load", "scenario", "scenario"])
-    eta.finished(30.0)  # the gateway loads run 3x slower than computed ...
-    assert eta.left_s(0.0) == pytest.approx(30 + 3 * 20 + 3 * 20)  # ... jobs: no evidence yet
-    eta.finished(30.0)
-    eta.finished(20.0)  # ... but the first job scenario took what it declared
-    assert eta.left_s(0.0) == pytest.approx(20.0)  # its kind's scale, not the loads' 3x
+
+
+def test_the_fixed_and_the_guessed_seconds_are_each_scaled_by_what_finished_took() -> None:
+    # the second experiment is 30 s of paced load (fixed by its file) and 10 s of guesses
+    eta = Eta([10.0, 40.0, 20.0], fixed=[0.0, 30.0, 0.0])
+    assert eta.left_s(0.0) == 70.0  # the plan, before anything finished
+    eta.finished(5.0)  # all guesses, half of them taken
+    fixed, guessed = eta.scales
+    assert fixed == pytest.approx(1.0) and guessed < 1.0  # nothing paced has run yet
+    assert eta.left_s(0.0) == pytest.approx(30 * fixed + (10 + 20) * guessed)
+    eta.finished(30.0 * 1.5 + 10.0)  # the paced part ran 1.5x long, the guesses held
+    assert eta.scales[0] > 1.0
+    assert eta.left_s(4.0) == pytest.approx(20 * eta.scales[1] - 4)
 
 
 def test_the_overall_line_names_the_experiment_and_the_time_left() -> None:

@@ -55,9 +55,24 @@ def test_load_metrics_count_rates_latencies_and_codes() -> None:
     assert metrics["personalised"] == 1
     assert metrics["p50_ms"] == pytest.approx(20) and metrics["p99_ms"] == pytest.approx(40)
     assert metrics["ok_p99_ms"] == pytest.approx(30)
-    assert metrics["goodput_per_s"] == 1.5
+    assert metrics["goodput_per_s"] == 1.0  # full answers only: a degraded home is not goodput
     assert metrics["home_ok_rate"] == 1.0 and metrics["checkout_ok_rate"] == 0.5
     assert metrics["code.OK"] == 3 and metrics["code.UNAVAILABLE"] == 1
+
+
+def test_full_degraded_and_failed_are_counted_apart_and_add_up_to_the_requests() -> None:
+    outcomes = [
+        _outcome("home", "OK", 10),
+        _outcome("home", "OK", 20, ("recommendations:popular",)),
+        _outcome("home", "OK", 20, ("recommendations:cached-popular",)),
+        _outcome("checkout", "OK", 30),
+        _outcome("home", "DEADLINE_EXCEEDED", 250),
+    ]
+    metrics = load_metrics(LoadResult(outcomes, elapsed_s=1.0))
+    assert (metrics["full"], metrics["degraded"], metrics["errors"]) == (2, 2, 1)
+    assert metrics["full"] + metrics["degraded"] + metrics["errors"] == metrics["requests"]
+    assert metrics["full_rate"] == 0.4
+    assert metrics["goodput_per_s"] == 2.0
 
 
 def test_load_metrics_of_no_load_are_zero() -> None:
@@ -87,6 +102,24 @@ def test_counter_metrics_count_the_dependencys_calls() -> None:
     assert metrics["calls.Charge"] == 5 and metrics["calls.GetCharge"] == 2
     assert metrics["retries"] == 3 and metrics["breaker_opened"] == 1
     assert metrics["shed"] == 0
+
+
+def test_requests_refused_by_a_bulkhead_are_told_from_all_its_rejections() -> None:
+    _, exp = load_experiment("bulkhead-reject")
+
+    def key(method: str) -> tuple[str, str, frozenset[tuple[str, str]]]:
+        labels = {"dependency": "recommendation", "method": method}
+        return ("gateway", "mesh_bulkhead_rejections_total", frozenset(labels.items()))
+
+    snap = Snapshot(
+        {
+            key("/mesh.v1.Recommendation/Recommend"): 96.0,
+            key("/mesh.v1.Recommendation/Popular"): 8.0,
+        }
+    )
+    metrics = counter_metrics(snap, exp)
+    assert metrics["bulkhead_rejections"] == 104  # a home's Recommend, then its Popular
+    assert metrics["dependency_bulkhead_rejections"] == 96
 
 
 def test_evaluate_checks_each_expectation_and_counts_missing_statuses_as_none() -> None:

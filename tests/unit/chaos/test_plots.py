@@ -28,6 +28,7 @@ from grpc_resilience_mesh.chaos.results import (
 )
 from grpc_resilience_mesh.client.counters import Snapshot
 from grpc_resilience_mesh.loadgen.in_process import LoadResult, Outcome
+from tests.unit.chaos.render_fixtures import OWN_CAPACITY
 
 
 def _outcomes(
@@ -118,9 +119,9 @@ def test_the_fault_window_is_shaded_where_the_faults_were_on() -> None:
     assert _xspan(band) == pytest.approx((0.5, 2.0))
 
 
-def test_load_shedding_shades_its_whole_overload() -> None:
+def test_an_open_loop_overload_is_shaded_whole() -> None:
     result = _result(
-        "load-shedding",
+        OWN_CAPACITY,
         {"no-shedding": _outcomes([30] * 20), "shedding": _outcomes([20] * 20)},
     )
     fig = latency_figure(result, {})
@@ -275,14 +276,15 @@ def test_the_receipt_experiments_draw_what_they_measure() -> None:
 def test_plots_are_written_without_library_warnings(tmp_path: Path) -> None:
     results = [
         *_receipt_results(),
-        _result("load-shedding", {"shedding": _outcomes([20] * 5)}),
+        _result(OWN_CAPACITY, {"shedding": _outcomes([20] * 5)}),
         _result("fallback-trap", {"per-method-sequential": _outcomes([3] * 5, code="UNAVAILABLE")}),
     ]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for r in results:
-            (tmp_path / r.name).mkdir()
-            written = plot(r, tmp_path / r.name, traces_dir=tmp_path / "no-traces")
+            folder = tmp_path / Path(r.name).stem
+            folder.mkdir()
+            written = plot(r, folder, traces_dir=tmp_path / "no-traces")
             assert written and all(p.stat().st_size > 1000 for p in written)
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import io
+import itertools
 import re
 
 import pytest
 from rich.console import Console
 
 from grpc_resilience_mesh.chaos.experiment.loading import catalogue
+from grpc_resilience_mesh.chaos.experiment.metric_names import COUNTERS, LOAD
 from grpc_resilience_mesh.chaos.report.table_fit import Column, FitTable
 from grpc_resilience_mesh.chaos.report.tables import COLUMNS, print_result
 from tests.unit.chaos.render_fixtures import demo_result
@@ -52,7 +54,8 @@ def test_status_codes_stay_whole(width: int) -> None:
 def test_left_out_columns_are_named_and_abbreviations_explained() -> None:
     narrow, wide = _render("provider-outage", 80), _render("provider-outage", 120)
     assert "not shown at 80 columns:" in narrow
-    assert "legend:" in narrow and "dc = calls that reached recommendation" in narrow
+    assert "legend:" in narrow
+    assert "dc = attempts that reached recommendation" in " ".join(narrow.split())
     shown_wide = wide.split("not shown at 120 columns:")[-1]
     # The wider terminal shows more of the columns the narrow one had to leave out.
     assert len(shown_wide.split(",")) < len(narrow.split("not shown at 80 columns:")[1].split(","))
@@ -84,10 +87,44 @@ def test_columns_that_are_zero_everywhere_are_named_not_shown() -> None:
     result = demo_result("pushback")
     for v in result.variants:
         v.phases["fault"].metrics["shed"] = 0.0
-        v.phases["fault"].metrics["ok"] = 0.0  # no answer at all: worth a column of zeros
+        v.phases["fault"].metrics["full"] = 0.0  # no whole answer: worth a column of zeros
     console = Console(width=120, record=True, file=io.StringIO())
     print_result(console, result)
     text = console.export_text()
     assert "0 in every row: shed\n" in text
     header = next(line for line in text.splitlines() if line.startswith("variant"))
-    assert header.split()[:3] == ["variant", "req", "ok"]
+    assert header.split()[:3] == ["variant", "req", "full"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_seeds_measured_figures_stand_under_a_column_of_ours(name: str) -> None:
+    """A seed figure keyed by a metric the load table does not show (the seed's `ok`, which
+    counted whole answers, where our `ok` also counts degraded ones) would vanish unsaid."""
+    result = demo_result(name)
+    if result.experiment.scenario is not None:
+        return
+    keys = {key for key, _, _ in COLUMNS}
+    for ref in result.experiment.reference:
+        measured = set(ref.values) & {*LOAD, *COUNTERS}
+        assert measured <= keys, (name, measured - keys)
+
+
+def test_full_degraded_and_errors_add_up_to_req_in_every_row() -> None:
+    result = demo_result("bulkhead-reject")
+    console = Console(width=250, record=True, file=io.StringIO())
+    print_result(console, result)
+    lines = console.export_text().splitlines()
+    header = next(line for line in lines if line.startswith("variant")).split()
+    assert header[1:5] == ["req", "full", "degr", "errors"]
+    starts = [i for i, line in enumerate(lines) if line.startswith("no-think-time")]
+    assert starts
+    for i in starts:  # the errors cell holds a status and its count per line
+        row = lines[i].split()
+        errors = [int(w) for line in lines[i : i + 4] for w in _codes(line)]
+        assert int(row[2]) + int(row[3]) + sum(errors) == int(row[1]), lines[i : i + 4]
+
+
+def _codes(line: str) -> list[str]:
+    """The counts that follow a status code (an upper-case word) on a table line."""
+    words = line.split()
+    return [n for code, n in itertools.pairwise(words) if code.isupper() and n.isdigit()]

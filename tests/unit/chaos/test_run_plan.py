@@ -12,6 +12,7 @@ from grpc_resilience_mesh.chaos.experiment.model import Experiment
 from grpc_resilience_mesh.chaos.run.eta import expected_s
 from grpc_resilience_mesh.chaos.run.plan import CALIBRATION_S, RESTART_S, minutes, plan
 from grpc_resilience_mesh.cli.app import app
+from tests.unit.chaos.render_fixtures import OWN_CAPACITY
 
 
 def _named(*names: str, demo: bool = False) -> list[tuple[str, Experiment]]:
@@ -41,7 +42,7 @@ def test_capacity_is_measured_once_per_rpc_mix_and_never_for_a_scenario() -> Non
 
 
 def test_an_experiment_that_measures_its_own_capacity_plans_the_measure() -> None:
-    budget, shedding, pushback = plan(_named("deadline-budget", "load-shedding", "pushback"))
+    budget, shedding, pushback = plan(_named("deadline-budget", OWN_CAPACITY, "pushback"))
     assert budget.capacity_s == CALIBRATION_S  # home, the first time
     assert shedding.capacity_s == CALIBRATION_S  # home again: capacity_per_experiment
     assert pushback.capacity_s == 0.0  # home, measured already
@@ -72,7 +73,8 @@ def test_mesh_chaos_plan_prints_each_experiment_and_the_total_without_starting_a
         assert p.stem in result.output
     demo = plan(_named(*(p.stem for p, _ in catalogue()), demo=True))
     total = sum(p.total_s for p in demo)
-    assert f"planned {minutes(total)} ({total:.0f} s) for 22 experiments" in result.output
+    count = len(catalogue())
+    assert f"planned {minutes(total)} ({total:.0f} s) for {count} experiments" in result.output
     one = CliRunner().invoke(app, ["chaos", "plan", "pushback"], env={"COLUMNS": "200"})
     assert one.exit_code == 0 and "for 1 experiment;" in one.output
 

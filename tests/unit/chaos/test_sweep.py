@@ -32,7 +32,7 @@ def test_each_line_runs_at_each_point_of_the_declared_capacity() -> None:
     assert exp.sweep.capacity_per_s == 40.0  # 2 replicas x 20 workers / 1 s
     assert exp.sweep.duration_s == DURATION_S
     names = [v.name for v in exp.variants]
-    assert len(names) == 5 * 5 and "gradient2-throttle.10x" in names and "none.0.5x" in names
+    assert len(names) == 6 * 5 and "gradient2-throttle.10x" in names and "pid.0.5x" in names
     point = next(v for v in exp.variants if v.name == "vegas.5x")
     spec = exp.load_for(point)
     assert spec.rate_per_s == 200.0 and spec.requests == 1600  # 5 x 40/s for 8 s

@@ -18,7 +18,7 @@ from grpc_resilience_mesh.chaos.report.result_json import to_json
 from grpc_resilience_mesh.chaos.report.tables import print_result, showed
 from grpc_resilience_mesh.chaos.results import ExperimentResult, Verdict
 from grpc_resilience_mesh.cli.chaos_verdict import verdict_screen
-from tests.unit.chaos.render_fixtures import demo_result
+from tests.unit.chaos.render_fixtures import OWN_CAPACITY, demo_result
 
 BACK = "a restarted replica serves again within 5 s of its kill, before the load ends"
 
@@ -69,12 +69,11 @@ def test_the_index_is_in_lesson_order_with_the_misses_on_top(tmp_path: Path) -> 
 
 
 def test_the_capacity_line_names_the_request_mix() -> None:
-    result = demo_result("load-shedding")
+    result = demo_result(OWN_CAPACITY)
     result.capacity = {"capacity_per_s": 432.6, "capacity_p99_ms": 100.4}
     console = Console(width=200, record=True, file=io.StringIO())
     print_result(console, result)
     mix = "+".join(result.experiment.load.rpc)
-    # load-shedding's bounds are ratios to the capacity, so it measures its own
     assert result.experiment.load.capacity_per_experiment
     assert f"capacity 433 req/s for {mix} (measured right before this experiment" in (
         console.export_text()

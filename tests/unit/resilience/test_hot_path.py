@@ -4,6 +4,8 @@ no layer of its own for an attempt nobody observes, no metadata copy with nothin
 from __future__ import annotations
 
 import random
+import sys
+import time
 from typing import Any
 
 import grpc
@@ -13,6 +15,7 @@ import pytest
 from grpc_aio_resilience import (
     ServerPolicy,
     SheddingInterceptor,
+    SystemClock,
     criticality,
     from_dict,
     server_interceptors,
@@ -243,3 +246,21 @@ async def test_the_server_side_reads_a_calls_metadata_for_its_criticality_once()
     sheddable = _CountingContext(((criticality.METADATA_KEY, "SHEDDABLE"),))
     assert await alone(None, sheddable) == "answer"
     assert sheddable.reads == 1
+
+
+def test_the_system_clock_reads_time_without_a_python_frame() -> None:
+    clock = SystemClock()
+    frames: list[str] = []
+
+    def record(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            frames.append(frame.f_code.co_name)
+
+    before = time.monotonic()
+    sys.setprofile(record)
+    try:
+        now = clock.now()
+    finally:
+        sys.setprofile(None)
+    assert before <= now <= time.monotonic()
+    assert frames == []

@@ -23,10 +23,10 @@ from grpc_resilience_mesh.services.telemetry.tracing.setup import (
     TRACER_NAME,
     MeshTracing,
     choose_exporter,
-    otlp_endpoint,
     server_tracing,
     setup_tracing,
 )
+from grpc_resilience_mesh.services.telemetry.tracing_env import otlp_endpoint
 
 __all__ = [
     "TRACER_NAME",

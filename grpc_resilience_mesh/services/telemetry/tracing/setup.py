@@ -42,6 +42,13 @@ from grpc_resilience_mesh.services.telemetry.tracing.spans import (
     SpanFactory,
     TracingServerInterceptor,
 )
+from grpc_resilience_mesh.services.telemetry.tracing_env import (
+    ENDPOINT,
+    EXPORTER,
+    SDK_DISABLED,
+    TRACING,
+    otlp_endpoint,
+)
 
 TRACER_NAME = "mesh"
 OTEL_PROTOS_REPAIR = "python -m grpc_resilience_mesh.launch.otel_protos"
@@ -61,15 +68,6 @@ def _positive_ms(raw: str) -> float:
 
 
 V = settings.Var
-TRACING = V("MESH_TRACING", settings.flag, True, "off: no spans at all")
-SDK_DISABLED = V("OTEL_SDK_DISABLED", settings.flag, False, "true: no spans at all (OTel's name)")
-EXPORTER = V(
-    "OTEL_TRACES_EXPORTER", settings.lower_choice("otlp", "none"), "", "none: spans not exported"
-)
-TRACES_ENDPOINT = V("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", settings.text, "", "OTLP/gRPC for spans")
-ENDPOINT = V(
-    "OTEL_EXPORTER_OTLP_ENDPOINT", settings.text, "", "OTLP/gRPC, e.g. http://127.0.0.1:4317"
-)
 TRACES_DIR = V("MESH_TRACES_DIR", settings.text, "", "spans as JSON lines in <dir>/<service>.jsonl")
 REPLICA = V("MESH_REPLICA", settings.text, "", "a replica's name: its own traces file")
 MAX_BYTES = V(
@@ -79,10 +77,6 @@ BACKUPS = V("MESH_TRACES_BACKUPS", _backups, DEFAULT_BACKUPS, "rotated traces fi
 DELAY_MS = V(
     "OTEL_BSP_SCHEDULE_DELAY", _positive_ms, None, "milliseconds between span export batches"
 )
-
-
-def otlp_endpoint(environ: Mapping[str, str]) -> str | None:
-    return TRACES_ENDPOINT.read(environ) or ENDPOINT.read(environ) or None
 
 
 def choose_exporter(service_name: str, environ: Mapping[str, str]) -> SpanExporter | None:

@@ -96,6 +96,7 @@ if TYPE_CHECKING:
     from grpc_aio_resilience.events import HedgeStarted as HedgeStarted
     from grpc_aio_resilience.events import Listener as Listener
     from grpc_aio_resilience.events import PoolWorkDone as PoolWorkDone
+    from grpc_aio_resilience.events import RejectionRatioChanged as RejectionRatioChanged
     from grpc_aio_resilience.events import ReplicaEjected as ReplicaEjected
     from grpc_aio_resilience.events import ReplicaReturned as ReplicaReturned
     from grpc_aio_resilience.events import RetryScheduled as RetryScheduled
@@ -148,6 +149,7 @@ if TYPE_CHECKING:
     from grpc_aio_resilience.pipeline import PIPELINE_ORDER as PIPELINE_ORDER
     from grpc_aio_resilience.pipeline import Pipeline as Pipeline
     from grpc_aio_resilience.pipeline import build_pipeline as build_pipeline
+    from grpc_aio_resilience.rejection import PidPolicy as PidPolicy
     from grpc_aio_resilience.retry import Retry as Retry
     from grpc_aio_resilience.retry import RetryBudget as RetryBudget
     from grpc_aio_resilience.server import ServerInterceptors as ServerInterceptors
@@ -320,6 +322,8 @@ _WHERE: dict[str, str] = {
     "PoolFullError": "errors",
     "SHED_REASONS": "fate_kinds",
     "PoolWorkDone": "events",
+    "RejectionRatioChanged": "events",
+    "PidPolicy": "rejection",
     "KINDS": "fate_kinds",
     "fate_in": "fates",
     "kind_of": "fates",
@@ -436,6 +440,7 @@ __all__ = [
     "OptionRow",
     "OutlierDetector",
     "OutlierPolicy",
+    "PidPolicy",
     "Pipeline",
     "PipelineDescriptor",
     "PipelineOrder",
@@ -443,6 +448,7 @@ __all__ = [
     "PoolWorkDone",
     "ProtectedServer",
     "QueuePolicy",
+    "RejectionRatioChanged",
     "ReplicaEjected",
     "ReplicaReturned",
     "ReplicaRouter",

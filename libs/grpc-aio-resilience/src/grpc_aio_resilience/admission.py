@@ -21,6 +21,7 @@ call for good, and with none in flight nothing is queued to make the next one la
 from __future__ import annotations
 
 import asyncio
+import bisect
 import math
 
 from grpc_aio_resilience.admission_policy import LimitPolicy, ServerPolicy
@@ -28,7 +29,12 @@ from grpc_aio_resilience.admission_queue import Waiter, WaitQueue
 from grpc_aio_resilience.clock import Clock
 from grpc_aio_resilience.criticality import Criticality
 from grpc_aio_resilience.errors import ShedError, ShedReason
-from grpc_aio_resilience.events import CallShed, ConcurrencyLimitChanged, EventBus
+from grpc_aio_resilience.events import (
+    CallShed,
+    ConcurrencyLimitChanged,
+    EventBus,
+    RejectionRatioChanged,
+)
 from grpc_aio_resilience.intake import IntakeGate
 from grpc_aio_resilience.limits import (
     AIMDLimit,
@@ -43,9 +49,24 @@ from grpc_aio_resilience.limits import (
     WindowedSettings,
 )
 from grpc_aio_resilience.options import to_dict
+from grpc_aio_resilience.rejection import PidRejector, queueing_delay_x
 
 EXPECTED_RTT_WEIGHT = 0.2
 """Weight of each new RTT in the expected times (exponential averages)."""
+
+FITTED = ("vegas", "gradient2", "aimd")
+"""The adaptive limits a declared concurrency C fits (LimitPolicy.fitted_to). A call with a
+deadline gets a place only where the workers can finish it in time (Admission.queued_s),
+and then at least C + WAITING places: the limit's floor is C, and at a limit of C a worker
+that finishes idles until the next call arrives, 1 / (offered x C) of a service time on
+average (0.86 of capacity at 4 workers and 1.5x offered)."""
+WAITING = 2
+"""Places beyond the workers for calls whose deadlines hold the wait. With one, a single
+worker at 1.5x offered still idled 12% of the time (Poisson arrivals,
+tests/unit/mesh/test_overload_grid_model.py); two keep every cell of the grid's model at
+0.9 or more where the deadline allows them. A few, not a share of C: on 20 workers a wait
+per worker would be a queue of a whole service time that the adaptive limit had kept out.
+Without a deadline the adaptive limit alone decides, as nothing bounds such a wait."""
 
 Place = tuple[float, int]
 """When a call got its place (clock seconds) and the calls in flight with it."""
@@ -85,6 +106,9 @@ class Admission:
         self._clock = clock
         self._bus = bus
         self._algorithm = "static"
+        self._concurrency: int | None = None
+        self._free: list[float] = []
+        self._fitted = False
         self._limit: Limit | None = None
         self._queue = WaitQueue(policy.queue, clock)
         self.intake = IntakeGate(policy.intake, clock)
@@ -100,7 +124,12 @@ class Admission:
         from the same state, not from what the last one learnt (a sweep's 1 s calls, kept as
         the expected time, refused every call of a metastable run's 1 s attempts)."""
         self._algorithm = policy.limit.algorithm
-        self._limit = build_limit(policy.limit, policy.max_in_flight)
+        self._concurrency = policy.declared_concurrency()
+        self._free = [0.0] * (self._concurrency or 0)
+        self._fitted = bool(self._concurrency) and policy.limit.algorithm in FITTED
+        self._limit = build_limit(policy.limit.fitted_to(self._concurrency), policy.max_in_flight)
+        pid = policy.limit.pid
+        self._rejector = PidRejector(pid, self._clock.now()) if self._algorithm == "pid" else None
         self._announce()
         self._policy = policy.limit
         self._queue.policy = policy.queue
@@ -117,7 +146,12 @@ class Admission:
     @property
     def active(self) -> bool:
         """Whether admission can refuse anything (else the layer steps aside, as today)."""
-        return self._limit is not None or self._policy.deadline_aware or self.intake.enabled
+        return (
+            self._limit is not None
+            or self._rejector is not None
+            or self._policy.deadline_aware
+            or self.intake.enabled
+        )
 
     @property
     def queued(self) -> int:
@@ -157,9 +191,19 @@ class Admission:
             raise self._refuse(
                 "deadline", method, criticality, remaining_s, expected_s, marked=True
             )
+        if self._rejector is not None and self._rejects(criticality):
+            raise self._refuse("ratio", method, criticality)
         if self._limit is None:
             return self._take()
-        may_take = self.in_flight < self.share(criticality)
+        places = self.share(criticality)
+        queued_s = self.queued_s() if self._fitted and remaining_s is not None else None
+        if queued_s is not None and remaining_s is not None:
+            if remaining_s < queued_s:  # the caller's deadline is why, as deadline-aware's
+                raise self._refuse(
+                    "deadline", method, criticality, remaining_s, queued_s, marked=True
+                )
+            places = max(places, len(self._free) + WAITING)
+        may_take = self.in_flight < places
         if may_take and not (self._queue and self._waiter_may_take()):
             return self._take()
         if self.in_flight < self.limit and not may_take:  # reserved for more critical calls
@@ -180,12 +224,34 @@ class Admission:
         return await self._wait(method, criticality, wait_s, cut=wait_s < queue_s)
 
     def expected_now_s(self) -> float | None:
-        """What a call admitted now is expected to take (None: nothing known yet)."""
-        return self.expected_s if self.in_flight else self.idle_s
+        """What a call admitted now is expected to take (None: nothing known yet): the
+        larger of the recent average and, with the backend's concurrency declared, the
+        calls ahead (`queued_s`). The average alone cannot see a queue: it hears only from
+        calls that finished, so the calls that queued past their deadlines never raise it."""
+        recent = self.expected_s if self.in_flight else self.idle_s
+        queued = self.queued_s()
+        if queued is None:
+            return recent
+        return queued if recent is None else max(recent, queued)
+
+    def queued_s(self) -> float | None:
+        """Wait and service of a call admitted now, from the declared concurrency C (None:
+        not declared, or no service time known yet): the backend as a FIFO of C workers,
+        each free at the time its last admitted call is expected to end (`_free`); a new
+        call takes the first free one. A share of the calls ahead (in_flight / C service
+        times) is wrong both ways: calls that started together end together, so the wait
+        behind them is a whole service time, not 1 / C of one; and a worker near the end of
+        its call frees a waiting place a deadline of 2 service times still holds."""
+        if not self._free or self.idle_s is None:
+            return None
+        now = self._clock.now()
+        return max(self._free[0] - now, 0.0) + self.idle_s
 
     def release(self, place: Place, dropped: bool | None) -> None:
         """Gives the place back; the call's RTT feeds the limit unless `dropped` is None."""
         self.in_flight -= 1
+        if self._free:
+            self._freed()
         start_s, in_flight = place
         rtt_s = self._clock.now() - start_s
         if dropped is not None and self._limit is not None and round(rtt_s * 1e9) > 0:
@@ -202,7 +268,17 @@ class Admission:
 
     def _take(self) -> Place:
         self.in_flight += 1
-        return self._clock.now(), self.in_flight
+        now = self._clock.now()
+        if self._free and self.idle_s is not None:
+            bisect.insort(self._free, max(self._free.pop(0), now) + self.idle_s)
+        return now, self.in_flight
+
+    def _freed(self) -> None:
+        """With fewer calls in flight than workers, that many workers are free now, whatever
+        `_free` expected (a caller gave up, or a call ended early)."""
+        now = self._clock.now()
+        for i in range(min(len(self._free) - self.in_flight, len(self._free))):
+            self._free[i] = min(self._free[i], now)
 
     async def _wait(
         self, method: str, criticality: Criticality, wait_s: float, cut: bool = False
@@ -275,6 +351,15 @@ class Admission:
             )
         )
         return ShedError(self._service, self.limit, self._pushback_s, "call", reason, marked)
+
+    def _rejects(self, criticality: Criticality) -> bool:
+        """The PID rejector's verdict on this arrival, its ratio first brought up to date."""
+        assert self._rejector is not None
+        delay_x = queueing_delay_x(self.in_flight, self._concurrency, self.expected_s, self.idle_s)
+        if self._rejector.tick(self._clock.now(), delay_x, self.idle_s or 0.0):
+            ratio = self._rejector.ratio
+            self._bus.emit(RejectionRatioChanged(self._service, ratio, self._rejector.delay_x))
+        return self._rejector.refuses(criticality)
 
     def _announce(self) -> None:
         self._bus.emit(ConcurrencyLimitChanged(self._service, self._algorithm, self.limit))

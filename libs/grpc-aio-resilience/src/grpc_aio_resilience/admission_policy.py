@@ -10,10 +10,12 @@ sections, as plain frozen dataclasses (grpc_aio_resilience.options).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from grpc_aio_resilience.options import at_most, check, option
+from grpc_aio_resilience.rejection import PidPolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,14 +94,16 @@ class WindowPolicy:
 class LimitPolicy:
     """Which concurrency limit admits unary calls (streams keep `max_streams_in_flight`)."""
 
-    algorithm: Literal["static", "vegas", "gradient2", "aimd"] = option(
+    algorithm: Literal["static", "vegas", "gradient2", "aimd", "pid"] = option(
         "static",
         doc="static (default): max_in_flight; vegas / gradient2: adaptive, from RTTs; aimd: "
-        "adaptive, from drops and timeouts",
+        "adaptive, from drops and timeouts; pid: max_in_flight, and a share of arrivals "
+        "refused from the queueing delay (Cinnamon)",
     )
     vegas: VegasPolicy = option(factory=VegasPolicy)
     gradient2: Gradient2Policy = option(factory=Gradient2Policy)
     aimd: AimdPolicy = option(factory=AimdPolicy)
+    pid: PidPolicy = option(factory=PidPolicy)
     window: WindowPolicy = option(factory=WindowPolicy)
     critical_reserve: float = option(
         0.1,
@@ -117,6 +121,38 @@ class LimitPolicy:
 
     def __post_init__(self) -> None:
         check(self)
+
+    def fitted_to(self, concurrency: int | None) -> LimitPolicy:
+        """These settings for a backend that serves `concurrency` calls at once (None: as
+        they are). The builders' initial and minimum limits (20) assume a backend that holds
+        20 calls; on one that holds fewer, a floor of 20 admits calls that queue in it for
+        20 / concurrency service times, past their callers' deadlines, and the limit never
+        binds. Left at their defaults, they become the declared concurrency (never more
+        than the default); set, they stay. Admission adds waiting places for calls whose
+        deadlines hold the wait (Admission.queued_s)."""
+        if not concurrency:
+            return self
+        return dataclasses.replace(
+            self,
+            vegas=_capped(self.vegas, concurrency, "initial_limit"),
+            gradient2=_capped(self.gradient2, concurrency, "initial_limit", "min_limit"),
+            aimd=_capped(self.aimd, concurrency, "initial_limit", "min_limit"),
+        )
+
+
+_Options = TypeVar("_Options", VegasPolicy, Gradient2Policy, AimdPolicy)
+
+
+def _capped(options: _Options, ceiling: int, *names: str) -> _Options:
+    """`options` with each of `names` still at its default lowered to `ceiling`."""
+    defaults = {f.name: f.default for f in dataclasses.fields(options)}
+    lowered = {
+        name: ceiling
+        for name in names
+        if isinstance(default := defaults[name], int)
+        and getattr(options, name) == default > ceiling
+    }
+    return dataclasses.replace(options, **lowered) if lowered else options
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +223,15 @@ class ServerPolicy:
         "bounded by N workers: its mean service time); deadline-aware admission starts from "
         "it. null: from the first calls' times",
     )
+    backend_concurrency: int | None = option(
+        None,
+        ge=1,
+        le=100_000,
+        doc="how many calls the backend serves at once (N workers, a connection pool's "
+        "size): the adaptive limits' default initial and minimum limits become it (never "
+        "above 20), and a call whose deadline holds the wait may queue for a worker, in up "
+        "to 2 places beyond the workers (with expected_service_s). null: not declared",
+    )
 
     def __post_init__(self) -> None:
         check(self)
@@ -195,3 +240,10 @@ class ServerPolicy:
         """The expected service time admission starts from (a subclass may derive it from
         what it declares, such as a bounded worker pool)."""
         return self.expected_service_s
+
+    def declared_concurrency(self) -> int | None:
+        """How many calls the backend behind this server serves at once, if declared
+        (`backend_concurrency`; a subclass may derive it from a bounded worker pool): the
+        adaptive limits' defaults fit it (`LimitPolicy.fitted_to`) and admission counts the
+        calls ahead (grpc_aio_resilience.admission)."""
+        return self.backend_concurrency

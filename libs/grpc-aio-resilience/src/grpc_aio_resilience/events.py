@@ -201,7 +201,8 @@ class CallShed(NamedTuple):
     `reason`: limit (no place, no queue), queue_full, queue_timeout (waited its longest for
     a place), deadline (less time left than the call is expected to take), criticality (over
     its criticality's share, or pushed out of a full queue by a more critical call), intake
-    (waited too long in front of admission, grpc_aio_resilience.intake).
+    (waited too long in front of admission, grpc_aio_resilience.intake), ratio (refused by
+    the PID rejector's share for its criticality, grpc_aio_resilience.rejection).
     `criticality` is the call's (SRE's names); `waited_s` its time in the queue (intake: in
     front of admission). A deadline or intake refusal also has the deadline left
     (`deadline_left_s`); a deadline refusal the time it was expected to take (`expected_s`);
@@ -226,6 +227,16 @@ class ConcurrencyLimitChanged(NamedTuple):
     service: str
     algorithm: str
     limit: int
+
+
+class RejectionRatioChanged(NamedTuple):
+    """The server's PID rejector (grpc_aio_resilience.rejection) now refuses `ratio` of the
+    unary calls arriving, at a queueing delay of `delay_x` service times; emitted when the
+    ratio moves by 0.01 or more, or reaches or leaves 0."""
+
+    service: str
+    ratio: float
+    delay_x: float
 
 
 class PoolWorkDone(NamedTuple):
@@ -319,6 +330,7 @@ Event = (
     | ServerCallFinished
     | CallShed
     | ConcurrencyLimitChanged
+    | RejectionRatioChanged
     | PoolWorkDone
     | StreamExpired
     | FaultInjected

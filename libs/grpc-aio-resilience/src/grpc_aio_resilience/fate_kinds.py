@@ -18,7 +18,9 @@ KINDS = (
 )
 """Every fate is one of these kinds, with its detail in parentheses where it has one."""
 
-ShedReason = Literal["limit", "queue_full", "queue_timeout", "deadline", "criticality", "intake"]
+ShedReason = Literal[
+    "limit", "queue_full", "queue_timeout", "deadline", "criticality", "intake", "ratio"
+]
 SHED_REASONS: tuple[ShedReason, ...] = get_args(ShedReason)
 """Every `reason` of a refusal (ShedError's, grpc_aio_resilience.admission's): its
 `mesh_server_shed_total` label, the `call shed` event's `mesh.reason`, the LIMIT of a
