@@ -111,9 +111,11 @@ GO_DIR := $(or $(patsubst %/,%,$(dir $(shell command -v go 2>/dev/null))),$(wild
 # With a Go toolchain the suite first builds the Go peers (once; tests needing one skip without).
 # The tests run in TEST_WORKERS pytest-xdist workers (0: in this process, one at a time): most
 # of the suite waits on processes and sockets, so two workers on 2 cores halve its wall time.
+# Work stealing: a worker that runs dry takes tests queued on another, so the suite's minute-long
+# end-to-end tests do not end it on one worker while the other idles (docs/results/suite.md).
 TEST_WORKERS ?= 2
 test: $(STAMP) $(if $(GO_DIR),peers) browser ## Create .venv if needed and run the whole suite
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 # The inner loop: no Go peers (MESH_PEERS_BIN names no folder, so the tests of a real peer
 # skip even where `make peers` built them), no browser, no e2e, no compose. Exit 5 fails it too.
