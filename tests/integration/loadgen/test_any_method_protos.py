@@ -71,7 +71,10 @@ async def test_an_unknown_method_names_those_the_files_declare() -> None:
 async def test_without_grpcio_tools_the_error_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setitem(sys.modules, "grpc_tools", None)  # as if it were not installed
+    # As if it were not installed: both names, since find_spec answers from sys.modules when
+    # an earlier test in this worker imported grpc_tools.protoc.
+    monkeypatch.setitem(sys.modules, "grpc_tools", None)
+    monkeypatch.setitem(sys.modules, "grpc_tools.protoc", None)
     with pytest.raises(LoadInputError) as error:
         await resolve_method(NOWHERE, "/kvexample.v1.KeyValue/Put", protos=[KV_PROTO])
     assert "pip install grpcio-tools" in str(error.value)
