@@ -80,7 +80,7 @@ def calls_differ(
     inside the experiment's bounds in both runs."""
     bounds: dict[str, list[dict[str, Any]]] = {}
     for e in spec["expectations"]:
-        if e["metric"] == "dependency_calls" and e.get("phase", "fault") == "fault":
+        if e.get("metric") == "dependency_calls" and e.get("phase", "fault") == "fault":
             bounds.setdefault(e["variant"], []).append(e)
     differ = []
     for variant, calls in ours.items():
