@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help venv demo demo-loadgen xds-plane verify test check up mesh-up protos docs lint typecheck bench clean
+.PHONY: help venv demo demo-loadgen xds-plane verify test test-durations check up mesh-up protos docs lint typecheck bench clean
 
 help: ## List the targets
 	@grep -hE '^[a-z][a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | \
@@ -116,6 +116,11 @@ GO_DIR := $(or $(patsubst %/,%,$(dir $(shell command -v go 2>/dev/null))),$(wild
 TEST_WORKERS ?= 2
 test: $(STAMP) $(if $(GO_DIR),peers) browser ## Create .venv if needed and run the whole suite
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
+
+# The suite's order (tests/support/longest_first.py) comes from each module's seconds in
+# tests/durations.json: rerun this when modules come, go or change much.
+test-durations: $(STAMP) $(if $(GO_DIR),peers) browser ## Run the whole suite and record each module's seconds in tests/durations.json
+	MESH_TEST_DURATIONS_OUT=$(CURDIR)/tests/durations.json $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 # The inner loop: no Go peers (MESH_PEERS_BIN names no folder, so the tests of a real peer
 # skip even where `make peers` built them), no browser, no e2e, no compose. Exit 5 fails it too.

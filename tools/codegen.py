@@ -7,6 +7,11 @@ stubs live in the project's namespace, so their imports of one another are rewri
 
 `python -m tools.codegen --check` exits 1 naming every stale or missing file; the test suite
 runs the same comparison so a changed proto cannot silently diverge from the stubs.
+
+The `_pb2_grpc.py` modules refuse to import under a grpcio older than the grpcio-tools that wrote
+them (`GRPC_GENERATED_VERSION`). That stamp is set to the floor of the project's grpcio range
+(`stamp_floor`), so a user at the floor can import the stubs and a grpcio-tools patch release
+(1.85.1 to 1.85.4 changed nothing else) leaves them current.
 """
 
 from __future__ import annotations
@@ -22,6 +27,23 @@ PROTOS = ROOT / "protos"
 GENERATED = ROOT / "grpc_resilience_mesh" / "services" / "v1"
 PACKAGE = "grpc_resilience_mesh.services.v1"
 _MODULE_REF = re.compile(r"(?<![\w./])mesh\.v1(?= import |\.\w+_pb2)")
+_STAMP = re.compile(r"^GRPC_GENERATED_VERSION = '[^']*'$", re.MULTILINE)
+_GRPCIO_RANGE = re.compile(r'^\s*"grpcio~=(\d+\.\d+\.\d+)",$', re.MULTILINE)
+
+
+def grpcio_floor() -> str:
+    """The lowest grpcio the project declares (`grpcio~=X.Y.Z` in pyproject.toml)."""
+    found: set[str] = set(
+        _GRPCIO_RANGE.findall((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    )
+    if len(found) != 1:
+        raise SystemExit(f"pyproject.toml: expected one grpcio~= floor, found {sorted(found)}")
+    return found.pop()
+
+
+def stamp_floor(text: str) -> str:
+    """A generated module with its grpcio stamp set to the declared floor."""
+    return _STAMP.sub(f"GRPC_GENERATED_VERSION = '{grpcio_floor()}'", text)
 
 
 def generate(out_dir: Path) -> None:
@@ -30,7 +52,7 @@ def generate(out_dir: Path) -> None:
         _protoc(Path(tmp))
         out_dir.mkdir(parents=True, exist_ok=True)
         for made in sorted((Path(tmp) / "mesh" / "v1").iterdir()):
-            text = _MODULE_REF.sub(PACKAGE, made.read_text())
+            text = stamp_floor(_MODULE_REF.sub(PACKAGE, made.read_text()))
             (out_dir / made.name).write_text(text)
 
 

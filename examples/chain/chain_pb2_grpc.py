@@ -5,7 +5,7 @@ import warnings
 
 from examples.chain import chain_pb2 as examples_dot_chain_dot_chain__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.85.0'
 GRPC_VERSION = grpc.__version__
 _version_not_supported = False
 

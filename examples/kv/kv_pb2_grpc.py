@@ -5,7 +5,7 @@ import warnings
 
 from examples.kv import kv_pb2 as examples_dot_kv_dot_kv__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.85.0'
 GRPC_VERSION = grpc.__version__
 _version_not_supported = False
 

@@ -35,7 +35,7 @@ def plan_command(
     xds: Annotated[bool, typer.Option("--xds", help="A mesh started under xDS.")] = False,
 ) -> None:
     """Each experiment's planned seconds (loads, restarts, capacity) and the total; exit 2 on
-    bad input. Starts nothing: the plan is what the files schedule, on an idle machine."""
+    bad input. Starts nothing: the plan is what the files schedule, or a run measured (*)."""
     names = list(experiments or [])
     if all_ or demo:
         names = in_lesson_order(p.stem for p in EXPERIMENTS_DIR.glob("*.yaml"))
@@ -60,7 +60,7 @@ def plan_command(
         table.add_row(
             p.name,
             str(p.variants),
-            f"{p.loads_s:.1f}",
+            f"{p.loads_s:.1f}{'*' if p.measured else ''}",
             str(p.restarts),
             f"{p.capacity_s:.1f}",
             f"{p.total_s:.1f}",
@@ -74,3 +74,9 @@ def plan_command(
         "a run adds what no file fixes (backlogs draining, the machine's load)",
         soft_wrap=True,
     )
+    if any(p.measured for p in planned):
+        console.print(
+            "* loads as a run of the demo took them (grpc_resilience_mesh/chaos/run/"
+            "measured.py), where the files' count is a guess; the others as the files count them",
+            soft_wrap=True,
+        )

@@ -19,12 +19,13 @@ class Eta:
     """Remaining time of a run of experiments, refined as each one finishes.
 
     Each experiment's plan is two parts (plan.Planned): seconds its file fixes (paced loads,
-    waits) and seconds it guesses (closed-loop latency, per-variant overhead, restarts, the
-    capacity probe, a scenario's declared figure). What the finished experiments took fits one
-    scale for each part (least squares, pulled toward 1 by PRIOR_WEIGHT_S2): on an idle machine
-    the guesses run 0.3x-1.2x and the paced part holds; on a loaded one both stretch. One ratio
-    for everything let three small overestimated experiments early in a run halve the estimate
-    for the long paced ones after them ("about 3 min left" with 5 left, issue 46)."""
+    waits) or a run measured (measured.py: all its loads), and seconds it guesses (closed-loop
+    latency, per-variant overhead, restarts, the capacity probe, a scenario's declared figure).
+    What the finished experiments took fits one scale for each part (least squares, pulled toward
+    1 by PRIOR_WEIGHT_S2): on an idle machine the guesses run 0.3x-1.2x and the paced part
+    holds; on a loaded one both stretch. One ratio for everything let three small overestimated
+    experiments early in a run halve the estimate for the long paced ones after them ("about
+    3 min left" with 5 left, issue 46)."""
 
     def __init__(self, planned: Sequence[float], fixed: Sequence[float] | None = None) -> None:
         self.planned = list(planned)
@@ -72,9 +73,16 @@ class Eta:
 
 
 def about(seconds: float) -> str:
-    """'about 2 min left', 'about 40 s left', 'under 10 s left'."""
+    """'about 7 min left', 'about 2 min 30 s left', 'about 45 s left', 'under 10 s left'.
+
+    The rounding alone errs by at most 2.5 s under a minute, 5 s under 10 min and 30 s above
+    (a fifth of the time left at 12.5 s, under a tenth from a minute up): whole minutes from
+    90 s made 'about 2 min' of 91 s (+32%), eating the 20% the estimate may err (issue 46)."""
     if seconds < 10:
         return "under 10 s left"
-    if seconds < 90:
-        return f"about {round(seconds / 10) * 10:.0f} s left"
+    if seconds < 60:
+        return f"about {round(seconds / 5) * 5:.0f} s left"
+    if seconds < 600:
+        whole = round(seconds / 10) * 10
+        return f"about {whole // 60:.0f} min {whole % 60:02.0f} s left".replace(" 00 s", "")
     return f"about {round(seconds / 60):.0f} min left"

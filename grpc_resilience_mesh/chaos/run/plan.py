@@ -8,16 +8,19 @@ measurement (once per RPC mix per run, or for each experiment whose load has
 variant with `xds: true` after one without, or the other way round, across experiment boundaries:
 the mesh stays as the last variant left it). What they cannot fix (how long a backlog takes to
 drain, a steady state that has to be probed again, how loaded the machine is) is the measured run's
-overhead on top. `mesh chaos plan` prints it; the demo's progress line starts from it.
+overhead on top. Where a run measured an experiment in the same form (measured.py), its loads are
+the measured seconds instead, all of them counted as fixed. `mesh chaos plan` prints it; the demo's
+progress line starts from it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from grpc_resilience_mesh.chaos.experiment.model import Experiment
 from grpc_resilience_mesh.chaos.experiment.planned import fixed_s, planned_loads_s
+from grpc_resilience_mesh.chaos.run.measured import MEASURED, Measured, measured_loads_s
 
 CALIBRATION_S = 3.0
 """The capacity probe (grpc_resilience_mesh/chaos/run/runner.py) stops after `capacity_requests`
@@ -41,7 +44,9 @@ class Planned:
     restarts: int
     capacity_s: float
     fixed_s: float = 0.0
-    """The part of loads_s the files fix (planned.fixed_s); the rest is guessed."""
+    """The part of loads_s the files fix (planned.fixed_s), or all of it when measured."""
+    measured: bool = False
+    """loads_s is a run's measurement (measured.py), not the files' count."""
 
     @property
     def restarts_s(self) -> float:
@@ -53,12 +58,16 @@ class Planned:
 
 
 def plan(
-    experiments: Iterable[tuple[str, Experiment]], xds: bool = False, xds_runs: bool = True
+    experiments: Iterable[tuple[str, Experiment]],
+    xds: bool = False,
+    xds_runs: bool = True,
+    measured: Sequence[Measured] = MEASURED,
 ) -> list[Planned]:
     """The experiments in the order they run, on one mesh that starts with `xds` (as
     `mesh chaos run --xds` does) or without. `xds_runs` False: the xDS variants are skipped
-    (no mesh-xds built, as on a fresh clone's `make demo`): neither their loads nor restarts."""
-    measured: set[tuple[str, ...]] = set()
+    (no mesh-xds built, as on a fresh clone's `make demo`): neither their loads nor restarts.
+    `measured`: the runs whose seconds replace the files' guesses (empty: the files alone)."""
+    probed: set[tuple[str, ...]] = set()
     out = []
     for name, exp in experiments:
         if not xds_runs:
@@ -70,11 +79,16 @@ def plan(
                 xds = variant.xds
         mixes = set() if exp.scenario is not None else _mixes(exp)
         if not exp.load.capacity_per_experiment:
-            mixes -= measured
-        measured |= mixes
-        loads_s = planned_loads_s(exp)
+            mixes -= probed
+        probed |= mixes
+        loads_s, fixed = planned_loads_s(exp), fixed_s(exp)
+        took = measured_loads_s(exp, loads_s, measured)
+        if took is not None:
+            loads_s = fixed = took
         capacity_s = len(mixes) * CALIBRATION_S
-        out.append(Planned(name, len(exp.variants), loads_s, restarts, capacity_s, fixed_s(exp)))
+        out.append(
+            Planned(name, len(exp.variants), loads_s, restarts, capacity_s, fixed, took is not None)
+        )
     return out
 
 

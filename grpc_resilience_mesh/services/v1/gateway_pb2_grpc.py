@@ -7,7 +7,7 @@ from grpc_resilience_mesh.services.v1 import gateway_pb2 as mesh_dot_v1_dot_gate
 from grpc_resilience_mesh.services.v1 import payment_pb2 as mesh_dot_v1_dot_payment__pb2
 from grpc_resilience_mesh.services.v1 import recommendation_pb2 as mesh_dot_v1_dot_recommendation__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.85.0'
 GRPC_VERSION = grpc.__version__
 _version_not_supported = False
 

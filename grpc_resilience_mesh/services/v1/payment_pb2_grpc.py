@@ -5,7 +5,7 @@ import warnings
 
 from grpc_resilience_mesh.services.v1 import payment_pb2 as mesh_dot_v1_dot_payment__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.85.0'
 GRPC_VERSION = grpc.__version__
 _version_not_supported = False
 

@@ -64,8 +64,8 @@ def test_time_left_comes_from_the_loads_and_is_refined_as_experiments_finish() -
     guessed = eta.scales[1]
     assert 1.0 < guessed < 2.0  # one 10 s experiment moves the scale, without settling it
     assert eta.left_s(5.0) == pytest.approx(guessed * 20 - 5 + guessed * 30)
-    assert about(100) == "about 2 min left" and about(42) == "about 40 s left"
-    assert about(3) == "under 10 s left"
+    assert about(100) == "about 1 min 40 s left" and about(42) == "about 40 s left"
+    assert about(3) == "under 10 s left" and about(700) == "about 12 min left"
 
 
 def test_job_scenarios_are_estimated_from_their_own_declared_pace() -> None:

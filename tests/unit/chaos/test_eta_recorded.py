@@ -1,72 +1,153 @@
 """The demo's "about N min left" replayed over recorded runs (recorded_demo_runs.json: each
-experiment's measured seconds, in the order the demo runs them), with a fake clock: at each
-experiment's start and halfway through it, the estimate against the true time left."""
+experiment's measured seconds, in the order the demo runs them), with a fake clock: at every
+line a piped run prints (one each PLAIN_EVERY_S of the run), the estimate against the true time
+left, and the line as printed."""
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from grpc_resilience_mesh.chaos.experiment.loading import load_experiment
-from grpc_resilience_mesh.chaos.run.eta import Eta
-from grpc_resilience_mesh.chaos.run.plan import plan
+from grpc_resilience_mesh.chaos.experiment.model import Experiment
+from grpc_resilience_mesh.chaos.run.eta import Eta, about
+from grpc_resilience_mesh.chaos.run.measured import MEASURED, Measured, short_title
+from grpc_resilience_mesh.chaos.run.plan import Planned, plan
+from grpc_resilience_mesh.cli.chaos_progress import PLAIN_EVERY_S
 
 RUNS = json.loads((Path(__file__).parent / "recorded_demo_runs.json").read_text())["runs"]
+IDLE, LOADED, FRESH = RUNS
+"""IDLE: 2026-12-04, before four experiments' demo forms changed; FRESH: a fresh clone of the
+catalogue as it is, the run measured.py's figures come from."""
+
+WITHIN = 0.2
+"""Issue 46: every progress line within 20% of the time left."""
+UNDER_S = 10.0
+"""Below this the line says "under 10 s left", which no rounding can make 20% exact."""
 
 
-def replay(run: dict[str, Any]) -> list[tuple[str, float, float]]:
-    """(where, estimate, truth) at each experiment's start and middle, the clock faked."""
-    names = [name for name, _ in run["seconds"]]
+def _demo(run: dict[str, Any]) -> list[tuple[str, Experiment]]:
+    return [(n, _load(n)) for n, _ in run["seconds"]]
+
+
+@functools.cache
+def _load(name: str) -> Experiment:
+    return load_experiment(name, short_sweep=True)[1]
+
+
+def _plan(run: dict[str, Any], measured: tuple[Measured, ...] = MEASURED) -> list[Planned]:
+    return plan(_demo(run), xds=False, xds_runs=run["xds_runs"], measured=measured)
+
+
+def fitted_on(run: dict[str, Any]) -> tuple[Measured, ...]:
+    """measured.py's table as `run` alone would give it: each experiment's seconds, less the
+    restarts and capacity probe the files plan for it in that run."""
+    planned = _plan(run, measured=())
+    return tuple(
+        Measured(short_title(exp), p.loads_s, took - p.restarts_s - p.capacity_s)
+        for (_, exp), p, (_, took) in zip(_demo(run), planned, run["seconds"], strict=True)
+    )
+
+
+def replay(run: dict[str, Any], planned: list[Planned]) -> list[tuple[str, float, float]]:
+    """(where, estimate, truth) at each line a piped run prints, the clock faked."""
     took = [seconds for _, seconds in run["seconds"]]
-    experiments = [(n, load_experiment(n, short_sweep=True)[1]) for n in names]
-    eta = Eta.of(plan(experiments, xds=False, xds_runs=run["xds_runs"]))
-    out = []
-    for i, seconds in enumerate(took):
-        for part in (0.0, 0.5):
-            elapsed = seconds * part
-            out.append(
-                (f"{names[i]} +{elapsed:.0f} s", eta.left_s(elapsed), sum(took[i:]) - elapsed)
-            )
-        eta.finished(seconds)
-    return out
+    eta, out = Eta.of(planned), list[tuple[str, float, float]]()
+    started, i, now = 0.0, 0, PLAIN_EVERY_S
+    while True:
+        while i < len(took) and started + took[i] <= now:
+            eta.finished(took[i])
+            started, i = started + took[i], i + 1
+        if i == len(took):
+            return out
+        where = f"[{now:.0f} s] {run['seconds'][i][0]}"
+        out.append((where, eta.left_s(now - started), sum(took) - now))
+        now += PLAIN_EVERY_S
 
 
-IDLE, LOADED = RUNS
+def shown_s(line: str) -> float:
+    """The seconds an about() line says ('about 2 min 30 s left' -> 150)."""
+    minutes = re.search(r"(\d+) min", line)
+    seconds = re.search(r"(\d+) s left", line)
+    return (int(minutes[1]) * 60 if minutes else 0) + (int(seconds[1]) if seconds else 0)
+
+
+def _off(lines: list[tuple[str, float, float]]) -> list[str]:
+    """Every line whose printed estimate is more than WITHIN off the truth (UNDER_S up)."""
+    return [
+        f"{where}: {about(estimate)} ({estimate:.0f} s), {truth:.0f} s left"
+        for where, estimate, truth in lines
+        if truth >= UNDER_S and abs(shown_s(about(estimate)) - truth) > WITHIN * truth
+    ]
+
+
+def test_every_line_of_the_fresh_clone_run_is_within_20_percent() -> None:
+    # issue 46: "about 8 min left" at 5 s with 376 s left (+26%), the files' plan alone
+    lines = replay(FRESH, _plan(FRESH))
+    assert len(lines) >= 70  # 381 s, a line each 5 s
+    assert _off(lines) == []
+
+
+@pytest.mark.parametrize(
+    ("fitted", "replayed"), [(FRESH, IDLE), (IDLE, FRESH)], ids=["fresh->idle", "idle->fresh"]
+)
+def test_figures_measured_on_one_run_hold_on_another_they_were_not_fitted_on(
+    fitted: dict[str, Any], replayed: dict[str, Any]
+) -> None:
+    # leave one out: FRESH's figures are what measured.py ships; IDLE's load-shedding was a
+    # 5 s experiment then (22 s now), and it ran fault-sources without its xDS variant
+    lines = replay(replayed, _plan(replayed, measured=fitted_on(fitted)))
+    assert _off(lines) == []
+
+
+def test_the_shipped_figures_are_the_fresh_clone_runs() -> None:
+    # a demo form changed since: drop its entry, or measure it again and record the run
+    assert set(MEASURED) <= set(fitted_on(FRESH))
+
+
+def test_an_experiment_whose_demo_form_changed_falls_back_to_its_files_count() -> None:
+    poison = _load("poison-job")
+    (measured,) = plan([("poison-job", poison)])
+    changed = poison.model_copy(update={"expected_s": 40.0})
+    (counted,) = plan([("poison-job", changed)])
+    assert measured.measured and measured.loads_s == 11.0  # the fresh clone's run
+    assert not counted.measured and counted.loads_s == 40.0
 
 
 def test_on_an_idle_machine_the_estimate_is_never_half_the_truth() -> None:
-    # issue 46: "about 3 min left" with 5 left; the plan overestimates small experiments, and a
-    # single ratio learnt from them halved the estimate for the long paced ones after them
-    for where, estimate, truth in replay(IDLE):
+    for where, estimate, truth in replay(IDLE, _plan(IDLE)):
         assert estimate >= 0.8 * truth, f"{where}: {estimate:.0f} s estimated, {truth:.0f} s left"
         assert estimate <= 2 * truth + 10, f"{where}: {estimate:.0f} s estimated, {truth:.0f} left"
 
 
 def test_on_a_loaded_machine_the_estimate_learns_the_machine_and_beats_the_plan() -> None:
-    # the plan knows nothing of the machine: load average 14-16 took 744 s for a 453 s plan
-    planned = [p.total_s for p in _plan(LOADED)]
+    # the plan knows nothing of the machine: load average 14-16 took 744 s for a 379 s plan
+    planned = _plan(LOADED)
     took = [seconds for _, seconds in LOADED["seconds"]]
-    lines = replay(LOADED)
-    assert lines[0][1] == pytest.approx(sum(planned))
-    for n, (where, estimate, truth) in enumerate(lines[6:], start=6):  # from the 4th experiment
-        i, part = divmod(n, 2)
-        plan_alone = max(planned[i] - took[i] * part / 2, 0) + sum(planned[i + 1 :])
-        assert abs(estimate - truth) < abs(plan_alone - truth), (
-            f"{where}: {estimate:.0f} s estimated, the plan {plan_alone:.0f}, {truth:.0f} left"
-        )
-
-
-def _plan(run: dict[str, Any]) -> list[Any]:
-    experiments = [(n, load_experiment(n, short_sweep=True)[1]) for n, _ in run["seconds"]]
-    return plan(experiments, xds=False, xds_runs=run["xds_runs"])
+    eta = Eta.of(planned)
+    assert eta.left_s(0.0) == pytest.approx(sum(p.total_s for p in planned))
+    for i, seconds in enumerate(took):
+        for part in (0.0, 0.5) if i >= 3 else ():  # from the 4th experiment: start, middle
+            truth = sum(took[i:]) - seconds * part
+            plan_alone = max(planned[i].total_s - seconds * part, 0) + sum(
+                p.total_s for p in planned[i + 1 :]
+            )
+            left = eta.left_s(seconds * part)
+            assert abs(left - truth) < abs(plan_alone - truth), (
+                f"{LOADED['seconds'][i][0]} +{seconds * part:.0f} s: {left:.0f} s estimated, "
+                f"the plan {plan_alone:.0f}, {truth:.0f} left"
+            )
+        eta.finished(seconds)
 
 
 def test_a_fresh_clone_plans_no_xds_variant_it_will_skip() -> None:
-    experiments = [(n, load_experiment(n, short_sweep=True)[1]) for n, _ in IDLE["seconds"]]
-    built, fresh = plan(experiments), plan(experiments, xds_runs=False)
+    experiments = _demo(IDLE)
+    built, fresh = plan(experiments, measured=()), plan(experiments, xds_runs=False, measured=())
     sources = next(i for i, p in enumerate(built) if p.name == "fault-sources")
     assert fresh[sources].variants == built[sources].variants - 1  # xds-abort: no mesh-xds
     assert sum(p.restarts for p in fresh) == 0 < sum(p.restarts for p in built)

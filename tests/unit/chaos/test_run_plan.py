@@ -33,7 +33,7 @@ def test_an_xds_variant_costs_a_restart_in_and_the_next_plain_one_a_restart_out(
 
 def test_capacity_is_measured_once_per_rpc_mix_and_never_for_a_scenario() -> None:
     names = ("deadline-budget", "payment-lost-response", "pushback", "stream-cut")
-    budget, payment, pushback, stream = plan(_named(*names))
+    budget, payment, pushback, stream = plan(_named(*names), measured=())
     assert budget.capacity_s == CALIBRATION_S  # home, the first time
     assert payment.capacity_s == CALIBRATION_S  # checkout, the first time
     assert pushback.capacity_s == 0.0  # home again: measured already
@@ -50,7 +50,7 @@ def test_an_experiment_that_measures_its_own_capacity_plans_the_measure() -> Non
 
 def test_a_sweep_adds_its_declared_service_time_to_each_point() -> None:
     _, exp = load_experiment("overload-sweep", short_sweep=True)
-    (swept,) = plan([("overload-sweep", exp)])
+    (swept,) = plan([("overload-sweep", exp)], measured=())
     assert exp.sweep is not None and exp.sweep.service_time_s == 1.0
     # 4 points x (two steady states of one wave of 20 homes + the last call) x 1 s
     assert swept.loads_s == pytest.approx(expected_s(exp) + 4 * 3 * 1.0)
@@ -75,6 +75,9 @@ def test_mesh_chaos_plan_prints_each_experiment_and_the_total_without_starting_a
     total = sum(p.total_s for p in demo)
     count = len(catalogue())
     assert f"planned {minutes(total)} ({total:.0f} s) for {count} experiments" in result.output
+    poison = next(p for p in demo if p.name == "poison-job")
+    assert poison.measured and f"{poison.loads_s:.1f}*" in result.output  # not the files' 33 s
+    assert "* loads as a run of the demo took them" in result.output
     one = CliRunner().invoke(app, ["chaos", "plan", "pushback"], env={"COLUMNS": "200"})
     assert one.exit_code == 0 and "for 1 experiment;" in one.output
 
