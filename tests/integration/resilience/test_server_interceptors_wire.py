@@ -177,17 +177,19 @@ async def test_a_deadline_shorter_than_the_learnt_service_time_is_refused(
 ) -> None:
     bus, events = listening()
     policy = ServerPolicy(max_in_flight=0, limit=LimitPolicy(deadline_aware=deadline_aware))
-    kv = Kv(service_s=0.5)
+    # The short call must reach the server with time left: at 0.5 s / 0.3 s a loaded runner's
+    # event loop once used up the 0.3 s in transit (DEADLINE_EXCEEDED before any layer ran).
+    kv = Kv(service_s=1.2)
     async with serving(kv, server_interceptors("kv", policy, bus), mount) as channel:
         get = channel.unary_unary(GET)
-        assert await get(b"learn", timeout=10) == b"learn"  # 0.5 s, learnt
-        code, trailers = await outcome(get(b"short", timeout=0.3))
+        assert await get(b"learn", timeout=10) == b"learn"  # 1.2 s, learnt
+        code, trailers = await outcome(get(b"short", timeout=0.8))
     shed = [e for e in events if isinstance(e, CallShed)]
     if deadline_aware:
         assert code is grpc.StatusCode.RESOURCE_EXHAUSTED
         assert trailers["resilience-caller-deadline"] == "deadline"
         assert [e.reason for e in shed] == ["deadline"]
-        assert shed[0].expected_s >= 0.5 > shed[0].deadline_left_s
+        assert shed[0].expected_s >= 1.2 > shed[0].deadline_left_s
         assert kv.entered == 1  # the handler never saw the short call
     else:
         assert code is grpc.StatusCode.DEADLINE_EXCEEDED

@@ -14,7 +14,13 @@ import pytest
 from grpc_aio_resilience import from_dict
 from grpc_aio_resilience.edge_policy import EdgePolicy
 from grpc_aio_resilience.errors import StreamBrokenError
-from grpc_aio_resilience.events import RetryScheduled, RetrySkipped, StreamCommitted, StreamEnded
+from grpc_aio_resilience.events import (
+    BreakerStateChanged,
+    RetryScheduled,
+    RetrySkipped,
+    StreamCommitted,
+    StreamEnded,
+)
 from grpc_aio_resilience.pipeline import build_pipeline
 from grpc_aio_resilience.streaming import ResilientStreamCall, StreamContext, StreamWire
 from tests.support.fake_clock import FakeClock
@@ -192,3 +198,38 @@ async def test_cancelling_the_reader_cancels_the_attempt() -> None:
         await reader
     assert await call.code() is grpc.StatusCode.CANCELLED
     assert streams.calls[0].cancelled
+
+
+async def test_a_reader_that_takes_nothing_until_the_deadline_is_no_failure_of_the_dependency() -> (
+    None
+):
+    """A stalled client's relayed stream ends on its reader's deadline: that says nothing about
+    the dependency, so a breaker that opens on one failure stays closed for the next caller."""
+    clock = FakeClock()
+    streams = FakeStreams(clock, [["a", "b", "c"], ["x", "y"]], step_s=3.0)
+    edge = from_dict(
+        EdgePolicy,
+        {
+            "deadline": {"total_s": 5.0, "attempt_s": 5.0},
+            "retry": {"max_attempts": 1},
+            "breaker": {"consecutive_failures": 1, "failure_rate": None},
+            "bulkhead": {"enabled": False},
+        },
+    )
+    bus, events = recording_bus()
+    pipeline = build_pipeline(edge, dependency="dep", bus=bus, clock=clock).with_wire(
+        StreamWire(clock)
+    )
+    details = grpc.aio.ClientCallDetails(METHOD.encode(), 5.0, None, None, None)
+
+    def call() -> ResilientStreamCall:
+        ctx = StreamContext("dep", METHOD, object(), details, streams.continuation, bus=bus)
+        ctx.deadline_s = clock.now() + 5.0
+        return ResilientStreamCall(pipeline, ctx, clock)
+
+    stalled = call()
+    assert await stalled.code() is grpc.StatusCode.DEADLINE_EXCEEDED  # never read from
+    assert "the reader took no message" in await stalled.details()
+    streams.step_s = 0.0
+    assert [message async for message in call()] == ["x", "y"]  # the breaker let it through
+    assert not of(events, BreakerStateChanged)
