@@ -238,6 +238,9 @@ class Variant(_Model):
         "over `load`; the file says why the variant's bounds still hold",
     )
     faults: list[Fault] | None = Field(default=None, description="replaces the faults")
+    demo_faults: list[Fault] | None = Field(
+        default=None, description="replaces the faults in the demo's short form only, as demo_load"
+    )
     params: dict[str, Any] = Field(default={}, description="scenario parameters to change")
     xds: bool = Field(
         default=False,

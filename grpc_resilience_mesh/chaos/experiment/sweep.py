@@ -152,11 +152,17 @@ def _point(line: dict[str, Any], sweep: Sweep, x: float, duration_s: float) -> d
 
 
 def _with_demo_load(variant: Any) -> Any:
-    """A raw variant with its `demo_load` merged over its `load` (the demo's form of it)."""
-    if not isinstance(variant, dict) or not isinstance(variant.get("demo_load"), dict):
+    """A raw variant with its `demo_load` merged over its `load` and its `demo_faults` in place
+    of its faults (the demo's form of it)."""
+    if not isinstance(variant, dict):
         return variant
-    load = variant.get("load")
-    return {**variant, "load": {**(load if isinstance(load, dict) else {}), **variant["demo_load"]}}
+    demo = dict(variant)
+    if isinstance(variant.get("demo_load"), dict):
+        load = variant.get("load")
+        demo["load"] = {**(load if isinstance(load, dict) else {}), **variant["demo_load"]}
+    if isinstance(variant.get("demo_faults"), list):
+        demo["faults"] = variant["demo_faults"]
+    return demo
 
 
 def demo_subset(data: Any) -> Any:

@@ -13,6 +13,7 @@ from grpc_resilience_mesh.chaos.report.seed_facts import has_a_column, seed_fact
 from grpc_resilience_mesh.chaos.report.sweep_table import sweep_table
 from grpc_resilience_mesh.chaos.report.table_fit import Column, FitTable
 from grpc_resilience_mesh.chaos.results import ExperimentResult, VariantResult
+from grpc_resilience_mesh.chaos.run.faults import describe
 
 FATE_COLUMNS = (
     ("fate.ok", "f:ok", "fate ok: answered whole, first try"),
@@ -153,15 +154,20 @@ def scenario_table(
 
 def _demo_load_notes(result: ExperimentResult) -> list[str]:
     """A note per variant that ran its `demo_load` (the demo's form of the file): its seed row,
-    if any, was measured under the file's own load, so its times do not compare."""
+    if any, was measured under the file's own load, so its times do not compare; and one per
+    variant that ran its `demo_faults`, which the hypothesis, written for the file's, misstates."""
     notes = []
     for v in result.variants:
+        run = f"`mesh chaos run {result.name}` runs the file's"
+        if v.variant.demo_faults and v.variant.faults == v.variant.demo_faults:
+            fs = [f"{describe(f)} {f.start_s:g}-{f.stop_s or 0:g} s" for f in v.variant.faults]
+            notes.append(f"{v.variant.name}: the demo's faults ({'; '.join(fs)}; {run})")
         changed = v.variant.demo_load
         if changed and all(v.variant.load.get(k) == val for k, val in changed.items()):
             load = ", ".join(f"{k} {val}" for k, val in changed.items())
             notes.append(
-                f"{v.variant.name}: the demo's load ({load}; `mesh chaos run {result.name}` runs "
-                "the file's): its counts compare with the seed's, its times do not"
+                f"{v.variant.name}: the demo's load ({load}; {run}): its counts compare with the "
+                "seed's, its times do not"
             )
     return notes
 

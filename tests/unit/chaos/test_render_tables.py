@@ -83,6 +83,17 @@ def test_a_variant_run_under_its_demo_load_says_its_times_do_not_compare_with_th
     assert "the demo's load" not in full
 
 
+def test_a_variant_run_under_its_demo_faults_says_which_faults_ran() -> None:
+    def render(short: bool) -> str:
+        console = Console(width=120, record=True, file=io.StringIO())
+        print_result(console, demo_result("flapping-dependency", short=short))
+        return " ".join(console.export_text().split())
+
+    demo, full = render(short=True), render(short=False)
+    assert "full: the demo's faults (gateway_to_payment: down flapping 4.0s/4.0s 1-13 s;" in demo
+    assert "the demo's faults" not in full
+
+
 def test_columns_that_are_zero_everywhere_are_named_not_shown() -> None:
     result = demo_result("pushback")
     for v in result.variants:

@@ -123,6 +123,48 @@ def test_a_variants_demo_load_changes_its_load_in_the_demo_only(tmp_path: Path) 
         }
 
 
+def test_a_variants_demo_faults_replace_its_faults_in_the_demo_only(tmp_path: Path) -> None:
+    flap = {"type": "proxy_down", "edge": "gateway_to_payment", "down_s": 4.0, "up_s": 4.0}
+    doc = {
+        "title": "t",
+        "hypothesis": "h",
+        "load": {"rpc": ["checkout"], "requests": 100, "max_duration_s": 25},
+        "faults": [{**flap, "start_s": 1.0, "stop_s": 21.0}],
+        "variants": [
+            {"name": "full", "demo_faults": [{**flap, "start_s": 1.0, "stop_s": 13.0}]},
+            {"name": "other"},
+        ],
+    }
+    path = tmp_path / "exp.yaml"
+    for demo_variants in (["full", "other"], []):  # with and without a demo subset
+        path.write_text(yaml.safe_dump({**doc, "demo_variants": demo_variants}))
+        stops = {
+            form: {v.name: [f.stop_s for f in e.faults_for(v)] for v in e.variants}
+            for form, e in (
+                ("full", load_experiment(str(path))[1]),
+                ("demo", load_experiment(str(path), short_sweep=True)[1]),
+            )
+        }
+        assert stops == {
+            "full": {"full": [21.0], "other": [21.0]},
+            "demo": {"full": [13.0], "other": [21.0]},
+        }
+
+
+def test_a_demo_fault_is_validated_as_a_fault(tmp_path: Path) -> None:
+    flap = {"type": "proxy_down", "down_s": 4.0}
+    doc = {
+        "title": "t",
+        "hypothesis": "h",
+        "variants": [{"name": "full", "demo_faults": [{**flap, "edge": "gateway_to_payment"}]}],
+    }
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    for short in (False, True):  # a typo is caught by `mesh chaos run` too, not first in the demo
+        with pytest.raises(ExperimentError, match=r"demo_faults\.0.*down_s and up_s go together"):
+            load_experiment(str(path), short_sweep=short)
+
+
 def test_an_unknown_demo_variant_is_refused_naming_it(tmp_path: Path) -> None:
     doc = {
         "title": "t",
