@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -15,6 +16,7 @@ import pytest
 from grpc_resilience_mesh.services.v1 import admin_pb2, admin_pb2_grpc
 from tests.e2e.mesh_up_process import MESH, MeshUp
 from tests.support.admin_channel import admin_channel
+from tests.support.state_modes import current_umask, loose_modes
 
 pytestmark = pytest.mark.e2e
 
@@ -89,6 +91,14 @@ def test_a_short_experiment_end_to_end(tmp_path: Path) -> None:
     report = tmp_path / "reports" / "short" / "report.md"
     assert "hypothesis" in report.read_text().lower()
     assert (tmp_path / "reports" / "short" / "latency.png").stat().st_size > 1000
+    # The run's state is the owner's alone (files 0600, folders 0700, as `mesh up`'s); its
+    # reports are for sharing and keep the umask the user ran the command with.
+    state_dir = tmp_path / "state"
+    assert list(state_dir.rglob("*.log")) and list(state_dir.rglob("*.jsonl"))
+    loose = loose_modes(state_dir)
+    assert loose == [], "\n".join(loose)
+    for shared in (report, tmp_path / "reports" / "index.html"):
+        assert stat.S_IMODE(shared.stat().st_mode) == 0o666 & ~current_umask(), shared
 
 
 def test_a_failed_hypothesis_exits_1(tmp_path: Path) -> None:
