@@ -26,14 +26,19 @@ from grpc_aio_resilience import inbound as inbound_module
 from grpc_aio_resilience import pipeline as pipeline_module
 from grpc_aio_resilience.attempt import AttemptHook
 from grpc_aio_resilience.context import CallContext
-from grpc_aio_resilience.deadline import AttemptTimeout, TotalDeadline, inbound_deadline
+from grpc_aio_resilience.deadline import (
+    AttemptTimeout,
+    TotalDeadline,
+    inbound_deadline,
+    served_deadline,
+)
 from grpc_aio_resilience.edge_policy import DeadlinePolicy, EdgePolicy
 from grpc_aio_resilience.errors import BreakerOpenError, DeadlineBudgetExhaustedError
 from grpc_aio_resilience.events import EventBus
 from grpc_aio_resilience.inbound import InboundInterceptor
 from grpc_aio_resilience.pipeline import build_pipeline
 from tests.support.fake_clock import FakeClock
-from tests.unit.resilience.unit_fakes import GET_PROFILE, FakeWire, call
+from tests.unit.resilience.unit_fakes import GET_PROFILE, FakeCall, FakeWire, call
 
 UNAVAILABLE = grpc.StatusCode.UNAVAILABLE
 
@@ -264,3 +269,59 @@ def test_the_system_clock_reads_time_without_a_python_frame() -> None:
         sys.setprofile(None)
     assert before <= now <= time.monotonic()
     assert frames == []
+
+
+async def test_the_inbound_layer_sets_the_calls_context_without_frames_of_ours() -> None:
+    """The deadline and the criticality are set and reset by the context variables' own
+    methods, not through a function of ours each (a Python frame per call for each)."""
+    layer = InboundInterceptor("svc", EventBus())
+    seen: list[tuple[float | None, criticality.Criticality | None]] = []
+
+    async def handler(request: Any, context: Any) -> str:
+        seen.append((inbound_deadline(), criticality.current()))
+        return "answer"
+
+    behaviour = layer._wrap(handler, GET_PROFILE)
+    frames: list[str] = []
+
+    def record(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            frames.append(frame.f_code.co_name)
+
+    before = time.monotonic()
+    sys.setprofile(record)
+    try:
+        sent = _CountingContext(((criticality.METADATA_KEY, "SHEDDABLE"),))
+        answer = await behaviour(None, sent)
+    finally:
+        sys.setprofile(None)
+    assert answer == "answer" and sent.reads == 1
+    [(deadline_s, level)] = seen
+    assert deadline_s is not None and before + 2.0 <= deadline_s <= time.monotonic() + 2.0
+    assert level is criticality.Criticality.SHEDDABLE
+    assert (inbound_deadline(), criticality.current()) == (None, None)  # reset after the call
+    assert served_deadline() == deadline_s  # kept: grpc.aio answers later in this task
+    setters = {"set_inbound_deadline", "reset_inbound_deadline", "mark_served_deadline"}
+    setters |= {"set_current", "reset_current", "inbound_criticality"}
+    assert setters.isdisjoint(frames), frames
+
+
+async def test_a_direct_attempt_starts_without_a_coroutine_of_its_continuation() -> None:
+    """A continuation that is a plain call underneath (grpc_aio_resilience.direct) is called
+    as such: the attempt goes out with its own timeout, and nothing awaits the continuation."""
+    pipeline = build_pipeline(_edge(), dependency="dep", bus=EventBus(), clock=FakeClock())
+    assert pipeline.fused is not None
+    started: list[tuple[bytes, float | None, str]] = []
+
+    def start(details: grpc.aio.ClientCallDetails, request: str) -> FakeCall:
+        started.append((details.method, details.timeout, request))
+        return FakeCall("answer", None)
+
+    async def continuation(details: grpc.aio.ClientCallDetails, request: str) -> FakeCall:
+        raise AssertionError("the continuation's coroutine was awaited")
+
+    details = grpc.aio.ClientCallDetails(GET_PROFILE.encode(), None, None, None, None)
+    ctx = CallContext("dep", GET_PROFILE, "request", details, continuation, start=start)
+    final = await pipeline.run(ctx)
+    assert await final == "answer"
+    assert started == [(GET_PROFILE.encode(), 1.0, "request")] and ctx.sent == 1

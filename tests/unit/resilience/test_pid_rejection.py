@@ -25,6 +25,7 @@ M = "/mesh.v1.RecommendationService/Recommend"
 WORKERS = 4
 SERVICE_S = 0.25
 CAPACITY = WORKERS / SERVICE_S  # 16 calls/s
+PID_LIMIT = {"max_in_flight": 0, "limit": {"algorithm": "pid"}}
 
 
 class SimClock:
@@ -172,3 +173,25 @@ def test_the_delay_is_the_queue_beyond_the_declared_workers() -> None:
 def test_options_are_checked_at_build_time() -> None:
     with pytest.raises(OptionError):
         from_dict(ServerPolicy, {"limit": {"algorithm": "pid", "pid": {"max_ratio": 1.5}}})
+
+
+def test_a_call_the_queue_would_make_late_is_refused_for_its_deadline() -> None:
+    """With the workers declared, the ratio is not all: a call whose deadline cannot hold the
+    wait for a worker is refused (`deadline`), before the ratio counts it."""
+    clock, bus = SimClock(), EventBus()
+    seen: list[Event] = []
+    bus.subscribe(seen.append)
+    policy = PoolPolicy(max_in_flight=0, limit=from_dict(ServerPolicy, PID_LIMIT).limit)
+    adm = Admission("recommendation", policy, clock, bus)
+    for _ in range(WORKERS):
+        adm.admit_now(M, Criticality.CRITICAL, 1.0)
+    assert adm.admit_now(M, Criticality.CRITICAL, 2 * SERVICE_S + 0.01) is not None
+    with pytest.raises(ShedError):
+        adm.admit_now(M, Criticality.CRITICAL, 2 * SERVICE_S - 0.01)
+    assert [e.reason for e in seen if isinstance(e, CallShed)] == ["deadline"]
+
+
+def test_on_one_worker_the_target_is_a_whole_waiting_call() -> None:
+    assert PidRejector(PidPolicy(), 0.0, concurrency=1).target_x == 1.0
+    assert PidRejector(PidPolicy(), 0.0, concurrency=WORKERS).target_x == 0.5
+    assert PidRejector(PidPolicy(target_x=2.0), 0.0, concurrency=1).target_x == 2.0

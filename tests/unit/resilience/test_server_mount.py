@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 import grpc
 
-from grpc_aio_resilience import ServerLayer
+from grpc_aio_resilience import ServerLayer, ServerPolicy, SheddingInterceptor
 from grpc_aio_resilience.server_mount import ChainedHandlers, LayerChain
 
 GET = "/kv.Kv/Get"
@@ -140,3 +140,53 @@ async def test_registered_methods_come_before_the_generic_handlers() -> None:
     assert await _call(handlers.service(Details(GET))) == "a(answer)"
     assert await _call(handlers.service(Details("/kv.Kv/Put"))) == "a(generic)"
     assert handlers.service(Details("/kv.Kv/Nope")) is None
+
+
+class _Context:
+    """What admission reads of a served call: no metadata, no deadline, no code set."""
+
+    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+        return ()
+
+    def time_remaining(self) -> float | None:
+        return None
+
+    def code(self) -> None:
+        return None
+
+
+async def test_shedding_wraps_once_per_method_until_its_policy_changes() -> None:
+    """Whether admission wraps a method follows the policy alone: the chain asks it once per
+    method, and again after a swap, which takes effect on the next call."""
+    shedding = SheddingInterceptor("kv", ServerPolicy(max_in_flight=0))
+    asked = 0
+    wrap = shedding.wrap
+
+    def counting(handler: Any, details: Any) -> Any:
+        nonlocal asked
+        asked += 1
+        return wrap(handler, details)
+
+    shedding.wrap = counting  # type: ignore[method-assign, assignment]
+    seen: list[int] = []
+
+    async def serve(request: Any, context: Any) -> str:
+        seen.append(shedding.admission.in_flight)
+        return "answer"
+
+    async def served() -> str:
+        handler = handlers.service(Details(GET))
+        assert handler is not None
+        answer: str = await handler.unary_unary(None, _Context())
+        return answer
+
+    handlers = ChainedHandlers([Marking("a", True), shedding])
+    handlers.add_methods({GET: grpc.unary_unary_rpc_method_handler(serve)})
+    for _ in range(3):
+        assert await served() == "a(answer)"
+    assert asked == 1 and seen == [0, 0, 0]  # no limit: admission steps aside
+    shedding.update(ServerPolicy(max_in_flight=4))
+    for _ in range(3):
+        assert await served() == "a(answer)"
+    assert asked == 2 and seen[3:] == [1, 1, 1]  # each call held a place
+    assert shedding.admission.in_flight == 0

@@ -67,6 +67,13 @@ tests/unit/mesh/test_overload_grid_model.py); two keep every cell of the grid's 
 0.9 or more where the deadline allows them. A few, not a share of C: on 20 workers a wait
 per worker would be a queue of a whole service time that the adaptive limit had kept out.
 Without a deadline the adaptive limit alone decides, as nothing bounds such a wait."""
+DEADLINE_CHECKED = (*FITTED, "pid")
+"""The algorithms that, with a declared concurrency, refuse a call whose deadline cannot hold
+the wait for a worker (reason `deadline`). The PID rejector among them: a ratio says how many
+arrivals to refuse, not which, and a FIFO behind it serves a call its caller has already
+given up on (on one worker, a call that finds one call served and one waiting ends past a
+2-service-time deadline, and holds the worker until then); Cinnamon's queue drops such calls
+on their timeouts too."""
 
 Place = tuple[float, int]
 """When a call got its place (clock seconds) and the calls in flight with it."""
@@ -109,6 +116,7 @@ class Admission:
         self._concurrency: int | None = None
         self._free: list[float] = []
         self._fitted = False
+        self._deadline_checked = False
         self._limit: Limit | None = None
         self._queue = WaitQueue(policy.queue, clock)
         self.intake = IntakeGate(policy.intake, clock)
@@ -127,9 +135,14 @@ class Admission:
         self._concurrency = policy.declared_concurrency()
         self._free = [0.0] * (self._concurrency or 0)
         self._fitted = bool(self._concurrency) and policy.limit.algorithm in FITTED
+        self._deadline_checked = bool(self._concurrency) and self._algorithm in DEADLINE_CHECKED
         self._limit = build_limit(policy.limit.fitted_to(self._concurrency), policy.max_in_flight)
         pid = policy.limit.pid
-        self._rejector = PidRejector(pid, self._clock.now()) if self._algorithm == "pid" else None
+        self._rejector = (
+            PidRejector(pid, self._clock.now(), self._concurrency)
+            if self._algorithm == "pid"
+            else None
+        )
         self._announce()
         self._policy = policy.limit
         self._queue.policy = policy.queue
@@ -191,17 +204,17 @@ class Admission:
             raise self._refuse(
                 "deadline", method, criticality, remaining_s, expected_s, marked=True
             )
+        queued_s = self.queued_s() if self._deadline_checked and remaining_s is not None else None
+        if queued_s is not None and remaining_s is not None and remaining_s < queued_s:
+            # the caller's deadline is why, as deadline-aware's; before the ratio, whose
+            # share is then of the calls that could still finish
+            raise self._refuse("deadline", method, criticality, remaining_s, queued_s, marked=True)
         if self._rejector is not None and self._rejects(criticality):
             raise self._refuse("ratio", method, criticality)
         if self._limit is None:
             return self._take()
         places = self.share(criticality)
-        queued_s = self.queued_s() if self._fitted and remaining_s is not None else None
-        if queued_s is not None and remaining_s is not None:
-            if remaining_s < queued_s:  # the caller's deadline is why, as deadline-aware's
-                raise self._refuse(
-                    "deadline", method, criticality, remaining_s, queued_s, marked=True
-                )
+        if queued_s is not None and self._fitted:
             places = max(places, len(self._free) + WAITING)
         may_take = self.in_flight < places
         if may_take and not (self._queue and self._waiter_may_take()):

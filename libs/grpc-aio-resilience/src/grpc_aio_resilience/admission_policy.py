@@ -230,7 +230,8 @@ class ServerPolicy:
         doc="how many calls the backend serves at once (N workers, a connection pool's "
         "size): the adaptive limits' default initial and minimum limits become it (never "
         "above 20), and a call whose deadline holds the wait may queue for a worker, in up "
-        "to 2 places beyond the workers (with expected_service_s). null: not declared",
+        "to 2 places beyond the workers (with expected_service_s); the pid rejector, too, "
+        "refuses a call whose deadline cannot hold the wait. null: not declared",
     )
 
     def __post_init__(self) -> None:

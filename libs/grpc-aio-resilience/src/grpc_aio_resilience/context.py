@@ -12,6 +12,8 @@ import grpc.aio
 from grpc_aio_resilience.criticality import Criticality
 
 Continuation = Callable[[grpc.aio.ClientCallDetails, Any], Awaitable[Any]]
+Start = Callable[[grpc.aio.ClientCallDetails, Any], Any]
+"""Starts an attempt and returns its call object at once: a continuation without a coroutine."""
 
 
 @dataclass(slots=True)
@@ -38,6 +40,10 @@ class CallContext:
     hedged: bool = False
     """An attempt of a hedged call (grpc_aio_resilience.hedging): the retry strategy inside lets it
     through untouched, as a method hedges or retries, never both (gRFC A6)."""
+    start: Start | None = None
+    """What `continuation` awaits, when it is that alone (grpc_aio_resilience.direct's plain
+    multicallable): the fused run calls it and skips a coroutine per attempt. None: await
+    `continuation`."""
 
 
 Next = Callable[[CallContext], Awaitable[Any]]

@@ -48,9 +48,11 @@ _BY_NAME: dict[object, Criticality] = {name: c for name, c in Criticality.__memb
 DEFAULT = Criticality.CRITICAL
 """What a call carries when nobody said otherwise (SRE's default for user-facing requests)."""
 
-_inbound: contextvars.ContextVar[Criticality | None] = contextvars.ContextVar(
+inbound_var: contextvars.ContextVar[Criticality | None] = contextvars.ContextVar(
     "mesh_inbound_criticality", default=None
 )
+"""What `current`, `set_current` and `reset_current` read and set; the inbound layer sets it
+through its own methods (no Python frame of ours on every call)."""
 
 
 def from_metadata(metadata: Iterable[tuple[str, str | bytes]] | None) -> Criticality | None:
@@ -63,13 +65,13 @@ def from_metadata(metadata: Iterable[tuple[str, str | bytes]] | None) -> Critica
 
 def current() -> Criticality | None:
     """The criticality of the call being served (None outside a call, or when it named none)."""
-    return _inbound.get()
+    return inbound_var.get()
 
 
 def set_current(value: Criticality | None) -> contextvars.Token[Criticality | None]:
     """Makes `value` the criticality of the calls made from here on in this context."""
-    return _inbound.set(value)
+    return inbound_var.set(value)
 
 
 def reset_current(token: contextvars.Token[Criticality | None]) -> None:
-    _inbound.reset(token)
+    inbound_var.reset(token)

@@ -13,45 +13,48 @@ from grpc_aio_resilience.edge_policy import DeadlinePolicy
 from grpc_aio_resilience.errors import DeadlineBudgetExhaustedError
 from grpc_aio_resilience.events import DeadlineExhausted, EventBus
 
-_inbound_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+inbound_deadline_var: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "mesh_inbound_deadline", default=None
 )
+"""What the functions below read and set; the inbound layer sets it through its own methods
+(no Python frame of ours on every call)."""
 
 
 def inbound_deadline() -> float | None:
     """The absolute `time.monotonic()` deadline of the request being served, if any."""
-    return _inbound_deadline.get()
+    return inbound_deadline_var.get()
 
 
 def time_remaining() -> float | None:
     """Seconds left before the inbound deadline (never negative), or None without one."""
-    deadline = _inbound_deadline.get()
+    deadline = inbound_deadline_var.get()
     return None if deadline is None else max(deadline - time.monotonic(), 0.0)
 
 
 def set_inbound_deadline(deadline_s: float | None) -> contextvars.Token[float | None]:
     """Set by the server interceptor for the handler's task; outbound calls read it."""
-    return _inbound_deadline.set(deadline_s)
+    return inbound_deadline_var.set(deadline_s)
 
 
 def reset_inbound_deadline(token: contextvars.Token[float | None]) -> None:
-    _inbound_deadline.reset(token)
+    inbound_deadline_var.reset(token)
 
 
-_served_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+served_deadline_var: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "mesh_served_deadline", default=None
 )
+"""What `mark_served_deadline` sets and `served_deadline` reads."""
 
 
 def mark_served_deadline(deadline_s: float | None) -> None:
     """The deadline of the call this task serves, never reset: grpc.aio sends the handler's
     answer later in the same task, and what it logs there reads it (`served_deadline`)."""
-    _served_deadline.set(deadline_s)
+    served_deadline_var.set(deadline_s)
 
 
 def served_deadline() -> float | None:
     """The absolute `time.monotonic()` deadline of the call the current task served, if any."""
-    return _served_deadline.get()
+    return served_deadline_var.get()
 
 
 class TotalDeadline:

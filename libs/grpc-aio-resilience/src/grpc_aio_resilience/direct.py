@@ -103,6 +103,7 @@ class ResilientUnaryUnary(grpc.aio.UnaryUnaryMultiCallable):  # type: ignore[mis
         self.interceptor = interceptor
         self.in_flight = in_flight
         self.send = self._send  # the pipeline's continuation, bound once
+        self.start = self._start  # what it awaits, without its coroutine (CallContext.start)
 
     def __call__(
         self,
@@ -122,6 +123,9 @@ class ResilientUnaryUnary(grpc.aio.UnaryUnaryMultiCallable):  # type: ignore[mis
         return ResilientUnaryUnaryCall(self, request, details)
 
     async def _send(self, details: grpc.aio.ClientCallDetails, request: Any) -> Any:
+        return self._start(details, request)
+
+    def _start(self, details: grpc.aio.ClientCallDetails, request: Any) -> Any:
         return self._raw(
             request,
             timeout=details.timeout,
@@ -166,7 +170,7 @@ class ResilientUnaryUnaryCall(grpc.aio.UnaryUnaryCall):  # type: ignore[misc]
         interceptor = method.interceptor
         try:
             self._final = await interceptor.run(
-                method.name, self._details, method.send, self._request
+                method.name, self._details, method.send, self._request, method.start
             )
             return self._final
         except asyncio.CancelledError as err:

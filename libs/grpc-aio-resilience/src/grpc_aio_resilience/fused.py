@@ -132,7 +132,12 @@ class FusedRun:
             if hook is not None and hook.prepare(ctx):
                 call = await hook.observed(ctx, self._wire)
             else:
-                call = await ctx.continuation(attempt_details(ctx, self._wait_header), ctx.request)
+                details = attempt_details(ctx, self._wait_header)
+                start = ctx.start
+                if start is not None:
+                    call = start(details, ctx.request)
+                else:
+                    call = await ctx.continuation(details, ctx.request)
                 try:
                     await call
                 except asyncio.CancelledError:

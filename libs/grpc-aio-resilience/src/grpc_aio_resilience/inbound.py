@@ -13,11 +13,7 @@ import grpc.aio
 
 from grpc_aio_resilience import criticality
 from grpc_aio_resilience.criticality import Criticality
-from grpc_aio_resilience.deadline import (
-    mark_served_deadline,
-    reset_inbound_deadline,
-    set_inbound_deadline,
-)
+from grpc_aio_resilience.deadline import inbound_deadline_var, served_deadline_var
 from grpc_aio_resilience.events import EventBus, ServerCallFinished, ServerCallStarted
 from grpc_aio_resilience.outcome import served_code
 from grpc_aio_resilience.server_layer import Behaviour, ServerLayer, WrappedHandlers
@@ -28,15 +24,6 @@ _OK = grpc.StatusCode.OK
 AssignCriticality = Callable[[str], Criticality]
 """A service that sets its calls' criticality itself (a public edge: per RPC, from policy)
 instead of trusting the `resilience-criticality` its caller sent: full method -> criticality."""
-
-
-def inbound_criticality(
-    context: grpc.aio.ServicerContext, method: str, assign: AssignCriticality | None
-) -> Criticality | None:
-    """The criticality of the call being served: the service's own, or its caller's."""
-    if assign is not None:
-        return assign(method)
-    return criticality.from_metadata(context.invocation_metadata())
 
 
 class InboundInterceptor(ServerLayer):
@@ -84,20 +71,28 @@ class InboundInterceptor(ServerLayer):
         emit = bus.emit
         service = self._service
         assign = self._assign
+        from_metadata = criticality.from_metadata
+        # The context variables' own methods (what deadline's and criticality's functions
+        # call): no frame of ours around each of them on every call.
+        set_deadline, reset_deadline = inbound_deadline_var.set, inbound_deadline_var.reset
+        mark_served = served_deadline_var.set
+        set_level, reset_level = criticality.inbound_var.set, criticality.inbound_var.reset
 
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
             started_s = time.monotonic()
             remaining_s = context.time_remaining()
             deadline_s = None if remaining_s is None else started_s + remaining_s
-            token = set_inbound_deadline(deadline_s)
-            mark_served_deadline(deadline_s)
-            level = criticality.set_current(inbound_criticality(context, method, assign))
+            token = set_deadline(deadline_s)
+            mark_served(deadline_s)
+            level = set_level(  # the service's own criticality, or its caller's
+                from_metadata(context.invocation_metadata()) if assign is None else assign(method)
+            )
             if not (bus.wants(ServerCallStarted) or bus.wants(ServerCallFinished)):
                 try:  # nobody counts the call: no event, no status to read back
                     return await inner(request, context)
                 finally:
-                    reset_inbound_deadline(token)
-                    criticality.reset_current(level)
+                    reset_deadline(token)
+                    reset_level(level)
             emit(ServerCallStarted(service, method))
             failure: BaseException | None = None
             try:
@@ -106,8 +101,8 @@ class InboundInterceptor(ServerLayer):
                 failure = err
                 raise
             finally:
-                reset_inbound_deadline(token)
-                criticality.reset_current(level)
+                reset_deadline(token)
+                reset_level(level)
                 status = served_code(failure, context)
                 failure = None  # the exception's traceback holds this frame: no cycle
                 code = "OK" if status is _OK else status.name  # .name costs ~90 ns

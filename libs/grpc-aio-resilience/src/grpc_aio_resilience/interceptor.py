@@ -14,7 +14,7 @@ from typing import Any
 import grpc.aio
 
 from grpc_aio_resilience.clock import Clock
-from grpc_aio_resilience.context import CallContext, Continuation
+from grpc_aio_resilience.context import CallContext, Continuation, Start
 from grpc_aio_resilience.deadline import inbound_deadline
 from grpc_aio_resilience.outlier_router import ReplicaRouter
 from grpc_aio_resilience.pipeline import Pipeline
@@ -58,10 +58,12 @@ class ResilienceInterceptor(grpc.aio.UnaryUnaryClientInterceptor):  # type: igno
         client_call_details: grpc.aio.ClientCallDetails,
         continuation: Continuation,
         request: Any,
+        start: Start | None = None,
     ) -> Coroutine[Any, Any, Any]:
         """One call of `method` through the pipeline, each attempt sent by `continuation`
         (or the router's): a coroutine of the final call object. What the interceptor runs,
-        and a ResilientChannel's calls (grpc_aio_resilience.direct) without it."""
+        and a ResilientChannel's calls (grpc_aio_resilience.direct) without it. `start`: what
+        `continuation` awaits, when it is that alone (CallContext.start)."""
         deadline_s = math.inf
         timeout_s = client_call_details.timeout
         if timeout_s is not None:
@@ -73,8 +75,15 @@ class ResilienceInterceptor(grpc.aio.UnaryUnaryClientInterceptor):  # type: igno
         pipeline = self.pipeline
         if router is not None and (router.routes or pipeline.hedges):
             continuation = router.send
+            start = None
         ctx = CallContext(
-            self._dependency, method, request, client_call_details, continuation, deadline_s
+            self._dependency,
+            method,
+            request,
+            client_call_details,
+            continuation,
+            deadline_s,
+            start=start,
         )
         return pipeline.run(ctx)
 

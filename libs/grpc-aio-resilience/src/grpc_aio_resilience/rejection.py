@@ -45,7 +45,8 @@ class PidPolicy:
         le=100,
         doc="the queueing delay held, in service times: a queue that never empties under "
         "overload keeps every worker busy, and an accepted call ends within 1.5 service "
-        "times, inside the 2-4 service-time deadlines callers give",
+        "times, inside the 2-4 service-time deadlines callers give; with C workers declared, "
+        "at least 1 / C (one waiting call)",
     )
     kp: float = option(0.2, ge=0, le=10, doc="proportional gain: ratio per service time of error")
     ki: float = option(
@@ -110,16 +111,25 @@ def refusal_shares(ratio: float, arrivals: dict[Criticality, int]) -> dict[Criti
 
 
 class PidRejector:
-    """The controller and its refusals; `refuses` is all a server asks, once per call."""
+    """The controller and its refusals; `refuses` is all a server asks, once per call.
 
-    def __init__(self, policy: PidPolicy, start_s: float) -> None:
+    With the backend's concurrency C declared, the delay held (`target_x`) is at least one
+    waiting call, 1 / C service times. The signal moves by whole calls, and a ratio refuses
+    arrivals whatever queue they find, so below one call it holds the queue empty much of
+    the time, and an empty queue is a worker idle until the next arrival: on one worker at
+    1.5x offered (deadline 4 service times, Poisson arrivals) a target of 0.5 kept 0.86 of
+    capacity, one call 0.955 (tests/unit/mesh/test_pid_grid_model.py). From 2 workers up
+    the policy's 0.5 is a call or more, and stays."""
+
+    def __init__(self, policy: PidPolicy, start_s: float, concurrency: int | None = None) -> None:
         self.policy = policy
+        self.target_x = max(policy.target_x, 1 / concurrency) if concurrency else policy.target_x
         self.ratio = 0.0
         self.delay_x = 0.0
         self._announced = 0.0
         self._delay_sum = 0.0
         self._delay_count = 0
-        self._errors = (-policy.target_x, -policy.target_x)  # an empty queue: no kick
+        self._errors = (-self.target_x, -self.target_x)  # an empty queue: no kick
         self._next_s = start_s
         self._arrivals = dict.fromkeys(Criticality, 0)
         self._mix: dict[Criticality, int] = {}
@@ -143,7 +153,7 @@ class PidRejector:
         self.delay_x = self._delay_sum / self._delay_count
         self._delay_sum, self._delay_count = 0.0, 0
         for _ in range(steps):
-            self._step(self.delay_x - self.policy.target_x)
+            self._step(self.delay_x - self.target_x)
         if any(self._arrivals.values()):
             self._mix = dict(self._arrivals)
             self._arrivals = dict.fromkeys(Criticality, 0)

@@ -33,10 +33,22 @@ class ServerLayer(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     call `refuse` and `wrap` of several itself, as one interceptor."""
 
     wraps_per_method: ClassVar[bool] = False
-    """True when `wrap`'s answer depends on nothing but the method and the handler inside, and
-    `wrap` does nothing else per call: a chain then wraps once per method and reuses it. False
-    (the default) for a layer that decides per call (reads the metadata, sets a context
-    variable, takes a token) or whose answer changes with its state."""
+    """True when `wrap`'s answer depends on nothing but the method, the handler inside and the
+    layer's settings, and `wrap` does nothing else per call: a chain then wraps once per method
+    and reuses it until the layer says its settings changed (`rewrapped`). False (the default)
+    for a layer that decides per call (reads the metadata, sets a context variable, takes a
+    token) or whose answer changes with its state."""
+    _forgetters: tuple[Callable[[], None], ...] = ()
+
+    def when_rewrapped(self, forget: Callable[[], None]) -> None:
+        """`forget` runs each time this layer's `wrap` may answer differently than before."""
+        self._forgetters = (*self._forgetters, forget)
+
+    def rewrapped(self) -> None:
+        """Called by the layer when its settings change (a policy swapped at runtime): chains
+        that wrapped a method once forget it and ask `wrap` again on the next call."""
+        for forget in self._forgetters:
+            forget()
 
     def refuse(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         """A handler refusing the call, before the layers inside (None: the call goes on)."""

@@ -34,6 +34,8 @@ class _PerMethod:
     def __init__(self, layers: Sequence[ServerLayer]) -> None:
         self._inner_first = tuple(layers)[::-1]
         self._entries: dict[str, tuple[Handler, Handler | None]] = {}
+        for layer in self._inner_first:
+            layer.when_rewrapped(self._entries.clear)
 
     def wrap(self, handler: Handler | None, details: grpc.HandlerCallDetails) -> Handler | None:
         if handler is None:  # not remembered: a caller may send any number of unknown names

@@ -73,6 +73,8 @@ class SheddingInterceptor(ServerLayer):
     refused; without a `bus`, the layer's events go to a bus of its own. `inbound_outside`:
     an InboundInterceptor settles each call's criticality outside this layer."""
 
+    wraps_per_method = True  # whether it wraps follows the policy, and `update` says so
+
     def __init__(
         self,
         service: str,
@@ -102,6 +104,7 @@ class SheddingInterceptor(ServerLayer):
         self.admission.update(policy)
         self._streams.limit = policy.max_streams_in_flight
         self._pushback_s = policy.shed_pushback_ms / 1000.0
+        self.rewrapped()  # admission may have turned on or off, the streams' limit too
 
     def wrap(
         self, handler: grpc.RpcMethodHandler | None, handler_call_details: grpc.HandlerCallDetails
