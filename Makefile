@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help venv demo demo-loadgen xds-plane verify test test-durations check up mesh-up protos docs lint typecheck bench clean
+.PHONY: help venv demo demo-loadgen xds-plane verify test check up mesh-up protos docs lint typecheck bench clean
 
 help: ## List the targets
 	@grep -hE '^[a-z][a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | \
@@ -117,10 +117,13 @@ TEST_WORKERS ?= 2
 test: $(STAMP) $(if $(GO_DIR),peers) browser ## Create .venv if needed and run the whole suite
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
-# The suite's order (tests/support/longest_first.py) comes from each module's seconds in
-# tests/durations.json: rerun this when modules come, go or change much.
-test-durations: $(STAMP) $(if $(GO_DIR),peers) browser ## Run the whole suite and record each module's seconds in tests/durations.json
-	MESH_TEST_DURATIONS_OUT=$(CURDIR)/tests/durations.json $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
+# The tests marked `install` (tests/e2e/test_pip_install.py, tests/integration/packaging/
+# test_mesh_install.py): each distribution installed from PyPI into a clean venv, as a pip user
+# gets it, then run. They reach off this machine and take minutes, so `make test` skips them
+# (saying so) and .ci/run runs this after it. Exit 5 (none ran) fails it.
+.PHONY: install-rehearsal
+install-rehearsal: $(STAMP) $(if $(GO_DIR),peers) ## The install tests: the distributions from PyPI into clean venvs, then run
+	MESH_INSTALL_REHEARSAL=1 $(BIN)/python -m pytest -m install -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 # The inner loop: no Go peers (MESH_PEERS_BIN names no folder, so the tests of a real peer
 # skip even where `make peers` built them), no browser, no e2e, no compose. Exit 5 fails it too.

@@ -20,7 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 IGNORED = shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.install, pytest.mark.timeout(1200)]
 
 
 def test_pip_install_then_mesh_up(tmp_path: Path) -> None:

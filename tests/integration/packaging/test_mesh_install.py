@@ -32,6 +32,7 @@ HOPS = {"gateway", "recommendation", "profile"}
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.install,
     pytest.mark.skipif(not UV.is_file(), reason="uv is installed by `make venv`"),
 ]
 

@@ -99,17 +99,26 @@ def test_ci_runs_lint_typecheck_and_the_suite() -> None:
     text = (ROOT / ".ci" / "run").read_text().splitlines()
     lines = [line for line in text if line.strip() and not line.startswith("#")]
     assert "set -euo pipefail" in lines
-    # The peers' build and the browser's install come before the suite, and the compose
-    # rehearsal then the k8s one last, all outside make test's budget (each passes, saying
-    # why, where podman can be neither run nor installed, or no Go toolchain builds the
-    # control plane).
-    assert lines[-5:] == [
+    # The peers' build and the browser's install come before the suite, then the install tests
+    # (from PyPI), the compose rehearsal and the k8s one last, all outside make test's budget
+    # (each passes, saying why, where podman can be neither run nor installed, or no Go
+    # toolchain builds the control plane).
+    assert lines[-6:] == [
         "make lint typecheck",
         "make peers browser",
         "make test",
+        "make install-rehearsal",
         "make compose-rehearsal",
         "make k8s-rehearsal",
     ]
+
+
+def test_make_test_skips_the_install_tests_and_the_rehearsal_runs_only_them() -> None:
+    test = run_make("-n", "test")
+    rehearsal = run_make("-n", "install-rehearsal")
+    assert test.returncode == 0 and rehearsal.returncode == 0, test.stderr + rehearsal.stderr
+    assert "MESH_INSTALL_REHEARSAL" not in test.stdout
+    assert "MESH_INSTALL_REHEARSAL=1" in rehearsal.stdout and " -m install " in rehearsal.stdout
 
 
 def test_lint_enforces_the_import_contracts_and_the_absence_of_cycles() -> None:
