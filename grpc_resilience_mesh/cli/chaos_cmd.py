@@ -41,8 +41,8 @@ class ChaosGroup(LazyGroup):
         "plan": Lazy(
             "grpc_resilience_mesh.cli.chaos_plan:plan_command",
             "Each experiment's planned seconds (loads, restarts, capacity) and the total; exit "
-            "2 on\nbad input. Starts nothing: the plan is what the files schedule, on an idle "
-            "machine.",
+            "2 on\nbad input. Starts nothing: the plan is what the files schedule, or a run "
+            "measured (*).",
         ),
         "list": Lazy(
             "grpc_resilience_mesh.cli.chaos_cmd:list_",
