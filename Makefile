@@ -110,10 +110,12 @@ GO_DIR := $(or $(patsubst %/,%,$(dir $(shell command -v go 2>/dev/null))),$(wild
 # pytest exits 5 when no test ran: a failure here too, never passed over.
 # With a Go toolchain the suite first builds the Go peers (once; tests needing one skip without).
 # The tests run in TEST_WORKERS pytest-xdist workers (0: in this process, one at a time): most
-# of the suite waits on processes and sockets, so two workers on 2 cores halve its wall time.
+# of the suite waits on processes and sockets. Two workers on 2 cores kept them 1.42 cores busy
+# (14 min 34 s on an idle fresh clone, 2026-12-06), so a third fills what two leave idle
+# (docs/results/suite.md).
 # Work stealing: a worker that runs dry takes tests queued on another, so the suite's minute-long
 # end-to-end tests do not end it on one worker while the other idles (docs/results/suite.md).
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 3
 test: $(STAMP) $(if $(GO_DIR),peers) browser ## Create .venv if needed and run the whole suite
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
