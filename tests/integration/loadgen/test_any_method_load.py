@@ -106,7 +106,10 @@ async def test_max_duration_bounds_a_load_of_many_requests() -> None:
         opened = await run_load(target, info, calls, LoadShape(1000, 4, 1.0, 0.3, rate_per_s=100))
     assert 0 < len(closed) < 20_000 and {r.code for r in closed} == {"OK"}
     assert elapsed < 0.3 + 1.0 + 1.0
-    assert len(opened) == 30 and {r.code for r in opened} == {"OK"}
+    # 30 arrivals in 0.3 s at 100/s, whatever became of them: an arrival that finds the 4 places
+    # taken is dropped, not queued (once, on a loaded worker, an echo outlasted 40 ms)
+    assert len(opened) == 30 and {r.code for r in opened} <= {"OK", "CLIENT_DROPPED"}
+    assert sum(r.code == "OK" for r in opened) >= 15, [r.code for r in opened]
 
 
 async def test_stop_cancels_the_calls_in_flight_and_starts_no_more() -> None:
