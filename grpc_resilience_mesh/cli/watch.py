@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 import typer
@@ -39,23 +40,34 @@ def watch(
     state = running_state(state_dir, "mesh watch")
     window_s = max(5.0, interval * 2)
     view = MeshView(state, window_s=window_s)
-    done = 0
     try:
         view.metrics.refresh()
-        with Live(console=console, auto_refresh=False, transient=False) as live:
-            while count is None or done < count:
-                time.sleep(interval)
-                snap = view.snapshot()
-                title = (
-                    f"mesh watch (policy {snap['policy']}; every {interval:g}s; ms; Ctrl-C stops)"
-                )
-                note = idle_note(snap, window_s)
-                shown = (
-                    edge_view(snap, title) if note is None else Group(edge_view(snap, title), note)
-                )
-                live.update(shown, refresh=True)
-                done += 1
+        if console.is_terminal:
+            with Live(console=console, auto_refresh=False, transient=False) as live:
+                for shown in _views(view, interval, count, window_s):
+                    live.update(shown, refresh=True)
+        else:
+            # Piped (`| cat`, `| tee`, a log): Live could not redraw in place and would print
+            # only at the end, nothing at all until Ctrl-C; each refresh is printed below the last.
+            for shown in _views(view, interval, count, window_s):
+                console.print(shown)
+                console.file.flush()
     except KeyboardInterrupt:
         pass
     finally:
         view.close()
+
+
+def _views(view: MeshView, interval: float, count: int | None, window_s: float) -> Iterator[Any]:
+    """One rendering of the edge table every `interval` seconds, `count` times (None: forever)."""
+    done = 0
+    while count is None or done < count:
+        time.sleep(interval)
+        snap = view.snapshot()
+        at = time.strftime("%H:%M:%S")
+        title = (
+            f"mesh watch at {at} (policy {snap['policy']}; every {interval:g}s; ms; Ctrl-C stops)"
+        )
+        note = idle_note(snap, window_s)
+        yield edge_view(snap, title) if note is None else Group(edge_view(snap, title), note)
+        done += 1

@@ -38,9 +38,11 @@ def test_faults_added_listed_shown_in_status_and_reset(mesh_up: MeshUp) -> None:
     assert edges["gateway_to_recommendation"]["app_faults"][0]["code"] == "UNAVAILABLE"
     assert edges["gateway_to_recommendation"]["stats"]["bulkhead_limit"] > 0
 
-    watched = mesh_up.mesh("watch", "--interval", "0.5", "--count", "1")
+    # Piped, as here: every refresh printed (a live view would print only once it ended).
+    watched = mesh_up.mesh("watch", "--interval", "0.5", "--count", "2")
     assert watched.returncode == 0, watched.stderr
     assert "gateway_to_profile" in watched.stdout
+    assert watched.stdout.count("mesh watch at ") == 2, watched.stdout
 
     removed = mesh_up.mesh("fault", "rm", "gateway_to_profile", "-n", "cli_latency_downstream")
     assert removed.returncode == 0 and "Removed toxic" in removed.stdout
