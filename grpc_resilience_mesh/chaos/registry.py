@@ -142,6 +142,10 @@ class Scenario:
     """The function, or the `module:function` imported when the scenario first runs."""
     declared: DeclaredMetrics
     params: type[ScenarioParams] = ScenarioParams
+    variants_together: bool = False
+    """Its variants may run side by side (grpc_resilience_mesh/chaos/run/scenario_run.py): each
+    on a queue and processes of its own, every bound of each set by its own timers, so an
+    experiment takes its longest variant rather than their sum."""
 
     def parse(self, raw: Mapping[str, Any]) -> ScenarioParams:
         """The experiment's params merged with a variant's, validated (pydantic's
@@ -178,8 +182,12 @@ def scenario(
 
 
 def declare_scenario(
-    name: str, metrics: DeclaredMetrics, params: type[ScenarioParams], where: str
+    name: str,
+    metrics: DeclaredMetrics,
+    params: type[ScenarioParams],
+    where: str,
+    variants_together: bool = False,
 ) -> None:
     """Declare a scenario by the `module:function` that implements it, imported when it runs."""
     declared = metrics if callable(metrics) else tuple(metrics)
-    SCENARIOS[name] = Scenario(name, where, declared, params)
+    SCENARIOS[name] = Scenario(name, where, declared, params, variants_together)

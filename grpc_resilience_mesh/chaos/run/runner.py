@@ -17,7 +17,7 @@ from pathlib import Path
 
 from grpc_resilience_mesh.chaos.experiment.model import Experiment, Fault, LoadSpec, Variant
 from grpc_resilience_mesh.chaos.experiment.variant_policy import materialise_policy, policy_text
-from grpc_resilience_mesh.chaos.registry import CHECKS, SCENARIOS, CheckContext, ScenarioContext
+from grpc_resilience_mesh.chaos.registry import CHECKS, CheckContext
 from grpc_resilience_mesh.chaos.results import (
     ExperimentResult,
     PhaseResult,
@@ -45,9 +45,10 @@ from grpc_resilience_mesh.chaos.run.policy_swap import (
 )
 from grpc_resilience_mesh.chaos.run.progress_file import ProgressFile
 from grpc_resilience_mesh.chaos.run.return_watch import load_until_back
+from grpc_resilience_mesh.chaos.run.scenario_run import run_scenario, run_side_by_side, side_by_side
 from grpc_resilience_mesh.chaos.run.target import Target
 from grpc_resilience_mesh.chaos.run.xds_wiring import wire_xds
-from grpc_resilience_mesh.client.counters import Snapshot, scrape
+from grpc_resilience_mesh.client.counters import scrape
 from grpc_resilience_mesh.embedded_toxiproxy.client import ToxiproxyClient
 from grpc_resilience_mesh.loadgen.in_process import LoadGenerator, LoadResult, Outcome, plan_for
 from grpc_resilience_mesh.loadgen.procstat import cpu_by_name
@@ -253,9 +254,11 @@ class Runner:
         (grpc_resilience_mesh.chaos.run.policy_swap). PolicySwapFailed says why not."""
         await swap_every_service(self.target.admin, self.target.admin_token, policy_text(source))
 
-    async def run_variant(
+    async def prepare_variant(
         self, name: str, path: Path, exp: Experiment, variant: Variant
     ) -> VariantResult:
+        """Faults reset and the variant's policy in place: its result so far, `skipped` or
+        `error` set when it cannot run."""
         policy = materialise_policy(path, name, variant, self.target.state_dir / "policies")
         result = VariantResult(variant, policy)
         await self.injector.reset_all()
@@ -281,8 +284,19 @@ class Runner:
             self._swapped = True
             if self.target.mesh is not None:
                 self.target.mesh.record_policy(policy)
+        return result
+
+    async def run_variant(
+        self, name: str, path: Path, exp: Experiment, variant: Variant
+    ) -> VariantResult:
+        result = await self.prepare_variant(name, path, exp, variant)
+        if result.skipped or result.error:
+            return result
         if exp.scenario is not None:
-            return await self._run_scenario(exp, variant, result)
+            try:
+                return await run_scenario(self, exp, variant, result)
+            finally:
+                await self.injector.reset_all()
         result.steady_before = await self._steady(exp, f"{variant.name}: steady state before")
         fault = await self._fault_phase(exp, variant)
         result.phases["fault"] = fault
@@ -314,22 +328,6 @@ class Runner:
         result.steady_after = await self._steady_again(exp, variant)
         return result
 
-    async def _run_scenario(
-        self, exp: Experiment, variant: Variant, result: VariantResult
-    ) -> VariantResult:
-        assert exp.scenario is not None
-        scenario = SCENARIOS[exp.scenario]
-        params = scenario.parse({**exp.params, **variant.params})  # checked at load already
-        ctx = ScenarioContext(self.target, exp, variant, params, self.progress)
-        try:
-            outcome = await scenario(ctx)
-        finally:
-            await self.injector.reset_all()
-        phase = PhaseResult(LoadResult(), Snapshot(), dict(outcome.metrics))
-        phase.rows = outcome.rows
-        result.phases["fault"] = phase
-        return result
-
     async def _steady_again(
         self, exp: Experiment, variant: Variant, within_s: float = 15.0
     ) -> dict[str, float]:
@@ -358,7 +356,10 @@ class Runner:
                     await self._back_on_start_policy()
                     self.forget_capacity(exp)
                 out.capacity = dict(await self.calibrate(exp.load))
-            for variant in exp.variants:
+            together = side_by_side(exp)  # every variant at once (scenario_run.py)
+            if together:
+                out.variants, out.aborted = await run_side_by_side(self, name, path, exp)
+            for variant in () if together else exp.variants:
                 try:
                     out.variants.append(await self.run_variant(name, path, exp, variant))
                 except SteadyStateFailed as err:
@@ -366,10 +367,9 @@ class Runner:
                     out.aborted = f"steady state failed: {err}"
                     break
                 except Exception as err:
-                    out.variants.append(
-                        VariantResult(variant, variant.policy, error=f"{type(err).__name__}: {err}")
-                    )
-                    out.aborted = f"{variant.name} failed: {type(err).__name__}: {err}"
+                    why = f"{type(err).__name__}: {err}"
+                    out.variants.append(VariantResult(variant, variant.policy, error=why))
+                    out.aborted = f"{variant.name} failed: {why}"
                     break
         finally:
             await self.injector.reset_all()

@@ -174,6 +174,7 @@ def _job_scenarios() -> None:
         ),
         PoisonJobParams,
         f"{receipts}.stalls:poison_job",
+        variants_together=True,
     )
     declare_scenario(
         "false-stall",
@@ -183,6 +184,7 @@ def _job_scenarios() -> None:
         ),
         FalseStallParams,
         f"{receipts}.stalls:false_stall",
+        variants_together=True,
     )
     declare_scenario(
         "worker-crash",

@@ -25,6 +25,7 @@ from grpc_resilience_mesh.chaos.report.tables import showed
 from grpc_resilience_mesh.chaos.results import ExperimentResult, VariantResult
 from grpc_resilience_mesh.chaos.run.eta import Eta, about, expected_s
 from grpc_resilience_mesh.chaos.run.runner import Runner
+from grpc_resilience_mesh.chaos.run.scenario_run import run_scenario
 from grpc_resilience_mesh.chaos.run.target import Target
 from grpc_resilience_mesh.chaos.session import report_writer
 from grpc_resilience_mesh.chaos.session.report_writer import ReportWriter
@@ -115,7 +116,7 @@ async def test_a_scenario_reports_progress_through_the_runner() -> None:
         exp = Experiment(
             title="t", hypothesis="h", scenario="test-progress", variants=[Variant(name="v")]
         )
-        await runner._run_scenario(exp, exp.variants[0], VariantResult(exp.variants[0], "full"))
+        await run_scenario(runner, exp, exp.variants[0], VariantResult(exp.variants[0], "full"))
         assert seen == [("v: step", 1, 3), ("v: step", 2, 3), ("v: step", 3, 3)]
     finally:
         SCENARIOS.pop("test-progress")

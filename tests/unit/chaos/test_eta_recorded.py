@@ -87,8 +87,12 @@ def _off(lines: list[tuple[str, float, float]]) -> list[str]:
 
 
 def test_every_line_of_the_fresh_clone_run_is_within_20_percent() -> None:
-    # issue 46: "about 8 min left" at 5 s with 376 s left (+26%), the files' plan alone
-    lines = replay(FRESH, _plan(FRESH))
+    # issue 46: "about 8 min left" at 5 s with 376 s left (+26%), the files' plan alone. FRESH
+    # ran the forms cut since (CUT_SINCE) as they were: those are planned with its own figures,
+    # every other experiment with what measured.py ships.
+    theirs = {m.title: m for m in fitted_on(FRESH)}
+    shipped = tuple(theirs[m.title] if m.title in CUT_SINCE else m for m in MEASURED)
+    lines = replay(FRESH, _plan(FRESH, measured=shipped))
     assert len(lines) >= 70  # 381 s, a line each 5 s
     assert _off(lines) == []
 
@@ -109,6 +113,11 @@ CUT_SINCE = {
     "A flapping dependency",
     "Metastable retry storm",
     "Slow replica",
+    "Deadline budget",
+    "Three fault sources on one edge",
+    "Provider outage",
+    "Metastable four-panel",
+    "Replica loss",
 }
 """Demo forms cut after FRESH ran (issue 46), each measured alone in its new form (measured.py)."""
 

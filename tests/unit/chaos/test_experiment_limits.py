@@ -24,6 +24,7 @@ from grpc_resilience_mesh.chaos.registry import (
 )
 from grpc_resilience_mesh.chaos.results import VariantResult
 from grpc_resilience_mesh.chaos.run.runner import Runner
+from grpc_resilience_mesh.chaos.run.scenario_run import run_scenario
 from grpc_resilience_mesh.chaos.run.target import Target
 from grpc_resilience_mesh.cli.app import app
 from grpc_resilience_mesh.services.faults.injection import FaultSpec, FaultValidationError
@@ -279,8 +280,8 @@ async def test_a_scenario_reads_its_typed_params_the_variants_over_the_files() -
             params={"n": 2, "label": "file"},
             variants=[Variant(name="v", params={"n": 3})],
         )
-        result = await runner._run_scenario(
-            exp, exp.variants[0], VariantResult(exp.variants[0], "full")
+        result = await run_scenario(
+            runner, exp, exp.variants[0], VariantResult(exp.variants[0], "full")
         )
         assert seen == [_Knobs(n=3, label="file")]
         assert result.phases["fault"].metrics == {"n": 3.0}

@@ -78,7 +78,7 @@ def test_a_variant_run_under_its_demo_load_says_its_times_do_not_compare_with_th
         return " ".join(console.export_text().split())
 
     demo, full = render(short=True), render(short=False)
-    assert "retry-only: the demo's load (concurrency 50;" in demo
+    assert "retry-only: the demo's load (concurrency 100;" in demo
     assert "its counts compare with the seed's, its times do not" in demo
     assert "the demo's load" not in full
 
