@@ -15,7 +15,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from grpc_resilience_mesh.chaos.experiment.bounds import check_bounds, seconds, within_load
 from grpc_resilience_mesh.chaos.experiment.fault_kinds import UNCHECKED_FAULTS as UNCHECKED_FAULTS
@@ -342,11 +349,22 @@ class Experiment(_Model):
     )
     sweep: Sweep | None = Field(default=None, description="variants x load points (sweep.py)")
     demo_variants: list[str] = Field(default=[], description="the demo runs these (all if empty)")
+    _demo_form: bool = PrivateAttr(default=False)
 
     @model_validator(mode="before")
     @classmethod
     def _expand(cls, data: Any, info: ValidationInfo) -> Any:
         return expand(data, short=bool(info.context and info.context.get("short_sweep")))
+
+    @model_validator(mode="after")
+    def _form(self, info: ValidationInfo) -> Experiment:
+        self._demo_form = bool(info.context and info.context.get("short_sweep"))
+        return self
+
+    @property
+    def demo_form(self) -> bool:
+        """Read in the demo's short form (`mesh demo`, `mesh chaos plan --demo`)."""
+        return self._demo_form
 
     @model_validator(mode="after")
     def _names(self) -> Experiment:

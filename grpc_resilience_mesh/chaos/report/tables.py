@@ -331,8 +331,8 @@ def print_result(
 ) -> None:
     """The experiment's table, then its verdicts; `explained`: the legend entries this run
     already printed, so that a run of many experiments explains each header once."""
-    if result.capacity:  # a gateway-load experiment: the run's capacity and generator share
-        console.print(run_line(result), soft_wrap=True)
+    if result.capacity or _not_probed(result):  # gateway load: capacity, generator's share
+        console.print(run_line(result))  # wrapped at the width, as the tables fit it
     sweep = result.experiment.sweep is not None
     console.print((sweep_table if sweep else experiment_table)(result, console.width, explained))
     for v in result.variants:
@@ -367,6 +367,12 @@ def print_result(
     console.print(f"  hypothesis [{colour}]{result.verdict}[/{colour}]\n")
 
 
+def _not_probed(result: ExperimentResult) -> bool:
+    """A gateway load's demo form that nothing read the capacity of (run/capacity_use.py)."""
+    exp = result.experiment
+    return not result.capacity and exp.demo_form and exp.scenario is None
+
+
 def run_line(result: ExperimentResult) -> str:
     """The run's capacity for this experiment's request mix (measured once per run per mix:
     each mix has its own; right before the experiment when its load says so) and the load
@@ -385,6 +391,8 @@ def run_line(result: ExperimentResult) -> str:
             f"capacity {cap['capacity_per_s']:.0f} req/s for {mix} (measured {when}, closed "
             f"loop; p99 {cap['capacity_p99_ms']:.0f} ms)"
         )
+    elif _not_probed(result):
+        parts.append("capacity not probed (no bound of this form reads it)")
     share = result.generator_share
     parts.append(
         "load generator CPU: "

@@ -4,7 +4,8 @@ What the files fix: each variant's loads (steady state before and after, the loa
 recovery phase; grpc_resilience_mesh.chaos.experiment.planned, which also counts a per-variant
 overhead and guesses a closed loop's latency), a sweep's declared service time, the capacity
 measurement (once per RPC mix per run, or for each experiment whose load has
-`capacity_per_experiment`; at most CALIBRATION_S), and the services' restarts into and out of xDS (a
+`capacity_per_experiment`; at most CALIBRATION_S; in the demo's form only where a figure of it is
+read: capacity_use.py), and the services' restarts into and out of xDS (a
 variant with `xds: true` after one without, or the other way round, across experiment boundaries:
 the mesh stays as the last variant left it). What they cannot fix (how long a backlog takes to
 drain, a steady state that has to be probed again, how loaded the machine is) is the measured run's
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 
 from grpc_resilience_mesh.chaos.experiment.model import Experiment
 from grpc_resilience_mesh.chaos.experiment.planned import fixed_s, planned_loads_s
+from grpc_resilience_mesh.chaos.run.capacity_use import probed_mixes
 from grpc_resilience_mesh.chaos.run.measured import MEASURED, Measured, measured_loads_s
 
 CALIBRATION_S = 3.0
@@ -77,7 +79,7 @@ def plan(
             if variant.xds != xds:
                 restarts += 1
                 xds = variant.xds
-        mixes = set() if exp.scenario is not None else _mixes(exp)
+        mixes = probed_mixes(exp)
         if not exp.load.capacity_per_experiment:
             mixes -= probed
         probed |= mixes
@@ -90,11 +92,6 @@ def plan(
             Planned(name, len(exp.variants), loads_s, restarts, capacity_s, fixed, took is not None)
         )
     return out
-
-
-def _mixes(exp: Experiment) -> set[tuple[str, ...]]:
-    """The RPC mixes whose capacity the runner measures for `exp` (its load's, each variant's)."""
-    return {tuple(exp.load.rpc)} | {tuple(exp.load_for(v).rpc) for v in exp.variants}
 
 
 def minutes(seconds: float) -> str:

@@ -24,6 +24,7 @@ from grpc_resilience_mesh.chaos.results import (
     SteadyStateFailed,
     VariantResult,
 )
+from grpc_resilience_mesh.chaos.run.capacity_use import probed_mixes
 from grpc_resilience_mesh.chaos.run.faults import Injector
 from grpc_resilience_mesh.chaos.run.kill_switch import KillSwitch
 from grpc_resilience_mesh.chaos.run.measure import (
@@ -147,14 +148,15 @@ class Runner:
                 break
         return merged
 
-    async def calibrate(self, spec: LoadSpec | None = None) -> dict[str, float]:
+    async def calibrate(self, spec: LoadSpec, exp: Experiment | None = None) -> dict[str, float]:
         """The mesh's capacity for `spec`'s RPC mix: closed-loop goodput at
         `capacity_concurrency` with no think time (for at most CALIBRATION_S), measured the
         first time this run needs that mix and kept for every later experiment, variant and
-        repeat (an experiment with `capacity_per_experiment` has it measured again first:
-        `forget_capacity`)."""
-        spec = spec or LoadSpec()
+        repeat (`capacity_per_experiment`: measured again first, `forget_capacity`). For an
+        `exp` that reads no figure of it (capacity_use.py): what the run has, or nothing."""
         key = tuple(spec.rpc)
+        if exp is not None and key not in probed_mixes(exp):
+            return self.capacity.get(key, {})
         if key not in self.capacity:
             probe = LoadSpec(
                 rpc=spec.rpc,
@@ -174,8 +176,7 @@ class Runner:
     def forget_capacity(self, exp: Experiment) -> None:
         """Drops what was measured for `exp`'s RPC mixes, so that `calibrate` measures them
         now: its ratios are to a capacity of the same minute (the machine's speed moves)."""
-        for spec in (exp.load, *(exp.load_for(v) for v in exp.variants)):
-            key = tuple(spec.rpc)
+        for key in probed_mixes(exp):
             self.capacity.pop(key, None)
             self.remeasured.add(key)
 
@@ -188,7 +189,7 @@ class Runner:
 
     async def _fault_phase(self, exp: Experiment, variant: Variant) -> PhaseResult:
         spec = exp.load_for(variant)
-        capacity = await self.calibrate(spec)
+        capacity = await self.calibrate(spec, exp)
         kill = KillSwitch(exp.abort, asyncio.Event())
         before = await scrape(self.target.metrics)
         self.injector.timeline = []
@@ -355,7 +356,7 @@ class Runner:
                 if exp.load.capacity_per_experiment:
                     await self._back_on_start_policy()
                     self.forget_capacity(exp)
-                out.capacity = dict(await self.calibrate(exp.load))
+                out.capacity = dict(await self.calibrate(exp.load, exp))
             together = side_by_side(exp)  # every variant at once (scenario_run.py)
             if together:
                 out.variants, out.aborted = await run_side_by_side(self, name, path, exp)

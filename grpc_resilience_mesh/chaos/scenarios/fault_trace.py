@@ -12,24 +12,14 @@ latency, on the answer's bytes).
 
 from __future__ import annotations
 
-import asyncio
 import statistics
-import time
-from contextlib import suppress
-from pathlib import Path
 from typing import Any
 
 from grpc_resilience_mesh.chaos.registry import CheckContext
-from grpc_resilience_mesh.client.traces import Span, group_traces, spans_of, trace_files
+from grpc_resilience_mesh.chaos.scenarios.span_wait import phase_traces
+from grpc_resilience_mesh.client.traces import Span
 from grpc_resilience_mesh.services import topology
 from grpc_resilience_mesh.services.telemetry.names import EV_FAULT
-
-TRACE_WAIT_S = 10.0
-"""How long the span files may take to hold the phase's traces (written by a thread each)."""
-SETTLE_S = 1.1
-"""Longer than a service's span writer waits between writes
-(grpc_resilience_mesh.services.telemetry.tracing's DEFAULT_DELAY_S, 1 s; 0.5 s on the embedded
-mesh). Not imported: it would load the SDK."""
 
 
 def _method_names(ctx: CheckContext) -> tuple[str, str]:
@@ -40,18 +30,6 @@ def _method_names(ctx: CheckContext) -> tuple[str, str]:
 
 def _failed(span: Span) -> bool:
     return str((span.get("status") or {}).get("code", "")) == "ERROR"
-
-
-def _read(path: Path, trace_ids: set[str], names: tuple[str, str]) -> dict[str, list[Span]]:
-    """trace id -> its attempt and server spans of the method, for the traces found."""
-    spans: list[Span] = []
-    for file in trace_files(path):
-        with suppress(OSError), file.open("rb") as lines:
-            spans.extend(spans_of(lines, trace_ids))
-    return {
-        trace_id: [s for s in found if s.get("name") in names]
-        for trace_id, found in group_traces(spans).items()
-    }
 
 
 def _measures(traces: dict[str, list[Span]], names: tuple[str, str]) -> dict[str, float]:
@@ -85,19 +63,7 @@ async def fault_trace(ctx: CheckContext) -> dict[str, float]:
     """The fault phase's traces: attempts at the dependency method, which failed, which of
     those no server saw, the server spans with a fault event, and where the time went."""
     trace_ids = {o.trace_id for o in ctx.phase.load.outcomes if o.trace_id}
-    path = ctx.target.state_dir / "traces"
     names = _method_names(ctx)
-    deadline = time.monotonic() + TRACE_WAIT_S
-    traces: dict[str, list[Span]] = {}
-    while path.is_dir():
-        traces = await asyncio.to_thread(_read, path, trace_ids, names)
-        if len(traces) >= len(trace_ids) or time.monotonic() > deadline:
-            break
-        await asyncio.sleep(0.25)
-    if path.is_dir():
-        # Every trace has a span now, but each service writes its own file on its own timer:
-        # a server span may still be queued. Past one writer's delay, every span of the phase
-        # is written (seen: 1 of ~300 failed attempts counted unserved, read too early).
-        await asyncio.sleep(SETTLE_S)
-        traces = await asyncio.to_thread(_read, path, trace_ids, names)
+    found = await phase_traces(ctx.target.state_dir / "traces", trace_ids)
+    traces = {t: [s for s in spans if s.get("name") in names] for t, spans in found.items()}
     return _measures(traces, names)

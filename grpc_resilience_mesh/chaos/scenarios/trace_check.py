@@ -11,29 +11,18 @@ Per rule it measures how many traces broke it; the traces that did are kept on t
 from __future__ import annotations
 
 import asyncio
-import time
 from contextlib import suppress
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grpc_resilience_mesh.chaos.registry import CheckContext
 from grpc_resilience_mesh.chaos.scenarios.declarations import CHECKED_METRIC
-from grpc_resilience_mesh.chaos.scenarios.fault_trace import SETTLE_S, TRACE_WAIT_S
+from grpc_resilience_mesh.chaos.scenarios.span_wait import phase_traces
 from grpc_resilience_mesh.chaos.scenarios.trace_rules import judge
 from grpc_resilience_mesh.client import jaeger_query
-from grpc_resilience_mesh.client.traces import JAEGER_UI, Span, group_traces, spans_of, trace_files
+from grpc_resilience_mesh.client.traces import JAEGER_UI, Span
 
 if TYPE_CHECKING:
     from grpc_resilience_mesh.chaos.experiment.fault_kinds import TraceRule
-
-
-def read_local(path: Path, trace_ids: set[str]) -> dict[str, list[Span]]:
-    """trace id -> every span of it the span files hold."""
-    spans: list[Span] = []
-    for file in trace_files(path):
-        with suppress(OSError), file.open("rb") as lines:
-            spans.extend(spans_of(lines, trace_ids))
-    return group_traces(spans)
 
 
 def read_jaeger(url: str, trace_ids: set[str]) -> dict[str, list[Span]]:
@@ -48,19 +37,9 @@ def read_jaeger(url: str, trace_ids: set[str]) -> dict[str, list[Span]]:
 
 
 async def _phase_traces(ctx: CheckContext, trace_ids: set[str]) -> dict[str, list[Span]]:
-    """The phase's traces once every one has a span (or TRACE_WAIT_S passed), read again a span
-    writer's delay later: the gateway's span, written last, may be queued behind the others."""
-    path = ctx.target.state_dir / "traces"
-    traces: dict[str, list[Span]] = {}
-    deadline = time.monotonic() + TRACE_WAIT_S
-    while path.is_dir():
-        traces = await asyncio.to_thread(read_local, path, trace_ids)
-        if len(traces) >= len(trace_ids) or time.monotonic() > deadline:
-            break
-        await asyncio.sleep(0.25)
-    if path.is_dir():
-        await asyncio.sleep(SETTLE_S)
-        traces = await asyncio.to_thread(read_local, path, trace_ids)
+    """The phase's traces from the span files once they are whole (span_wait.py), else from
+    Jaeger when the files hold none of them and MESH_JAEGER_UI names one."""
+    traces = await phase_traces(ctx.target.state_dir / "traces", trace_ids)
     jaeger = JAEGER_UI.read()
     if not traces and jaeger:
         traces = await asyncio.to_thread(read_jaeger, jaeger.rstrip("/"), trace_ids)

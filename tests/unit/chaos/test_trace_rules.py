@@ -18,7 +18,7 @@ from grpc_resilience_mesh.chaos.experiment.model import Expectation, Experiment
 from grpc_resilience_mesh.chaos.registry import CHECKS, CheckContext
 from grpc_resilience_mesh.chaos.report.broken_traces import broken_json, render_broken
 from grpc_resilience_mesh.chaos.results import ExperimentResult, PhaseResult, VariantResult
-from grpc_resilience_mesh.chaos.scenarios import trace_check
+from grpc_resilience_mesh.chaos.scenarios import span_wait
 from grpc_resilience_mesh.chaos.scenarios.trace_check import trace_rules_check
 from grpc_resilience_mesh.chaos.scenarios.trace_rules import judge
 from grpc_resilience_mesh.client import jaeger_query
@@ -190,7 +190,8 @@ def _write(tmp_path: Path, traces: dict[str, list[dict[str, Any]]]) -> None:
 def test_the_check_counts_the_traces_that_broke_each_rule_and_keeps_their_ids(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(trace_check, "SETTLE_S", 0.0)  # the files are complete: no writer
+    # Synthetic attempts with no server span under them, and no writer to add one: no wait.
+    monkeypatch.setattr(span_wait, "CLOSE_WAIT_S", 0.0)
     monkeypatch.delenv("MESH_JAEGER_UI", raising=False)
     exp = _experiment(
         {"variant": "full", "traces": {"max_attempts_per_request": 3}},

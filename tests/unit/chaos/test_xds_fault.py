@@ -71,8 +71,8 @@ def test_fault_trace_tells_an_abort_before_the_server_from_one_on_it_and_where_a
     assert (got["trace_lead_ms_p50"], got["trace_lag_ms_p50"]) == (50.5, 1.0)
 
 
-def test_fault_trace_settles_longer_than_a_span_writer_waits() -> None:
-    from grpc_resilience_mesh.chaos.scenarios.fault_trace import SETTLE_S
+def test_fault_trace_waits_for_a_span_longer_than_a_span_writer_waits() -> None:
+    from grpc_resilience_mesh.chaos.scenarios.span_wait import CLOSE_WAIT_S, UNSEEN_AFTER_S
     from grpc_resilience_mesh.services.telemetry.tracing.jsonl_exporter import DEFAULT_DELAY_S
 
-    assert SETTLE_S > DEFAULT_DELAY_S
+    assert CLOSE_WAIT_S > UNSEEN_AFTER_S > DEFAULT_DELAY_S
