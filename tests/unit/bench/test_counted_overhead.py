@@ -39,7 +39,8 @@ def test_each_stack_runs_twice_under_callgrind(
 ) -> None:
     commands: list[list[str]] = []
 
-    def fake_run(command: list[str], check: bool) -> Any:
+    def fake_run(command: list[str], check: bool, env: dict[str, str]) -> Any:
+        assert env["PYTHONHASHSEED"] == "0"
         commands.append(command)
         out = Path(next(a for a in command if a.startswith("--callgrind-out-file=")).split("=")[1])
         calls = int(command[command.index("--calls") + 1])
@@ -59,6 +60,29 @@ def test_each_stack_runs_twice_under_callgrind(
             "-m",
             "grpc_resilience_mesh.bench.counted_overhead",
         ]
+
+
+def test_repeats_pair_runs_by_hash_seed_and_take_the_median(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A K run and its K/2 run share a hash seed (the seed moves the calls' own paths); the
+    stack's figure is the median of the seeds' figures, so one odd seed does not move it."""
+    extra_by_seed = {"0": 0, "1": 50_000, "2": 10_000}
+    seeds: list[tuple[str, str]] = []
+
+    def fake_run(command: list[str], check: bool, env: dict[str, str]) -> Any:
+        out = Path(next(a for a in command if a.startswith("--callgrind-out-file=")).split("=")[1])
+        calls = int(command[command.index("--calls") + 1])
+        seed = env["PYTHONHASHSEED"]
+        seeds.append((seed, str(calls)))
+        out.write_text(f"summary: {START_UP + calls * (PER_CALL + extra_by_seed[seed])}\n")
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    result = co.run_counted(("raw",), calls=40, concurrency=4, repeat=3)
+    assert seeds == [("0", "40"), ("0", "20"), ("1", "40"), ("1", "20"), ("2", "40"), ("2", "20")]
+    assert result["by_seed"]["raw"] == [PER_CALL, PER_CALL + 50_000, PER_CALL + 10_000]
+    assert result["instructions_per_call"] == {"raw": PER_CALL + 10_000}
 
 
 async def test_a_failed_call_fails_the_run() -> None:
