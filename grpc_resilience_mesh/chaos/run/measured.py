@@ -27,48 +27,37 @@ class Measured:
 
 
 MEASURED: tuple[Measured, ...] = (
-    Measured("Deadline budget", 4.2, 4),
-    Measured("Three fault sources on one edge", 33.0, 14),
-    Measured("Lost responses from payment", 10.0, 9),
+    Measured("Deadline budget", 4.2, 3),
+    Measured("Three fault sources on one edge", 33.0, 10),
+    Measured("Lost responses from payment", 10.0, 8),
     Measured("Server pushback", 6.2, 5),
-    Measured("Stream cut", 9.0, 3),
-    Measured("Provider outage", 20.4, 20),
-    Measured("The fallback trap", 18.4, 7),
-    Measured("A flapping dependency", 21.0, 22),
-    Measured("A rejecting bulkhead", 16.0, 5),
-    Measured("Bulkhead isolation", 36.0, 35),
-    Measured("Load shedding", 23.4, 22),
+    Measured("Stream cut", 9.0, 2),
+    Measured("Provider outage", 20.4, 16),
+    Measured("The fallback trap", 18.4, 5),
+    Measured("A flapping dependency", 21.0, 19),
+    Measured("A rejecting bulkhead", 16.0, 4),
+    Measured("Bulkhead isolation", 36.0, 34),
+    Measured("Load shedding", 23.4, 21),
     Measured("Overload sweep", 44.8, 38),
-    Measured("Metastable retry storm", 19.0, 19),
+    Measured("Metastable retry storm", 19.0, 17),
     Measured("Metastable four-panel", 24.0, 25),
     Measured("Criticality", 25.0, 24),
-    Measured("Replica loss", 20.0, 17),
+    Measured("Replica loss", 20.0, 18),
     Measured("Slow replica", 19.0, 16),
     Measured("Receipt retries", 6.0, 5),
-    Measured("Receipt throughput", 10.0, 12),
-    Measured("Worker killed mid-job", 12.0, 7),
-    Measured("The same receipt enqueued again", 6.0, 2),
-    Measured("Poison job", 33.0, 11),
-    Measured("False stall", 20.0, 13),
+    Measured("Receipt throughput", 10.0, 10),
+    Measured("Worker killed mid-job", 12.0, 6),
+    Measured("The same receipt enqueued again", 6.0, 1),
+    Measured("Poison job", 33.0, 8),
+    Measured("False stall", 20.0, 7),
 )
-"""`mesh demo` on a fresh clone of 8410943, 2026-12-06 02:28 UTC, 23 of 23 held, xds-abort ran
-(tests/unit/chaos/recorded_demo_runs.json, its third run): each experiment's rule to the next,
-in whole seconds. The machine was shared with other sessions (its load not recorded): runs on an
-idle machine replace these (docs/results/catalogue.md). Three demo forms cut after it (issue 46:
-flapping-dependency, metastable-retry-storm, slow-replica) are the median of
-3 runs of each alone in its demo form, 2026-12-06 03:26-03:40 UTC, load average 10-16 on 2
-cores: Runner.run's seconds less its capacity probe. Poison-job and false-stall run their
-variants side by side since (grpc_resilience_mesh/chaos/run/scenario_run.py), which their files'
-seconds do not show: their figures here are still the fresh clone's, one variant after another.
-At load average 4.6-8.7 on 2 cores, poison-job took 10-22 s side by side (median 13 of 5 runs)
-and false-stall 8-14 s (median 9 of 4, its shorter last wait included), against 25-26 s and
-15-18 s one after another at that load (2026-12-06 05:46-06:09 UTC): loaded figures would
-overstate an idle demo as these do, so an idle demo's seconds replace both.
-Five demo forms cut in a second round (issue 46: deadline-budget, fault-sources,
-provider-outage, metastable-four-panel, replica-loss) are the median of 3 runs of each alone in
-its demo form, 2026-12-06 05:51-06:10 UTC, load average 4.5-8.3 on 2 cores, every service's
-policy swapped at once (policy_swap.py): Runner.run's seconds less its capacity probe and
-(fault-sources, whose xds-abort ran) its planned restart."""
+"""`make demo` on a fresh clone of the catalogue as it is, 2026-12-06 06:51 UTC, the first of
+three run back to back on an idle machine (load average 0.24 at its start, 0.76 at its end; all
+three 23 of 23 held, 331-333 s all in), xds-abort ran (tests/unit/chaos/recorded_demo_runs.json,
+its third run; the other two are replayed against these figures): each experiment's rule to the
+next, in whole seconds, less the restarts and capacity probe its plan counts. Poison-job and
+false-stall run their variants side by side (grpc_resilience_mesh/chaos/run/scenario_run.py),
+which their files' seconds do not show: 33 and 20 s planned, 8 and 7 s taken."""
 
 
 def short_title(exp: Experiment) -> str:
