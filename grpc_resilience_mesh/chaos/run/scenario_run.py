@@ -9,17 +9,28 @@ whose variants differ in policy, overrides, faults or xDS runs them one after an
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from grpc_resilience_mesh.chaos.experiment.model import Experiment, Variant
 from grpc_resilience_mesh.chaos.registry import SCENARIOS, ScenarioContext
 from grpc_resilience_mesh.chaos.results import PhaseResult, VariantResult
+from grpc_resilience_mesh.chaos.run.target import Target
 from grpc_resilience_mesh.client.counters import Snapshot
 from grpc_resilience_mesh.loadgen.in_process import LoadResult
 
-if TYPE_CHECKING:
-    from grpc_resilience_mesh.chaos.run.runner import Runner
+
+class Runner(Protocol):
+    """What a scenario's run needs of the runner (runner.Runner; named here, not imported: the
+    runner imports this module)."""
+
+    target: Target
+    progress: Callable[[str, int, int], None]
+
+    async def prepare_variant(
+        self, name: str, path: Path, exp: Experiment, variant: Variant
+    ) -> VariantResult: ...
 
 
 async def run_scenario(
