@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,19 @@ if "PYTEST_XDIST_WORKER" in os.environ:
     # would stay 80 wide and never see the COLUMNS a test passes to one invocation.
     os.environ.pop("COLUMNS", None)
     os.environ.pop("LINES", None)
+
+# Started in the background by a shell without job control (`make test &` in a script, nohup),
+# pytest inherits SIGINT (and under nohup SIGHUP) ignored, and so does every process a test
+# starts. The CLI rightly leaves an ignored signal ignored (stop_signals.py: nohup's meaning),
+# so the tests of what Ctrl-C, SIGHUP and SIGTERM do would wait for an exit that never comes.
+# They test the dispositions a terminal gives: put those back.
+for _sig, _default in (
+    (signal.SIGINT, signal.default_int_handler),
+    (signal.SIGHUP, signal.SIG_DFL),
+    (signal.SIGTERM, signal.SIG_DFL),
+):
+    if signal.getsignal(_sig) is signal.SIG_IGN:
+        signal.signal(_sig, _default)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
