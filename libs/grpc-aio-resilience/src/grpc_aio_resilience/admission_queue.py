@@ -38,13 +38,11 @@ class WaitQueue:
     def __init__(self, policy: QueuePolicy, clock: Clock) -> None:
         self.policy = policy
         self._clock = clock
-        self.waiters: deque[Waiter] = deque()
-        """Oldest first; the same object for the queue's life, so a caller may keep it and ask
-        whether anyone waits without a call (grpc_aio_resilience.shedding's fixed path)."""
+        self._waiters: deque[Waiter] = deque()
         self._last_empty_s = clock.now()
 
     def __len__(self) -> int:
-        return len(self.waiters)
+        return len(self._waiters)
 
     @property
     def enabled(self) -> bool:
@@ -52,11 +50,11 @@ class WaitQueue:
 
     @property
     def full(self) -> bool:
-        return len(self.waiters) >= self.policy.max_length
+        return len(self._waiters) >= self.policy.max_length
 
     def standing(self) -> bool:
         """Whether the queue has not been empty for the last `codel_interval_s`."""
-        if not self.waiters:
+        if not self._waiters:
             return False
         return self._clock.now() - self._last_empty_s >= self.policy.codel_interval_s
 
@@ -68,21 +66,21 @@ class WaitQueue:
         return self.policy.max_wait_s
 
     def push(self, waiter: Waiter) -> None:
-        if not self.waiters:
+        if not self._waiters:
             self._last_empty_s = self._clock.now()
-        self.waiters.append(waiter)
+        self._waiters.append(waiter)
 
     def remove(self, waiter: Waiter) -> None:
-        if waiter in self.waiters:
-            self.waiters.remove(waiter)
-            if not self.waiters:
+        if waiter in self._waiters:
+            self._waiters.remove(waiter)
+            if not self._waiters:
                 self._last_empty_s = self._clock.now()
 
     def pick(self, eligible: Callable[[Waiter], bool]) -> Waiter | None:
         """The next waiter to get a place: the most critical eligible one, and among equals
         the discipline's choice (newest first for adaptive LIFO under a standing queue)."""
         lifo = self.policy.discipline == "adaptive_lifo" and self.standing()
-        order = reversed(self.waiters) if lifo else iter(self.waiters)
+        order = reversed(self._waiters) if lifo else iter(self._waiters)
         best: Waiter | None = None
         for waiter in order:
             if eligible(waiter) and (best is None or waiter.criticality > best.criticality):
@@ -92,7 +90,7 @@ class WaitQueue:
     def evictable(self, criticality: Criticality) -> Waiter | None:
         """The newest of the least critical waiters, if less critical than `criticality`."""
         victim: Waiter | None = None
-        for waiter in reversed(self.waiters):
+        for waiter in reversed(self._waiters):
             if victim is None or waiter.criticality < victim.criticality:
                 victim = waiter
         if victim is None or victim.criticality >= criticality:
