@@ -21,22 +21,9 @@ from grpc_resilience_mesh.chaos.run.plan import CALIBRATION_S, plan
 from grpc_resilience_mesh.chaos.run.runner import Runner
 from grpc_resilience_mesh.chaos.run.target import Target
 from grpc_resilience_mesh.loadgen.in_process import LoadResult, Outcome
-from grpc_resilience_mesh.loadgen.protocol import Plan
+from tests.unit.chaos.test_capacity_and_verdicts import FakeGenerator
 
 PROBE = "measuring capacity"
-
-
-class FakeGenerator:
-    def __init__(self) -> None:
-        self.plans: list[Plan] = []
-
-    async def run(self, plan: Plan, *_: object) -> LoadResult:
-        self.plans.append(plan)
-        outcomes = [Outcome(r.rpc, "OK", 0.01) for r in plan.requests]
-        return LoadResult(outcomes, elapsed_s=len(outcomes) / 200.0, generator_cpu_s=0.01)
-
-    async def close(self) -> None:
-        pass
 
 
 def _runner() -> Runner:
