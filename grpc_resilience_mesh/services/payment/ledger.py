@@ -94,6 +94,29 @@ def _create_owner_only(path: Path) -> None:
             pass
 
 
+OPEN_WAIT_S = 5.0
+"""How long a ledger's first open waits for another process opening the same file."""
+
+
+def _prepare(db: sqlite3.Connection) -> None:
+    """WAL, full sync and the schema, retried while another process does the same.
+
+    Two processes turning WAL on at once (two replicas starting on one file) deadlock on the
+    file's lock, and SQLite answers one of them `database is locked` at once, without its busy
+    timeout: the loser tries again once the winner is through."""
+    deadline = time.monotonic() + OPEN_WAIT_S
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            db.executescript(SCHEMA)
+            return
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
+
+
 def request_hash(user_id: str, amount_cents: int, currency: str) -> str:
     return hashlib.sha256(f"{user_id}|{amount_cents}|{currency}".encode()).hexdigest()
 
@@ -107,10 +130,8 @@ class Ledger:
         self.path = path
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ledger")
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute("PRAGMA busy_timeout=5000")
-        self._db.executescript(SCHEMA)
+        _prepare(self._db)
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)

@@ -72,6 +72,15 @@ async def no_stream_in_flight(served: Served) -> bool:
     return await streams_in_flight(served) == 0
 
 
+async def gateway_state(served: Served) -> str:
+    """What the gateway shows of the streams: for a failure's message."""
+    calls = await served.server_calls("gateway", STREAM)
+    return (
+        f"gateway: {await shed(served):g} streams shed, {await streams_in_flight(served):g} in "
+        f"flight, ended {dict(calls)}"
+    )
+
+
 async def get_homes(addr: str, calls: int) -> Counter[str]:
     codes: Counter[str] = Counter()
     async with grpc.aio.insecure_channel(addr) as channel:
@@ -89,16 +98,30 @@ async def get_homes(addr: str, calls: int) -> Counter[str]:
     return codes
 
 
+async def every_stream_answered_or_held(served: Served, streams: int) -> bool:
+    """Each of `streams` has reached the gateway's streams limit: refused, ended or in flight."""
+    ended = await served.server_calls("gateway", STREAM)
+    return sum(ended.values()) + await streams_in_flight(served) >= streams
+
+
 async def test_stalled_streams_leave_get_home_answering_and_end_within_the_write_timeout() -> None:
+    """Of the 140, 16 hold the streams' places and the rest are refused, or, arriving when a
+    held one has taken nothing for YIELDS_AFTER_S (0.5 s), take its place and end it: all 140
+    arrive within 0.5 s on an idle machine (124 refused), not on a loaded one (CI: fewer)."""
     request = gateway_pb2.GetHomeRequest(user_id="u-0001", limit=20).SerializeToString()
     async with serving(env=ENV) as served:
         addr = served.listen["gateway"]
         started = time.monotonic()
         attackers = [await stall(addr, STREAM, request, 70, KEY) for _ in range(2)]
         try:
-            await await_until(
-                lambda: shed_at_least(served, 124), timeout_s=10, what="streams refused"
-            )
+            try:
+                await await_until(
+                    lambda: every_stream_answered_or_held(served, 140),
+                    timeout_s=10,
+                    what="every stream refused or held",
+                )
+            except AssertionError as err:
+                raise AssertionError(f"{err}; {await gateway_state(served)}") from None
             held = await streams_in_flight(served)
             codes = await get_homes(addr, 40)  # while the streams are held
             await await_until(
@@ -113,8 +136,10 @@ async def test_stalled_streams_leave_get_home_answering_and_end_within_the_write
     assert held == 16, held  # the streams' own limit (max_streams_in_flight), not 128
     assert codes == Counter({"OK": 40}), codes
     assert ended_after_s < WRITE_TIMEOUT_S + 5, ended_after_s
-    assert refused == 140 - 16, refused
-    assert counted == Counter({"RESOURCE_EXHAUSTED": 124, "DEADLINE_EXCEEDED": 16}), counted
+    # Every stream refused at the limit or ended as stalled (at the write timeout, or by a
+    # newer stream taking its place): none served, none ended any other way.
+    assert counted == Counter({"RESOURCE_EXHAUSTED": refused, "DEADLINE_EXCEEDED": 140 - refused})
+    assert 0 < refused <= 140 - 16, refused
 
 
 async def test_a_policy_swapped_at_runtime_sets_the_stream_limits_of_later_streams() -> None:
