@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -159,6 +159,15 @@ class FaultTable:
     def __init__(self, faults: Iterable[FaultSpec] = (), seed: int | None = None) -> None:
         self._faults: dict[str, FaultSpec] = {f.method: f for f in faults}
         self.rng = random.Random(seed)
+        self._watchers: tuple[Callable[[], None], ...] = ()
+
+    def watch(self, changed: Callable[[], None]) -> None:
+        """`changed` runs after every edit (FaultInterceptor wraps anew on the next call)."""
+        self._watchers = (*self._watchers, changed)
+
+    def _changed(self) -> None:
+        for changed in self._watchers:
+            changed()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> FaultTable:
@@ -167,9 +176,11 @@ class FaultTable:
 
     def set(self, spec: FaultSpec) -> None:
         self._faults = {**self._faults, spec.method: spec}
+        self._changed()
 
     def clear(self, method: str = "") -> None:
         self._faults = {} if not method else {k: v for k, v in self._faults.items() if k != method}
+        self._changed()
 
     def list(self) -> list[FaultSpec]:
         return sorted(self._faults.values(), key=lambda f: f.method)
@@ -280,7 +291,11 @@ def _integer(item: dict[str, Any], field: str, default: int) -> int:
 
 
 class FaultInterceptor(ServerLayer):
-    """Delays and fails calls as the FaultTable says; untouched methods cost one dict lookup."""
+    """Delays and fails calls as the FaultTable says. It wraps once per method, anew after each
+    edit of the table (`FaultTable.watch`): an untouched method costs nothing per call, and a
+    `first_attempt_only` fault reads each call's metadata when the call runs."""
+
+    wraps_per_method = True
 
     def __init__(
         self, service: str, faults: FaultTable, bus: EventBus, clock: Clock | None = None
@@ -289,6 +304,7 @@ class FaultInterceptor(ServerLayer):
         self._faults = faults
         self._bus = bus
         self._clock = clock or SystemClock()
+        faults.watch(self.rewrapped)
 
     def wrap(
         self, handler: grpc.RpcMethodHandler | None, handler_call_details: grpc.HandlerCallDetails
@@ -296,8 +312,6 @@ class FaultInterceptor(ServerLayer):
         method = handler_call_details.method
         spec = self._faults.lookup(method)
         if spec is None or handler is None or is_exempt(method):
-            return handler
-        if spec.first_attempt_only and _is_retry(handler_call_details.invocation_metadata):
             return handler
         if handler.unary_stream is not None:
             return handler._replace(
@@ -309,6 +323,8 @@ class FaultInterceptor(ServerLayer):
 
     def _wrap(self, inner: Behaviour, method: str, spec: FaultSpec) -> Behaviour:
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            if spec.first_attempt_only and _is_retry(context.invocation_metadata()):
+                return await inner(request, context)
             if spec.delay_s > 0.0:
                 await self._clock.sleep(spec.delay_s)
             if spec.error_rate > 0.0 and self._faults.rng.random() < spec.error_rate:
@@ -326,9 +342,14 @@ class FaultInterceptor(ServerLayer):
         fails as a failing unary call would."""
 
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            if spec.delay_s > 0.0:
+            untouched = spec.first_attempt_only and _is_retry(context.invocation_metadata())
+            if spec.delay_s > 0.0 and not untouched:
                 await self._clock.sleep(spec.delay_s)
-            fails = spec.error_rate > 0.0 and self._faults.rng.random() < spec.error_rate
+            fails = (
+                not untouched
+                and spec.error_rate > 0.0
+                and self._faults.rng.random() < spec.error_rate
+            )
             sent = 0
             async with aclosing(responses(inner, request, context)) as messages:
                 async for message in messages:
@@ -340,7 +361,7 @@ class FaultInterceptor(ServerLayer):
                 self._bus.emit(FaultInjected(self._service, method, spec.code.name, spec.delay_s))
                 pushback_s = spec.pushback_ms / 1000.0 if spec.pushback_ms >= 0 else None
                 await abort_with(context, InjectedFaultError(method, spec.code, pushback_s))
-            elif spec.delay_s > 0.0:
+            elif spec.delay_s > 0.0 and not untouched:
                 self._bus.emit(FaultInjected(self._service, method, "OK", spec.delay_s))
 
         return behaviour

@@ -3,6 +3,7 @@ MESH_FAULTS and FaultAdmin values, and which attempts count as retries."""
 
 from __future__ import annotations
 
+import contextlib
 from collections import namedtuple
 from typing import Any
 
@@ -84,5 +85,33 @@ async def test_first_attempt_only_spares_what_grpc_previous_rpc_attempts_marks_a
         return original
 
     found = await interceptor.intercept_service(lookup, Details(STREAM, metadata))
-    assert (found is not original) is faulted
     assert found is not None and found.unary_stream is not None  # a stream handler either way
+    context = _Context(metadata)
+    sent: list[Any] = []
+    with contextlib.suppress(_Aborted):
+        async for message in found.unary_stream("m", context):
+            sent.append(message)
+    assert (context.aborted is grpc.StatusCode.UNAVAILABLE) is faulted
+    assert sent == ([] if faulted else ["m"])  # a faulted stream fails after 0 messages
+
+
+class _Aborted(Exception):
+    """What the fake context's abort raises, as grpc.aio's ends the call."""
+
+
+class _Context:
+    """A served stream's context: the call's metadata, no deadline, an abort that ends it."""
+
+    def __init__(self, metadata: tuple[tuple[str, str], ...]) -> None:
+        self._metadata = metadata
+        self.aborted: grpc.StatusCode | None = None
+
+    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+        return self._metadata
+
+    def time_remaining(self) -> float | None:
+        return None
+
+    async def abort(self, code: grpc.StatusCode, details: str, trailers: Any = ()) -> None:
+        self.aborted = code
+        raise _Aborted(details)

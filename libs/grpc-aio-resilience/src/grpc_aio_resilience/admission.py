@@ -119,10 +119,12 @@ class Admission:
         self._deadline_checked = False
         self._limit: Limit | None = None
         self._queue = WaitQueue(policy.queue, clock)
+        self.waiters = self._queue.waiters
         self.intake = IntakeGate(policy.intake, clock)
         self.in_flight = 0
         self.expected_s: float | None = None
         self.idle_s: float | None = None
+        self.fixed_shares: tuple[int, ...] | None = None
         self.update(policy)
 
     def update(self, policy: ServerPolicy) -> None:
@@ -149,7 +151,27 @@ class Admission:
         self.intake.policy = policy.intake
         self._pushback_s = policy.shed_pushback_ms / 1000.0
         self.expected_s = self.idle_s = policy.declared_service_s()
-        self._hand_over()
+        self.hand_over()
+        self.fixed_shares = self._fixed_shares()
+
+    def _fixed_shares(self) -> tuple[int, ...] | None:
+        """Places per criticality (by value) when admission is only a count against a fixed
+        limit (no limit to feed; no rejector, deadline, intake, queue or workers' times): a layer
+        may count calls in and out itself (`in_flight`), ask `admit_now` only to refuse one and
+        `hand_over` while `waiters` wait (a queue a swap turned off). None: use `release`."""
+        if (
+            not isinstance(self._limit, FixedLimit)
+            or self._rejector is not None
+            or self._policy.deadline_aware
+            or self.intake.enabled
+            or self._queue.enabled
+            or self._free
+        ):
+            return None
+        shares = [0] * (max(Criticality) + 1)
+        for level in Criticality:
+            shares[level] = self.share(level)
+        return tuple(shares)
 
     @property
     def limit(self) -> int:
@@ -277,7 +299,7 @@ class Admission:
             if in_flight == 1:  # admitted with nobody ahead
                 self.idle_s = _averaged(self.idle_s, rtt_s)
         if self._queue:
-            self._hand_over()
+            self.hand_over()
 
     def _take(self) -> Place:
         self.in_flight += 1
@@ -325,7 +347,7 @@ class Admission:
         critical reserve keeps out of it do not hold back a call that may take it."""
         return self._queue.pick(lambda w: self.in_flight < self.share(w.criticality)) is not None
 
-    def _hand_over(self) -> None:
+    def hand_over(self) -> None:
         """Free places go to waiters: the most critical that may take one, by discipline."""
         while self._queue and (self._limit is None or self.in_flight < self.limit):
             waiter = self._queue.pick(lambda w: self.in_flight < self.share(w.criticality))

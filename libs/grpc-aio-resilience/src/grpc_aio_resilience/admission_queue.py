@@ -38,11 +38,13 @@ class WaitQueue:
     def __init__(self, policy: QueuePolicy, clock: Clock) -> None:
         self.policy = policy
         self._clock = clock
-        self._waiters: deque[Waiter] = deque()
+        self.waiters: deque[Waiter] = deque()
+        """Oldest first; the same object for the queue's life, so a caller may keep it and ask
+        whether anyone waits without a call (grpc_aio_resilience.shedding's fixed path)."""
         self._last_empty_s = clock.now()
 
     def __len__(self) -> int:
-        return len(self._waiters)
+        return len(self.waiters)
 
     @property
     def enabled(self) -> bool:
@@ -50,11 +52,11 @@ class WaitQueue:
 
     @property
     def full(self) -> bool:
-        return len(self._waiters) >= self.policy.max_length
+        return len(self.waiters) >= self.policy.max_length
 
     def standing(self) -> bool:
         """Whether the queue has not been empty for the last `codel_interval_s`."""
-        if not self._waiters:
+        if not self.waiters:
             return False
         return self._clock.now() - self._last_empty_s >= self.policy.codel_interval_s
 
@@ -66,21 +68,21 @@ class WaitQueue:
         return self.policy.max_wait_s
 
     def push(self, waiter: Waiter) -> None:
-        if not self._waiters:
+        if not self.waiters:
             self._last_empty_s = self._clock.now()
-        self._waiters.append(waiter)
+        self.waiters.append(waiter)
 
     def remove(self, waiter: Waiter) -> None:
-        if waiter in self._waiters:
-            self._waiters.remove(waiter)
-            if not self._waiters:
+        if waiter in self.waiters:
+            self.waiters.remove(waiter)
+            if not self.waiters:
                 self._last_empty_s = self._clock.now()
 
     def pick(self, eligible: Callable[[Waiter], bool]) -> Waiter | None:
         """The next waiter to get a place: the most critical eligible one, and among equals
         the discipline's choice (newest first for adaptive LIFO under a standing queue)."""
         lifo = self.policy.discipline == "adaptive_lifo" and self.standing()
-        order = reversed(self._waiters) if lifo else iter(self._waiters)
+        order = reversed(self.waiters) if lifo else iter(self.waiters)
         best: Waiter | None = None
         for waiter in order:
             if eligible(waiter) and (best is None or waiter.criticality > best.criticality):
@@ -90,7 +92,7 @@ class WaitQueue:
     def evictable(self, criticality: Criticality) -> Waiter | None:
         """The newest of the least critical waiters, if less critical than `criticality`."""
         victim: Waiter | None = None
-        for waiter in reversed(self._waiters):
+        for waiter in reversed(self.waiters):
             if victim is None or waiter.criticality < victim.criticality:
                 victim = waiter
         if victim is None or victim.criticality >= criticality:

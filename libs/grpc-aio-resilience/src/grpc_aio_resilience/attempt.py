@@ -57,12 +57,12 @@ class AttemptHook:
             ctx.attempt_metadata = grpc.aio.Metadata(*self._carry, *(metadata or ()))
             ctx.criticality = _carry_criticality(ctx.attempt_metadata)
         else:  # nothing to copy and no observer to add to it: a metadata object only if needed
-            ctx.criticality = level = criticality.current()
+            ctx.criticality = level = criticality.inbound_var.get()
             ctx.attempt_metadata = (
                 None if level is None else grpc.aio.Metadata((criticality.METADATA_KEY, level.name))
             )
-        bus = self._bus
-        return self._observer is not None or bus.wants(AttemptStarted) or bus.wants(AttemptFinished)
+        heard = self._bus.heard
+        return self._observer is not None or AttemptStarted in heard or AttemptFinished in heard
 
     async def observed(self, ctx: CallContext, inner: Next) -> Any:
         """`inner` with the attempt's events around it, inside the observer."""

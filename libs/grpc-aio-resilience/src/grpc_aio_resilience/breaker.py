@@ -88,7 +88,10 @@ class BreakerStateMachine:
                 self._move(CLOSED)
             return
         self._consecutive = 0
-        self._push(False)
+        window = self._window  # _push(False), inline: every successful attempt comes here
+        if len(window) == window.maxlen and window[0]:
+            self._window_failures -= 1
+        window.append(False)
 
     def record_failure(self, generation: int) -> None:
         if generation != self._generation:

@@ -148,12 +148,12 @@ class ResilientUnaryUnaryCall(grpc.aio.UnaryUnaryCall):  # type: ignore[misc]
         self._error: BaseException | None = None
         self._driver: asyncio.Task[Any] | None = None
         self._cancel_asked = False
-        self._waiters: list[asyncio.Future[None]] = []
-        self._callbacks: list[Callable[[Any], None]] = []
+        self._waiters: list[asyncio.Future[None]] | None = None  # made by the first to wait
+        self._callbacks: list[Callable[[Any], None]] | None = None
 
     def __await__(self) -> Generator[Any, None, Any]:
         if self._state == _NEW:
-            final = yield from self._run().__await__()
+            final = yield from self._drive()  # in this frame: no coroutine of the call's own
         else:
             yield from self._ended().__await__()
             if self._error is not None:
@@ -162,6 +162,11 @@ class ResilientUnaryUnaryCall(grpc.aio.UnaryUnaryCall):  # type: ignore[misc]
         return (yield from final.__await__())
 
     async def _run(self) -> Any:
+        """`_drive` as a coroutine: for a task that runs the call (`add_done_callback`) or a
+        method that needs it ended (`_ended`)."""
+        return await _Driving(self)
+
+    def _drive(self) -> Generator[Any, None, Any]:
         """The pipeline's final call object; run once, by the first to await the call."""
         self._state = _RUNNING
         self._driver = asyncio.current_task()
@@ -169,9 +174,9 @@ class ResilientUnaryUnaryCall(grpc.aio.UnaryUnaryCall):  # type: ignore[misc]
         method.in_flight.add(self)
         interceptor = method.interceptor
         try:
-            self._final = await interceptor.run(
+            self._final = yield from interceptor.run(
                 method.name, self._details, method.send, self._request, method.start
-            )
+            ).__await__()
             return self._final
         except asyncio.CancelledError as err:
             self._error = err
@@ -186,16 +191,17 @@ class ResilientUnaryUnaryCall(grpc.aio.UnaryUnaryCall):  # type: ignore[misc]
             self._state = _DONE
             if interceptor.router is not None:
                 forget_failed_replica()
-            self._settle()
+            if self._waiters is not None or self._callbacks is not None:
+                self._settle()
 
     def _settle(self) -> None:
-        for waiter in self._waiters:
+        waiters, callbacks = self._waiters, self._callbacks
+        self._waiters = self._callbacks = None
+        for waiter in waiters or ():
             if not waiter.done():
                 waiter.set_result(None)
-        for callback in self._callbacks:
+        for callback in callbacks or ():
             callback(self)
-        self._waiters.clear()
-        self._callbacks.clear()
 
     async def _ended(self) -> None:
         """Return once the call has ended (its outcome kept), running it here if nobody has."""
@@ -210,6 +216,8 @@ class ResilientUnaryUnaryCall(grpc.aio.UnaryUnaryCall):  # type: ignore[misc]
                 pass  # the outcome is the call's to tell
         elif self._state == _RUNNING:
             waiter = asyncio.get_running_loop().create_future()
+            if self._waiters is None:
+                self._waiters = []
             self._waiters.append(waiter)
             await waiter
 
@@ -241,6 +249,8 @@ class ResilientUnaryUnaryCall(grpc.aio.UnaryUnaryCall):  # type: ignore[misc]
         if self._state == _DONE:
             callback(self)
             return
+        if self._callbacks is None:
+            self._callbacks = []
         self._callbacks.append(callback)
         if self._state == _NEW:  # waited for, not awaited: it runs now, in a task
             task = asyncio.get_running_loop().create_task(self._run())
@@ -296,6 +306,18 @@ class ResilientUnaryUnaryCall(grpc.aio.UnaryUnaryCall):  # type: ignore[misc]
         if self._error is not None:
             raise self._error
         await self._final.wait_for_connection()
+
+
+class _Driving:
+    """A call's `_drive` awaited by a coroutine (ResilientUnaryUnaryCall._run)."""
+
+    __slots__ = ("_call",)
+
+    def __init__(self, call: ResilientUnaryUnaryCall) -> None:
+        self._call = call
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self._call._drive()
 
 
 def _outcome_kept(task: asyncio.Task[Any]) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from enum import IntEnum
-from typing import NamedTuple
+from typing import NamedTuple, get_args
 
 _log = logging.getLogger(__name__)
 
@@ -342,21 +342,35 @@ Event = (
 Listener = Callable[[Event], None]
 
 
+EVENT_KINDS: frozenset[type] = frozenset(get_args(Event))
+"""Every event type the library emits: what a listener of every type hears (`EventBus.heard`)."""
+
+
 class EventBus:
     """Fans events out to plain-callable listeners, in subscription order. A listener that
     names the event types it takes gets only those, and `wants` tells a strategy whether
-    anyone takes a type: the hot path builds an event only when someone does."""
+    anyone takes a type: the hot path builds an event only when someone does.
+
+    `heard` answers the same question without a call: the hot path asks it on every call,
+    and it changes only when someone subscribes."""
 
     def __init__(self) -> None:
         self._listeners: tuple[Listener, ...] = ()
         self._kinds: tuple[frozenset[type] | None, ...] = ()
         self._routes: dict[type, tuple[Listener, ...]] = {}
+        self._everything = False
+        self.heard: frozenset[type] = frozenset()
+        """The library's event types (EVENT_KINDS) someone takes, kept by `subscribe`:
+        `AttemptStarted in bus.heard` is `bus.wants(AttemptStarted)` without a frame."""
 
     def subscribe(self, listener: Listener, kinds: Iterable[type] | None = None) -> None:
         """`kinds`: the event types `listener` takes (None: every type)."""
+        taken = None if kinds is None else frozenset(kinds)
         self._listeners = (*self._listeners, listener)
-        self._kinds = (*self._kinds, None if kinds is None else frozenset(kinds))
+        self._kinds = (*self._kinds, taken)
         self._routes = {}
+        self._everything = self._everything or taken is None
+        self.heard = EVENT_KINDS if self._everything else self.heard | (taken or frozenset())
 
     def _route(self, kind: type) -> tuple[Listener, ...]:
         route = tuple(

@@ -15,7 +15,7 @@ import grpc.aio
 
 from grpc_aio_resilience.clock import Clock
 from grpc_aio_resilience.context import CallContext, Continuation, Start
-from grpc_aio_resilience.deadline import inbound_deadline
+from grpc_aio_resilience.deadline import inbound_deadline_var
 from grpc_aio_resilience.outlier_router import ReplicaRouter
 from grpc_aio_resilience.pipeline import Pipeline
 from grpc_aio_resilience.streaming import ResilientStreamCall, StreamResilienceInterceptor
@@ -68,7 +68,7 @@ class ResilienceInterceptor(grpc.aio.UnaryUnaryClientInterceptor):  # type: igno
         timeout_s = client_call_details.timeout
         if timeout_s is not None:
             deadline_s = self._clock.now() + timeout_s
-        inbound_s = inbound_deadline()
+        inbound_s = inbound_deadline_var.get()
         if inbound_s is not None and inbound_s < deadline_s:
             deadline_s = inbound_s
         router = self.router

@@ -130,7 +130,7 @@ class Pipeline:
 
     def run(self, ctx: CallContext) -> Coroutine[Any, Any, Any]:
         """A coroutine of the call's final call object."""
-        if self._call_observer is None and not self._bus.wants(CallFinished):
+        if self._call_observer is None and CallFinished not in self._bus.heard:
             return self._unobserved(ctx)
         return self._observed(ctx)
 

@@ -52,16 +52,14 @@ def server_interceptors(
     bus = EventBus() if bus is None else bus
     prefixes = tuple(exempt)
     streams = StreamGuard(service, policy, bus, exempt=prefixes)
-    return ServerInterceptors(
-        streams,
-        InboundInterceptor(service, bus, assign_criticality),
-        SheddingInterceptor(
-            service,
-            policy,
-            bus,
-            clock,
-            make_stream_room=streams.end_longest_stalled,
-            exempt=prefixes,
-            inbound_outside=True,
-        ),
+    shedding = SheddingInterceptor(
+        service,
+        policy,
+        bus,
+        clock,
+        make_stream_room=streams.end_longest_stalled,
+        exempt=prefixes,
+        inbound_outside=True,
     )
+    inbound = InboundInterceptor(service, bus, assign_criticality, counted=shedding.counted)
+    return ServerInterceptors(streams, inbound, shedding)

@@ -13,7 +13,7 @@ before (or with a refusal). The layers, their order and what a call meets are th
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 import grpc
@@ -76,14 +76,21 @@ class LayerChain:
     (decided per call: it may read the call's metadata) is wrapped by the layers outside it
     only; otherwise the handler found is wrapped by every layer, innermost first."""
 
-    __slots__ = ("_refusing", "_steps", "layers")
+    __slots__ = ("_refusing", "_steps", "layers", "refuses", "wrap")
 
     def __init__(self, layers: Sequence[ServerLayer]) -> None:
         self.layers = tuple(layers)
         self._refusing = tuple(
             i for i, layer in enumerate(self.layers) if type(layer).refuse is not ServerLayer.refuse
         )
+        self.refuses = bool(self._refusing)
+        """Whether any layer may refuse a call (else `refusal` is None for every call)."""
         self._steps = _steps(self.layers)
+        self.wrap: Callable[[Handler | None, grpc.HandlerCallDetails], Handler | None] = (
+            self._steps[0].wrap if len(self._steps) == 1 else self._wrap_steps
+        )
+        """The handler the call is served with, given the one the server found for it: with
+        one step (every layer wraps per method, say), that step's own `wrap`."""
 
     def refusal(self, details: grpc.HandlerCallDetails) -> Handler | None:
         """The handler refusing the call, wrapped by the layers outside the one refusing it;
@@ -97,8 +104,9 @@ class LayerChain:
                 return handler
         return None
 
-    def wrap(self, handler: Handler | None, details: grpc.HandlerCallDetails) -> Handler | None:
-        """The handler the call is served with, given the one the server found for it."""
+    def _wrap_steps(
+        self, handler: Handler | None, details: grpc.HandlerCallDetails
+    ) -> Handler | None:
         for step in self._steps:
             handler = step.wrap(handler, details)
         return handler
@@ -142,7 +150,7 @@ class ChainedHandlers(grpc.GenericRpcHandler):  # type: ignore[misc]
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> Handler | None:
         chain = self._chain
-        refused = chain.refusal(handler_call_details)
+        refused = chain.refusal(handler_call_details) if chain.refuses else None
         if refused is not None:
             return refused
         handler = self._methods.get(handler_call_details.method)

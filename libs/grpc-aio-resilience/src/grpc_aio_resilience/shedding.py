@@ -6,9 +6,10 @@ it alone, or with StreamGuard outside it (`server_interceptors`)."""
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import aclosing
-from typing import Any
+from typing import Any, NamedTuple
 
 import grpc
 import grpc.aio
@@ -59,6 +60,18 @@ def _dropped(context: grpc.aio.ServicerContext, default: str) -> bool | None:
     return None
 
 
+class CountedAdmission(NamedTuple):
+    """The parts of one method's counted path (SheddingInterceptor.counted): what a layer
+    right outside it that has settled the call's criticality can run in its own frame."""
+
+    inner: Behaviour
+    """The handler inside the shedding layer."""
+    general: Behaviour
+    """The shedding layer's general path: a call its criticality has no place for goes there,
+    and every call while the admission's `fixed_shares` is None."""
+    admission: Admission
+
+
 class SheddingInterceptor(ServerLayer):
     """Refuses what admission will not take with RESOURCE_EXHAUSTED and a pushback, so
     callers back off instead of queueing into a timeout (refuse some rather than fail all).
@@ -98,6 +111,14 @@ class SheddingInterceptor(ServerLayer):
         self._streams = _Places("stream", policy.max_streams_in_flight)
         self._pushback_s = policy.shed_pushback_ms / 1000.0
         self._wrapped = WrappedHandlers()
+        self._counted: weakref.WeakKeyDictionary[Behaviour, CountedAdmission] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def counted(self, behaviour: Behaviour) -> CountedAdmission | None:
+        """The parts of `behaviour` if it is a counted path this layer made (`_wrap_counted`),
+        for InboundInterceptor to run in its frame, one coroutine fewer per call."""
+        return self._counted.get(behaviour)
 
     def update(self, policy: ServerPolicy) -> None:
         """New limits for calls arriving from now on (a policy swapped at runtime)."""
@@ -142,6 +163,40 @@ class SheddingInterceptor(ServerLayer):
         places.in_flight += 1
 
     def _wrap(self, inner: Behaviour, method: str) -> Behaviour:
+        general = self._wrap_admitted(inner, method)
+        fixed = self.admission.fixed_shares is not None
+        return self._wrap_counted(inner, general) if fixed else general
+
+    def _wrap_counted(self, inner: Behaviour, general: Behaviour) -> Behaviour:
+        """Under a fixed limit (Admission.fixed_shares) a call is only counted in and out: no
+        deadline to read, no place to time, no outcome to feed back. One its criticality has
+        no place for goes the `general` way, which refuses it with its reason and event, and
+        so does every call once a swap leaves no fixed limit (mounted as grpc.aio
+        interceptors, a layer keeps its wrapper across swaps: it reads the shares per call)."""
+        admission = self.admission
+        settled = self._inbound_outside
+        waiters = admission.waiters
+        current, from_metadata = criticality.inbound_var.get, criticality.from_metadata
+
+        async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            level = current()
+            if level is None and not settled:
+                level = from_metadata(context.invocation_metadata())
+            shares = admission.fixed_shares
+            if shares is None or admission.in_flight >= shares[level or criticality.DEFAULT]:
+                return await general(request, context)
+            admission.in_flight += 1
+            try:
+                return await inner(request, context)
+            finally:
+                admission.in_flight -= 1
+                if waiters:
+                    admission.hand_over()
+
+        self._counted[behaviour] = CountedAdmission(inner, general, admission)
+        return behaviour
+
+    def _wrap_admitted(self, inner: Behaviour, method: str) -> Behaviour:
         admission = self.admission
         settled = self._inbound_outside
 

@@ -51,7 +51,10 @@ def is_overload_refusal(err: grpc.aio.AioRpcError) -> bool:
 
 
 class ThrottleWindow:
-    """Requests and accepts over the last `window_s`, in BUCKETS buckets, and the SRE formula."""
+    """Requests and accepts over the last `window_s`, in BUCKETS buckets, and the SRE formula.
+
+    The window slides only when a bucket's time is over: until then every attempt counts in
+    the bucket it found, after one comparison with the clock (`_current_until_s`)."""
 
     def __init__(self, policy: ThrottlePolicy, clock: Clock) -> None:
         self._k = policy.k
@@ -59,24 +62,30 @@ class ThrottleWindow:
         self._bucket_s = policy.window_s / BUCKETS
         self._clock = clock
         self._buckets: deque[list[int]] = deque()  # [bucket index, requests, accepts]
+        self._current: list[int] = []
+        self._current_from_s = self._current_until_s = -math.inf
         self.requests = 0
         self.accepts = 0
 
-    def _slide(self) -> list[int]:
-        index = math.floor(self._clock.now() / self._bucket_s)
+    def _slide(self, now: float) -> None:
+        """Makes the bucket `now` falls in current, forgetting those out of the window."""
+        index = math.floor(now / self._bucket_s)
         buckets = self._buckets
-        if buckets and buckets[-1][0] == index:  # what it made expire went when it was made
-            return buckets[-1]
         while buckets and buckets[0][0] <= index - BUCKETS:
             _, requests, accepts = buckets.popleft()
             self.requests -= requests
             self.accepts -= accepts
         if not buckets or buckets[-1][0] != index:
             buckets.append([index, 0, 0])
-        return buckets[-1]
+        self._current = buckets[-1]
+        self._current_from_s = index * self._bucket_s
+        self._current_until_s = (index + 1) * self._bucket_s
 
     def record(self, accepted: bool) -> None:
-        bucket = self._slide()
+        now = self._clock.now()
+        if not self._current_from_s <= now < self._current_until_s:
+            self._slide(now)
+        bucket = self._current
         bucket[1] += 1
         self.requests += 1
         if accepted:
@@ -84,7 +93,9 @@ class ThrottleWindow:
             self.accepts += 1
 
     def rejection_probability(self) -> float:
-        self._slide()
+        now = self._clock.now()
+        if not self._current_from_s <= now < self._current_until_s:
+            self._slide(now)
         requests = self.requests
         if requests < self._min_requests:
             return 0.0
