@@ -3,7 +3,7 @@
 The loop CPU of `mesh bench overhead` moves by tens of us per call between runs on a shared
 machine, more than the changes it is asked to judge. The instructions a process executes for the
 same calls do not depend on what else the machine runs. This starts one process per stack (raw,
-floor, client, server, full: the overhead bench's variants of those names, built by
+floor, hand, client, server, full: the overhead bench's variants of those names, built by
 `grpc_resilience_mesh.bench.overhead`) under `valgrind --tool=callgrind`, once with K calls and
 once with K/2, and reads the totals callgrind writes when each exits. Imports, set-up, warm-up
 and shut-down are the same in both runs, so the difference is K/2 calls' instructions alone.
@@ -39,7 +39,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-STACKS = ("raw", "floor", "client", "server", "full")
+STACKS = ("raw", "floor", "hand", "client", "server", "full")
 """The overhead bench's stacks counted here, in its names."""
 WARMUP_CALLS = 50
 """Calls before the counted ones, the same in both runs: connections, caches, first paths."""
@@ -64,9 +64,12 @@ def ratios(per_stack: dict[str, float]) -> dict[str, float]:
     """The figures the issue asks for, in instructions: each side's and ours over raw."""
     raw = per_stack["raw"]
     out: dict[str, float] = {}
-    for name in ("floor", "client", "server", "full"):
+    for name in ("floor", "hand", "client", "server", "full"):
         if name in per_stack:
             out[f"{name}_minus_raw"] = per_stack[name] - raw
+    if "client" in per_stack and "hand" in per_stack:
+        # Both client jobs over the same plain server: below 0 ours costs less.
+        out["client_minus_hand"] = per_stack["client"] - per_stack["hand"]
     if "full" in per_stack and "floor" in per_stack:
         out["ours"] = per_stack["full"] - per_stack["floor"]
         out["ours_ratio"] = out["ours"] / raw
@@ -91,11 +94,14 @@ async def _build(stack: str, concurrency: int) -> tuple[Any, Any]:
         "floor": lambda: variants.plain(
             "floor", [NoopServerInterceptor()], [NoopClientInterceptor()]
         ),
+        "hand": lambda: variants.hand_composed("hand"),
         "client": lambda: variants.full_stack("client", None, server=False),
         "server": lambda: variants.full_stack("server", None, client=False),
         "full": lambda: variants.full_stack("full", None),
     }
     await builders[stack]()
+    if stack in variants.stubs:  # hand: the hand-composed caller around a plain stub
+        return variants, variants.stubs[stack]
     return variants, profile_pb2_grpc.ProfileServiceStub(variants.channels[stack])
 
 

@@ -32,6 +32,13 @@ def test_ours_is_full_minus_floor_over_raw() -> None:
     assert figures["full_minus_raw"] == 210.0
     assert figures["client_minus_raw"] == 100.0
     assert "server_minus_raw" not in figures
+    assert "client_minus_hand" not in figures  # no hand-composed stack counted
+
+
+def test_the_client_job_is_set_against_the_same_job_by_hand() -> None:
+    figures = co.ratios({"raw": 600.0, "hand": 760.0, "client": 700.0})
+    assert figures["hand_minus_raw"] == 160.0
+    assert figures["client_minus_hand"] == -60.0
 
 
 def test_each_stack_runs_twice_under_callgrind(
