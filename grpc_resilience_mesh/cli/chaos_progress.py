@@ -142,6 +142,11 @@ class ConsoleView:
 
     @contextmanager
     def _waiting(self, what: str) -> Iterator[None]:
+        """`what` while it lasts. Piped, it is said at once too: a ticker's first line comes
+        `every_s` after it starts, and two waits one after the other (the mesh stopping, the
+        traces indexed) were once silent for 10 s together on a loaded machine."""
+        if not self.console.is_interactive:
+            self.console.print(what, markup=False, highlight=False)
         with self.console.status(what), self._plain(lambda: what):
             yield
 
@@ -150,6 +155,9 @@ class ConsoleView:
 
     def mesh_started(self, took_s: float) -> None:
         self.console.print(f"started the embedded mesh in {took_s:.1f} s")
+
+    def stopping_mesh(self) -> AbstractContextManager[object]:
+        return self._waiting("stopping the embedded mesh...")
 
     @contextmanager
     def rounds(self, experiments: list[Experiment]) -> Iterator[RunProgress]:

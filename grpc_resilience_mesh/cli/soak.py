@@ -171,6 +171,9 @@ class SoakProgress:
     def mesh_started(self, took_s: float) -> None:
         """The bar that follows says it."""
 
+    def stopping_mesh(self) -> AbstractContextManager[object]:
+        return console.status("stopping the mesh...")
+
     @contextmanager
     def soaking(self, config: SoakConfig) -> Iterator[Tick]:
         with Progress(

@@ -65,7 +65,7 @@ def mesh_scope(
             raise MeshDidNotStart(err) from None
         finally:
             if mesh is not None:
-                with guard.cleaning():
+                with guard.cleaning(), view.stopping_mesh():
                     mesh.stop()
 
 

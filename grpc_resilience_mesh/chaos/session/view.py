@@ -46,6 +46,10 @@ class StartView(Protocol):
     def mesh_started(self, took_s: float) -> None:
         """The embedded mesh is up, after `took_s` seconds."""
 
+    def stopping_mesh(self) -> AbstractContextManager[object]:
+        """Entered while the embedded mesh stops (its services drain: seconds on a busy
+        machine, which a piped log must not spend silent)."""
+
 
 class SessionView(StartView, Protocol):
     """Everything a chaos run's session tells."""
@@ -65,6 +69,9 @@ class Quiet:
 
     def mesh_started(self, took_s: float) -> None:
         """Nothing to say."""
+
+    def stopping_mesh(self) -> AbstractContextManager[object]:
+        return nullcontext()
 
     @contextmanager
     def rounds(self, experiments: list[Experiment]) -> Iterator[RoundsView]:

@@ -49,11 +49,14 @@ def runner_alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
-def why_roll_back(heartbeat: Path, pid: int, ttl_s: float) -> str | None:
-    """Why the faults must go now, or None while the runner lives; RELEASED on a clean end."""
+def why_roll_back(heartbeat: Path, pid: int, ttl_s: float, since: float = 0.0) -> str | None:
+    """Why the faults must go now, or None while the runner lives; RELEASED on a clean end.
+    The heartbeat's age counts from `since` (time.time()) at the earliest: the runner's
+    first beat comes after the watchdog starts watching, and a watchdog whose start took
+    longer than ttl_s (a loaded machine) once rolled back a live run's faults at once."""
     try:
         text = heartbeat.read_text().strip()
-        age_s = time.time() - heartbeat.stat().st_mtime
+        age_s = time.time() - max(heartbeat.stat().st_mtime, since)
     except FileNotFoundError:
         return "the heartbeat file is gone"
     if text == RELEASED:
@@ -99,7 +102,8 @@ def watch(
     """Waits until the faults must go (rolling them back) or the runner released them."""
     every_s = min(0.25, ttl_s / 4)
     armed_path(heartbeat).write_text(f"{os.getpid()}\n")
-    while (why := why_roll_back(heartbeat, pid, ttl_s)) is None:
+    since = time.time()
+    while (why := why_roll_back(heartbeat, pid, ttl_s, since)) is None:
         time.sleep(every_s)
     if why != RELEASED:
         log.warning("rolling back %s: %s", ", ".join(proxies), why)
