@@ -143,8 +143,8 @@ class ConsoleView:
     @contextmanager
     def _waiting(self, what: str) -> Iterator[None]:
         """`what` while it lasts. Piped, it is said at once too: a ticker's first line comes
-        `every_s` after it starts, and two waits one after the other (the mesh stopping, the
-        traces indexed) were once silent for 10 s together on a loaded machine."""
+        `every_s` after it starts, so two waits one after the other (the mesh stopping, the
+        traces indexed) could leave a piped log silent for up to twice that."""
         if not self.console.is_interactive:
             self.console.print(what, markup=False, highlight=False)
         with self.console.status(what), self._plain(lambda: what):

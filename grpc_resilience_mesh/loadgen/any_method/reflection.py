@@ -54,8 +54,8 @@ async def _reflect(
     """As `reflect`, on the first path the server serves; None when it serves neither. Each
     path is asked whether it is served before a question is written to it, the last one too:
     written to a server without reflection, the question came back INTERNAL instead of
-    UNIMPLEMENTED (once in CI, on the whole suite's machine), and the user read "failed"
-    where the way out was to give protos."""
+    UNIMPLEMENTED (once, under the whole suite's load), and the user read "failed" where
+    the way out was to give protos."""
     for path in PATHS:
         if not await _serves(channel, path, timeout_s):
             continue
