@@ -104,6 +104,21 @@ class Edge:
 FULL = [1, 2, 3, 4, 5]
 
 
+def failed_attempts(outcomes: list[tuple[list[int], Any]], edge: Edge) -> str:
+    """For a failure's message: each failed call's attempts, last first (retry chains each
+    attempt's error to the one before as its __cause__), and the retries' reasons."""
+    lines = []
+    for i, (_, err) in enumerate(outcomes):
+        chain = []
+        while isinstance(err, grpc.aio.AioRpcError):
+            chain.append(f"{err.code().name}: {err.details()}")
+            err = err.__cause__
+        if chain:
+            lines.append(f"call {i}: " + " <- ".join(chain))
+    retries = [e.reason for e in edge.of(RetryScheduled)]
+    return "; ".join(lines) + f"; retries after {retries}"
+
+
 @pytest.mark.parametrize("outlier", [False, True], ids=["no-ejection", "ejection"])
 async def test_streams_alternate_between_replicas_named_by_host(outlier: bool) -> None:
     a, b = StreamFake(), StreamFake()
@@ -210,13 +225,14 @@ async def test_a_replica_whose_streams_fail_is_ejected_and_gets_no_more(
         edge = Edge([by_name(t) if named else t for t in targets], policy)
         outcomes = [await edge.read_all() for _ in range(10)]
         await edge.close()
+    why = failed_attempts(outcomes, edge)
     assert [(e.replica, e.reason) for e in edge.of(ReplicaEjected)] == [
         (edge_target, "consecutive_failures")
         for edge_target in [by_name(targets[0]) if named else targets[0]]
-    ]
-    assert broken.attempts == 2  # ejected after its second failure: nothing more reaches it
+    ], why
+    assert broken.attempts == 2, why  # ejected after its second failure: nothing more reaches it
     if cut_at == 0:
-        assert outcomes == [(FULL, None)] * 10
+        assert outcomes == [(FULL, None)] * 10, why
         assert healthy.attempts == 10
     else:
         failed = [(ranks, err) for ranks, err in outcomes if err is not None]
