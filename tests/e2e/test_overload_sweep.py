@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 pytestmark = pytest.mark.e2e
 
@@ -82,6 +83,7 @@ def test_a_short_sweep_reports_each_lines_curve(tmp_path: Path) -> None:
     # holds the open loop back sends the calls it is late for at once (1 refusal of about 40
     # calls once, under the whole suite). So: next to none, and far fewer than at 5x.
     low, high = points["static.0.5x"]["backend_refusals"], points["static.5x"]["backend_refusals"]
-    assert low <= 0.05 * points["static.0.5x"]["offered_per_s"] * 2 and low * 10 < high, (low, high)
+    calls = points["static.0.5x"]["offered_per_s"] * yaml.safe_load(SWEEP)["sweep"]["duration_s"]
+    assert low <= 0.05 * calls and low * 10 < high, (low, calls, high)
     assert "accepted_p99_vs_low" in points["static.5x"]
     assert (reports / "sweep" / "sweep.png").stat().st_size > 1000
