@@ -63,3 +63,26 @@ async def test_an_up_never_followed_by_a_success_counts_until_the_load_ended(
 ) -> None:
     load = checkouts(ok_after_up=[2.5], failing_until_s=9.0)  # nothing succeeds after 5.0
     assert await recover_max_s(exp, load, ups=[2.0, 5.0]) == pytest.approx(4.01)
+
+
+async def test_windows_sit_on_the_fault_timeline_not_on_the_first_request(
+    exp: Experiment,
+) -> None:
+    # The schedule starts at 100.0 on the requests' clock and the load 1 s later (a loaded
+    # runner's start): the proxy is down from 2 to 6 s on the timeline, i.e. 102-106, and every
+    # checkout then fails, every other one succeeds. Counted from the first request, the window
+    # would sit at 103-107: 10 failures outside it and 10 successes inside.
+    load = LoadResult(elapsed_s=8.0)
+    for i in range(80):
+        at = 101.0 + i / 10
+        down = 102.0 <= at < 106.0
+        code, status = ("UNAVAILABLE", "") if down else ("OK", "SUCCEEDED")
+        load.outcomes.append(Outcome("checkout", code, 0.01, status=status, started_s=at))
+    phase = PhaseResult(load, Snapshot(), {}, timeline_t0_s=100.0)
+    phase.timeline += [FaultEvent(2.0, "down", True), FaultEvent(6.0, "down", False)]
+    target = Target(gateway="127.0.0.1:1", toxiproxy=None, admin={}, metrics={})
+    measured = await CHECKS["flapping"](CheckContext(target, exp, exp.variants[0], phase))
+    assert measured["requests_while_down"] == 40
+    assert measured["errors_while_down"] == 40
+    assert measured["errors_while_up"] == 0
+    assert measured["recover_max_s"] == pytest.approx(0.01)
