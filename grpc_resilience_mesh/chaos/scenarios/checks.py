@@ -104,8 +104,8 @@ async def flapping(ctx: CheckContext) -> dict[str, float]:
     """Errors while the dependency was down and up, and how long after each up it took until
     a checkout succeeded again. Times are on the fault timeline's clock (its `timeline_t0_s`),
     where the schedule put each down and up: the load starts some time after the schedule does,
-    and counting from the first request instead shifted every window that late (on a loaded
-    runner about 1 s: checkouts after the up were counted as while down)."""
+    and counting from the first request instead shifted every window that late, so checkouts
+    after the up were counted as while down."""
     outcomes = sorted(ctx.phase.load.outcomes, key=lambda o: o.started_s)
     if not outcomes:
         return {}
